@@ -1,0 +1,189 @@
+// Package config owns agentbox's typed configuration: defaults, the
+// environment variables that override them, and validation. It is the only
+// package that reads the environment; everything else receives a sub-struct.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/docker/go-units"
+)
+
+// DefaultImage is the sandbox image built by `agentbox image build`.
+const DefaultImage = "agentbox-sandbox:latest"
+
+// Config is everything agentbox is configured with.
+type Config struct {
+	// DataDir holds everything agentbox keeps: workspaces, sandbox state, the store.
+	DataDir string
+	Docker  Docker
+	Sandbox Sandbox
+	Model   Model
+}
+
+// Docker says how to reach the container engine.
+type Docker struct {
+	// Host is the engine address (DOCKER_HOST), empty for the platform default.
+	// A Podman socket works here too: unix:///run/podman/podman.sock.
+	Host string
+}
+
+// Sandbox holds the defaults every sandbox is created with.
+type Sandbox struct {
+	Image string
+	// MemoryBytes, NanoCPUs and PidsLimit are the default resource limits.
+	MemoryBytes int64
+	NanoCPUs    int64
+	PidsLimit   int64
+	// Network is the container network mode; "none" unless a caller opts in.
+	Network string
+	// GuestBinary is the static agentbox binary bind-mounted into sandboxes;
+	// empty means the running executable.
+	GuestBinary string
+	// Instance labels this installation's sandboxes so that two agentbox
+	// installations sharing one engine never reap each other's sandboxes.
+	Instance string
+}
+
+// Model is the language-model configuration (used from the agent issue on).
+type Model struct {
+	Name             string // provider:name, from AGENTBOX_MODEL
+	AnthropicKey     bool   // whether ANTHROPIC_API_KEY is set
+	OpenAIKey        bool   // whether OPENAI_API_KEY is set
+	OpenAIBaseURL    string
+	AnthropicBaseURL string
+}
+
+// Default returns the configuration used when nothing is set.
+func Default() Config {
+	return Config{
+		DataDir: defaultDataDir(),
+		Sandbox: Sandbox{
+			Image:       DefaultImage,
+			MemoryBytes: 2 << 30,
+			NanoCPUs:    1e9,
+			PidsLimit:   512,
+			Network:     "none",
+			Instance:    "default",
+		},
+	}
+}
+
+// FromEnv returns the defaults overridden by the environment.
+func FromEnv() (Config, error) {
+	return fromLookup(os.LookupEnv)
+}
+
+func fromLookup(lookup func(string) (string, bool)) (Config, error) {
+	c := Default()
+	var errs []error
+	str := func(key string, dst *string) {
+		if v, ok := lookup(key); ok && v != "" {
+			*dst = v
+		}
+	}
+	str("AGENTBOX_DATA_DIR", &c.DataDir)
+	str("DOCKER_HOST", &c.Docker.Host)
+	str("AGENTBOX_IMAGE", &c.Sandbox.Image)
+	str("AGENTBOX_SANDBOX_NETWORK", &c.Sandbox.Network)
+	str("AGENTBOX_GUEST_BINARY", &c.Sandbox.GuestBinary)
+	str("AGENTBOX_INSTANCE", &c.Sandbox.Instance)
+	str("AGENTBOX_MODEL", &c.Model.Name)
+	str("OPENAI_BASE_URL", &c.Model.OpenAIBaseURL)
+	str("ANTHROPIC_BASE_URL", &c.Model.AnthropicBaseURL)
+	_, c.Model.AnthropicKey = lookup("ANTHROPIC_API_KEY")
+	_, c.Model.OpenAIKey = lookup("OPENAI_API_KEY")
+	if v, ok := lookup("AGENTBOX_SANDBOX_MEMORY"); ok && v != "" {
+		n, err := ParseMemory(v)
+		errs = append(errs, wrapEnv("AGENTBOX_SANDBOX_MEMORY", err))
+		c.Sandbox.MemoryBytes = n
+	}
+	if v, ok := lookup("AGENTBOX_SANDBOX_CPUS"); ok && v != "" {
+		n, err := ParseCPUs(v)
+		errs = append(errs, wrapEnv("AGENTBOX_SANDBOX_CPUS", err))
+		c.Sandbox.NanoCPUs = n
+	}
+	if v, ok := lookup("AGENTBOX_SANDBOX_PIDS"); ok && v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		errs = append(errs, wrapEnv("AGENTBOX_SANDBOX_PIDS", err))
+		c.Sandbox.PidsLimit = n
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+func wrapEnv(key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", key, err)
+}
+
+// Validate reports every invalid field at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data dir: empty (set AGENTBOX_DATA_DIR)"))
+	}
+	errs = append(errs, c.Sandbox.Validate())
+	return errors.Join(errs...)
+}
+
+// Validate checks the sandbox defaults.
+func (s Sandbox) Validate() error {
+	var errs []error
+	if s.Image == "" {
+		errs = append(errs, errors.New("sandbox image: empty"))
+	}
+	if s.MemoryBytes < 64<<20 {
+		errs = append(errs, fmt.Errorf("sandbox memory %d bytes: at least 64MiB", s.MemoryBytes))
+	}
+	if s.NanoCPUs < 1e7 {
+		errs = append(errs, fmt.Errorf("sandbox cpus %.3f: at least 0.01", float64(s.NanoCPUs)/1e9))
+	}
+	if s.PidsLimit < 16 {
+		errs = append(errs, fmt.Errorf("sandbox pids %d: at least 16", s.PidsLimit))
+	}
+	if s.Network == "" || s.Network == "host" {
+		errs = append(errs, fmt.Errorf("sandbox network %q: use none, bridge or a named network (host is refused)", s.Network))
+	}
+	if s.Instance == "" || strings.ContainsAny(s.Instance, " =,") {
+		errs = append(errs, fmt.Errorf("instance %q: must be a non-empty word", s.Instance))
+	}
+	return errors.Join(errs...)
+}
+
+// ParseMemory parses a size such as 512m, 2g or 2GiB into bytes.
+func ParseMemory(s string) (int64, error) {
+	n, err := units.RAMInBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("memory %q: want a size such as 512m or 2g", s)
+	}
+	return n, nil
+}
+
+// ParseCPUs parses a CPU count such as 1, 0.5 or 2.5 into nano-CPUs.
+func ParseCPUs(s string) (int64, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f <= 0 || f > 1024 {
+		return 0, fmt.Errorf("cpus %q: want a positive number such as 1 or 0.5", s)
+	}
+	return int64(f * 1e9), nil
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "agentbox")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "agentbox")
+	}
+	return filepath.Join(os.TempDir(), "agentbox")
+}

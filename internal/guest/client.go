@@ -1,0 +1,279 @@
+package guest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Client talks to one guest over its unix socket. Everything the guest
+// returns is capped in size before it is decoded.
+type Client struct {
+	http *http.Client
+	// MaxResponseBytes caps a JSON answer (default 16 MiB plus twice the
+	// largest exec output asked for).
+	MaxResponseBytes int64
+}
+
+// NewClient returns a client of the guest listening on socketPath.
+func NewClient(socketPath string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socketPath)
+		},
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return &Client{http: &http.Client{Transport: tr}, MaxResponseBytes: 16 << 20}
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Health asks the guest for its health and version.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	err := c.doJSON(ctx, http.MethodGet, "/health", nil, nil, &h)
+	return h, err
+}
+
+// Handshake checks that the guest answers and speaks ProtocolVersion.
+func (c *Client) Handshake(ctx context.Context) (Health, error) {
+	h, err := c.Health(ctx)
+	if err != nil {
+		return h, err
+	}
+	if h.Protocol != ProtocolVersion {
+		return h, fmt.Errorf("%w: guest %s speaks protocol %d, this agentbox speaks %d; recreate the sandbox with this binary", ErrProtocol, h.Version, h.Protocol, ProtocolVersion)
+	}
+	return h, nil
+}
+
+// Exec runs a command and returns its result once it has ended. A non-zero
+// exit is in the result; an error means the guest could not be asked.
+func (c *Client) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	var res ExecResult
+	err := c.doJSON(ctx, http.MethodPost, "/exec", nil, req, &res, 3*outputLimit(req))
+	return res, err
+}
+
+// ExecStream runs a command, calling onOutput with "stdout" or "stderr" and
+// each chunk as it is produced. The returned result carries no output bodies.
+func (c *Client) ExecStream(ctx context.Context, req ExecRequest, onOutput func(stream string, p []byte)) (ExecResult, error) {
+	resp, err := c.do(ctx, http.MethodPost, "/exec/stream", nil, jsonBody(req))
+	if err != nil {
+		return ExecResult{}, err
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReaderSize(io.LimitReader(resp.Body, 4*outputLimit(req)+1<<20), 64<<10)
+	dec := json.NewDecoder(r)
+	for {
+		var ev StreamEvent
+		if err := dec.Decode(&ev); err != nil {
+			return ExecResult{}, fmt.Errorf("%w: exec stream ended early: %v", ErrUnavailable, err)
+		}
+		switch ev.Type {
+		case "stdout", "stderr":
+			onOutput(ev.Type, ev.Data)
+		case "exit", "error":
+			if ev.Result == nil {
+				return ExecResult{}, fmt.Errorf("%w: exec stream: %s event without result", ErrUnavailable, ev.Type)
+			}
+			return *ev.Result, nil
+		}
+	}
+}
+
+// ReadFile reads a whole file (up to the guest's read limit).
+func (c *Client) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	return c.ReadRange(ctx, path, 0, 0)
+}
+
+// ReadRange reads limit bytes from offset; limit 0 means to the end.
+func (c *Client) ReadRange(ctx context.Context, path string, offset, limit int64) ([]byte, error) {
+	q := url.Values{"path": {path}}
+	if offset > 0 {
+		q.Set("offset", strconv.FormatInt(offset, 10))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.FormatInt(limit, 10))
+	}
+	resp, err := c.do(ctx, http.MethodGet, "/files/read", q, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	max := 256 << 20
+	if limit > 0 {
+		max = int(limit)
+	}
+	return readCapped(resp.Body, int64(max))
+}
+
+// WriteFile writes data to path, creating parent directories; mode 0 means 0644.
+func (c *Client) WriteFile(ctx context.Context, path string, data []byte, mode uint32) (FileInfo, error) {
+	return c.WriteFrom(ctx, path, bytes.NewReader(data), mode)
+}
+
+// WriteFrom writes what r yields to path; the guest replaces the file atomically.
+func (c *Client) WriteFrom(ctx context.Context, path string, r io.Reader, mode uint32) (FileInfo, error) {
+	q := url.Values{"path": {path}}
+	if mode != 0 {
+		q.Set("mode", strconv.FormatUint(uint64(mode), 8))
+	}
+	var fi FileInfo
+	err := c.doJSON(ctx, http.MethodPut, "/files/write", q, r, &fi)
+	return fi, err
+}
+
+// List lists a directory, recursively if asked; max 0 means the guest's default.
+func (c *Client) List(ctx context.Context, path string, recursive bool, max int) (Listing, error) {
+	q := url.Values{"path": {path}}
+	if recursive {
+		q.Set("recursive", "1")
+	}
+	if max > 0 {
+		q.Set("max", strconv.Itoa(max))
+	}
+	var l Listing
+	err := c.doJSON(ctx, http.MethodGet, "/files/list", q, nil, &l)
+	return l, err
+}
+
+// Stat describes one path without following a final symlink.
+func (c *Client) Stat(ctx context.Context, path string) (FileInfo, error) {
+	var fi FileInfo
+	err := c.doJSON(ctx, http.MethodGet, "/files/stat", url.Values{"path": {path}}, nil, &fi)
+	return fi, err
+}
+
+// Delete removes a file, or a directory tree when recursive.
+func (c *Client) Delete(ctx context.Context, path string, recursive bool) error {
+	q := url.Values{"path": {path}}
+	if recursive {
+		q.Set("recursive", "1")
+	}
+	resp, err := c.do(ctx, http.MethodDelete, "/files", q, nil)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// Move renames a file or directory inside the workspace.
+func (c *Client) Move(ctx context.Context, req MoveRequest) (FileInfo, error) {
+	var fi FileInfo
+	err := c.doJSON(ctx, http.MethodPost, "/files/move", nil, req, &fi)
+	return fi, err
+}
+
+// Search finds lines matching a regular expression, like grep -rn.
+func (c *Client) Search(ctx context.Context, req SearchRequest) (SearchResult, error) {
+	var res SearchResult
+	err := c.doJSON(ctx, http.MethodPost, "/files/search", nil, req, &res)
+	return res, err
+}
+
+// Archive streams the directory at path as "zip" or "tar". The caller closes
+// the reader and must cap what it reads.
+func (c *Client) Archive(ctx context.Context, path, format string) (io.ReadCloser, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/files/archive", url.Values{"path": {path}, "format": {format}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// doJSON sends body (an io.Reader, or a value encoded as JSON) and decodes the
+// answer into out, reading at most the client's cap plus extra.
+func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, body, out any, extra ...int64) error {
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case io.Reader:
+		r = b
+	default:
+		r = jsonBody(b)
+	}
+	resp, err := c.do(ctx, method, path, q, r)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	max := c.MaxResponseBytes
+	for _, e := range extra {
+		max += e
+	}
+	data, err := readCapped(resp.Body, max)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%w: %s %s: bad answer: %v", ErrUnavailable, method, path, err)
+	}
+	return nil
+}
+
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Response, error) {
+	u := "http://guest" + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("guest %s %s: %w", method, path, err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("guest %s %s: %w", method, path, context.Cause(ctx))
+		}
+		return nil, fmt.Errorf("%w: %s %s: %v", ErrUnavailable, method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, decodeError(resp)
+	}
+	return resp, nil
+}
+
+func decodeError(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var eb errorBody
+	if json.Unmarshal(data, &eb) == nil && eb.Error != nil {
+		return eb.Error
+	}
+	return fmt.Errorf("%w: status %d: %.200s", ErrUnavailable, resp.StatusCode, data)
+}
+
+func jsonBody(v any) io.Reader {
+	b, err := json.Marshal(v)
+	if err != nil { // only unmarshalable types, a programming error
+		panic(fmt.Sprintf("guest: encode request: %v", err))
+	}
+	return bytes.NewReader(b)
+}
+
+// readCapped reads all of r, failing if it yields more than max bytes.
+func readCapped(r io.Reader, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading answer: %v", ErrUnavailable, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%w: answer over %d bytes", ErrTooLarge, max)
+	}
+	return data, nil
+}
+

@@ -1,0 +1,302 @@
+package guest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+)
+
+func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
+	rel, err := s.rel(r.URL.Query().Get("path"))
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	offset, limit, err := readRange(r, s.cfg.MaxReadBytes)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	f, err := s.root.Open(rel)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		s.writeError(w, errorf(CodeIsDir, "%s: not a regular file", display(rel)))
+		return
+	}
+	if limit == 0 && fi.Size()-offset > s.cfg.MaxReadBytes {
+		s.writeError(w, errorf(CodeTooLarge, "%s: %d bytes is over the read limit of %d; read it in ranges", display(rel), fi.Size(), s.cfg.MaxReadBytes))
+		return
+	}
+	if limit == 0 {
+		limit = s.cfg.MaxReadBytes
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("X-File-Size", strconv.FormatInt(fi.Size(), 10))
+	_, _ = io.Copy(w, io.NewSectionReader(f, offset, limit))
+}
+
+func readRange(r *http.Request, max int64) (offset, limit int64, err error) {
+	q := r.URL.Query()
+	for _, v := range []struct {
+		name string
+		dst  *int64
+	}{{"offset", &offset}, {"limit", &limit}} {
+		s := q.Get(v.name)
+		if s == "" {
+			continue
+		}
+		n, perr := strconv.ParseInt(s, 10, 64)
+		if perr != nil || n < 0 {
+			return 0, 0, errorf(CodeBadRequest, "%s %q: want a non-negative integer", v.name, s)
+		}
+		*v.dst = n
+	}
+	if limit > max {
+		return 0, 0, errorf(CodeTooLarge, "limit %d is over the read limit of %d", limit, max)
+	}
+	return offset, limit, nil
+}
+
+// writeFile writes the body to a temporary file next to the target and
+// renames it into place, so a reader never sees half a file.
+func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	rel, err := s.rel(q.Get("path"))
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if rel == "." {
+		s.writeError(w, errorf(CodeIsDir, "write: path is the workspace itself"))
+		return
+	}
+	mode := os.FileMode(0o644)
+	if m := q.Get("mode"); m != "" {
+		n, err := strconv.ParseUint(m, 8, 32)
+		if err != nil || n > 0o777 {
+			s.writeError(w, errorf(CodeBadRequest, "mode %q: want octal permissions such as 644", m))
+			return
+		}
+		mode = os.FileMode(n)
+	}
+	info, err := s.write(w, r, rel, mode)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) write(w http.ResponseWriter, r *http.Request, rel string, mode os.FileMode) (FileInfo, error) {
+	if dir := filepath.Dir(rel); dir != "." {
+		if err := s.root.MkdirAll(dir, 0o755); err != nil {
+			return FileInfo{}, err
+		}
+	}
+	tmp := filepath.Join(filepath.Dir(rel), fmt.Sprintf(".%s.agentbox-%d.tmp", filepath.Base(rel), os.Getpid()))
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	_, err = io.Copy(f, http.MaxBytesReader(w, r.Body, s.cfg.MaxWriteBytes))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.root.Chmod(tmp, mode) // the umask may have narrowed it
+	}
+	if err == nil {
+		err = s.root.Rename(tmp, rel)
+	}
+	if err != nil {
+		_ = s.root.Remove(tmp)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return FileInfo{}, errorf(CodeTooLarge, "%s: over the write limit of %d bytes", display(rel), s.cfg.MaxWriteBytes)
+		}
+		return FileInfo{}, err
+	}
+	return s.stat(rel)
+}
+
+func (s *Server) statFile(w http.ResponseWriter, r *http.Request) {
+	rel, err := s.rel(r.URL.Query().Get("path"))
+	if err == nil {
+		var info FileInfo
+		if info, err = s.stat(rel); err == nil {
+			writeJSON(w, http.StatusOK, info)
+			return
+		}
+	}
+	s.writeError(w, err)
+}
+
+func (s *Server) stat(rel string) (FileInfo, error) {
+	fi, err := s.root.Lstat(rel)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return s.info(rel, fi), nil
+}
+
+func (s *Server) info(rel string, fi fs.FileInfo) FileInfo {
+	out := FileInfo{Path: display(rel), Size: fi.Size(), Mode: uint32(fi.Mode().Perm()), ModTime: fi.ModTime().UTC()}
+	switch {
+	case fi.Mode().IsRegular():
+		out.Type = "file"
+	case fi.IsDir():
+		out.Type, out.Size = "dir", 0
+	case fi.Mode()&fs.ModeSymlink != 0:
+		out.Type = "symlink"
+		out.Target, _ = s.root.Readlink(rel)
+	default:
+		out.Type = "other"
+	}
+	return out
+}
+
+func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	rel, err := s.rel(q.Get("path"))
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	max := 10000
+	if m := q.Get("max"); m != "" {
+		if max, err = strconv.Atoi(m); err != nil || max <= 0 || max > 100000 {
+			s.writeError(w, errorf(CodeBadRequest, "max %q: want 1 to 100000", m))
+			return
+		}
+	}
+	l, err := s.list(rel, q.Get("recursive") == "1" || q.Get("recursive") == "true", max)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}
+
+// errStop ends a walk early once enough entries were found.
+var errStop = errors.New("stop")
+
+func (s *Server) list(rel string, recursive bool, max int) (Listing, error) {
+	fi, err := s.root.Stat(rel)
+	if err != nil {
+		return Listing{}, err
+	}
+	if !fi.IsDir() {
+		return Listing{}, errorf(CodeNotDir, "%s: not a directory", display(rel))
+	}
+	l := Listing{Entries: []FileInfo{}}
+	err = fs.WalkDir(s.root.FS(), filepath.ToSlash(rel), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == filepath.ToSlash(rel) {
+			return nil
+		}
+		if len(l.Entries) >= max {
+			l.Truncated = true
+			return errStop
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil // vanished while walking
+		}
+		l.Entries = append(l.Entries, s.info(p, fi))
+		if d.IsDir() && !recursive {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return Listing{}, err
+	}
+	return l, nil
+}
+
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	rel, err := s.rel(q.Get("path"))
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if rel == "." {
+		s.writeError(w, errorf(CodeBadRequest, "delete: refusing to delete the workspace itself"))
+		return
+	}
+	if _, err := s.root.Lstat(rel); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if q.Get("recursive") == "1" || q.Get("recursive") == "true" {
+		err = s.root.RemoveAll(rel)
+	} else {
+		err = s.root.Remove(rel)
+	}
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) moveFile(w http.ResponseWriter, r *http.Request) {
+	var req MoveRequest
+	if err := decode(w, r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	info, err := s.move(req)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) move(req MoveRequest) (FileInfo, error) {
+	from, err := s.rel(req.From)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	to, err := s.rel(req.To)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	if from == "." || to == "." {
+		return FileInfo{}, errorf(CodeBadRequest, "move: cannot move the workspace itself")
+	}
+	if _, err := s.root.Lstat(from); err != nil {
+		return FileInfo{}, err
+	}
+	if _, err := s.root.Lstat(to); err == nil && !req.Overwrite {
+		return FileInfo{}, errorf(CodeExists, "%s: already exists (set overwrite)", display(to))
+	}
+	if dir := path.Dir(filepath.ToSlash(to)); dir != "." {
+		if err := s.root.MkdirAll(dir, 0o755); err != nil {
+			return FileInfo{}, err
+		}
+	}
+	if err := s.root.Rename(from, to); err != nil {
+		return FileInfo{}, err
+	}
+	return s.stat(to)
+}

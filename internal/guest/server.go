@@ -1,0 +1,216 @@
+package guest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// ServerConfig configures the daemon.
+type ServerConfig struct {
+	// Workspace is the directory every file path is confined to.
+	Workspace string
+	// Version is reported by /health.
+	Version string
+	// Env is added to every command's environment.
+	Env map[string]string
+	// MaxWriteBytes caps one file write (default 1 GiB).
+	MaxWriteBytes int64
+	// MaxReadBytes caps one file read (default 256 MiB).
+	MaxReadBytes int64
+	// DrainGrace is how long a finished command's output pipes may stay open
+	// (held by a background child) before the result is returned without
+	// waiting for them (default 100ms).
+	DrainGrace time.Duration
+	Log        *slog.Logger
+}
+
+// Server is the guest daemon.
+type Server struct {
+	cfg  ServerConfig
+	root *os.Root
+	log  *slog.Logger
+	// drains owns the goroutines that keep reading the pipes of commands whose
+	// background children outlived them.
+	drains sync.WaitGroup
+	mu     sync.Mutex
+	pipes  map[*os.File]struct{}
+}
+
+// NewServer opens the workspace and returns a daemon ready to serve.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Workspace == "" {
+		return nil, errors.New("guest: no workspace")
+	}
+	abs, err := filepath.Abs(cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("guest: workspace: %w", err)
+	}
+	cfg.Workspace = abs
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("guest: open workspace: %w", err)
+	}
+	if cfg.MaxWriteBytes <= 0 {
+		cfg.MaxWriteBytes = 1 << 30
+	}
+	if cfg.MaxReadBytes <= 0 {
+		cfg.MaxReadBytes = 256 << 20
+	}
+	if cfg.DrainGrace <= 0 {
+		cfg.DrainGrace = 100 * time.Millisecond
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, root: root, log: cfg.Log, pipes: map[*os.File]struct{}{}}, nil
+}
+
+// Handler returns the daemon's HTTP routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("POST /exec", s.exec)
+	mux.HandleFunc("POST /exec/stream", s.execStream)
+	mux.HandleFunc("GET /files/read", s.readFile)
+	mux.HandleFunc("PUT /files/write", s.writeFile)
+	mux.HandleFunc("GET /files/list", s.listFiles)
+	mux.HandleFunc("GET /files/stat", s.statFile)
+	mux.HandleFunc("DELETE /files", s.deleteFile)
+	mux.HandleFunc("POST /files/move", s.moveFile)
+	mux.HandleFunc("POST /files/search", s.searchFiles)
+	mux.HandleFunc("GET /files/archive", s.archive)
+	return mux
+}
+
+// Serve answers on l until ctx ends, then shuts down and waits for its
+// goroutines.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	warmThreads(16)
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("guest: serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(shutCtx)
+	<-errc
+	s.closePipes()
+	s.drains.Wait()
+	s.root.Close()
+	return err
+}
+
+// Listen creates the unix socket at path, replacing a stale one.
+func Listen(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("guest: remove stale socket: %w", err)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("guest: listen: %w", err)
+	}
+	// The socket's directory is private on the host; inside the sandbox every
+	// process has the agent's uid anyway.
+	if err := os.Chmod(path, 0o666); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("guest: chmod socket: %w", err)
+	}
+	return l, nil
+}
+
+// warmThreads makes the Go runtime create n OS threads now and keep them idle.
+// Under a fork bomb the pids limit is exhausted and clone fails; the runtime
+// aborts if it cannot create a thread it needs, so the guest keeps enough.
+func warmThreads(n int) {
+	var ready, release sync.WaitGroup
+	ready.Add(n)
+	release.Add(1)
+	for range n {
+		go func() {
+			runtime.LockOSThread()
+			ready.Done()
+			release.Wait()
+			runtime.UnlockOSThread() // the thread returns to the idle pool
+		}()
+	}
+	ready.Wait()
+	release.Done()
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, Health{
+		Status: "ok", Protocol: ProtocolVersion, Version: s.cfg.Version,
+		Workspace: s.cfg.Workspace, UID: os.Getuid(), PID: os.Getpid(),
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+var codeStatus = map[string]int{
+	CodeBadRequest: http.StatusBadRequest,
+	CodeNotFound:   http.StatusNotFound,
+	CodePathEscape: http.StatusForbidden,
+	CodeExists:     http.StatusConflict,
+	CodeIsDir:      http.StatusConflict,
+	CodeNotDir:     http.StatusConflict,
+	CodeTooLarge:   http.StatusRequestEntityTooLarge,
+}
+
+// writeError answers with err as a JSON error, classifying OS errors.
+func (s *Server) writeError(w http.ResponseWriter, err error) {
+	e := s.classify(err)
+	status, ok := codeStatus[e.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	writeJSON(w, status, errorBody{Error: e})
+}
+
+// decode reads a JSON body of at most 64 MiB into v.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errorf(CodeBadRequest, "bad request body: %v", err)
+	}
+	return nil
+}
+
+// track records the read ends of output pipes still being drained.
+func (s *Server) track(f *os.File, open bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if open {
+		s.pipes[f] = struct{}{}
+	} else {
+		delete(s.pipes, f)
+	}
+}
+
+// closePipes ends every drain so Serve can wait for their goroutines.
+func (s *Server) closePipes() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for f := range s.pipes {
+		f.Close()
+	}
+}

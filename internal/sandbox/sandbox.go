@@ -1,0 +1,97 @@
+// Package sandbox is the contract between agentbox and the engines that run
+// its sandboxes: a Driver creates, recovers and lists sandboxes; a Sandbox is
+// one running, locked-down environment whose guest daemon executes commands
+// and file operations. Implementations live in subpackages (docker/) and all
+// pass the conformance suite in sandboxtest/.
+//
+// Rules every implementation follows:
+//   - A non-zero exit code is data (a guest.ExecResult), not an error. An error
+//     means the sandbox or the connection to it broke.
+//   - Destroy is idempotent and removes everything the sandbox owns: the engine
+//     object and its host directories (but never a caller-owned workspace).
+//   - Nothing in a sandbox runs as root, has network access unless the spec asks
+//     for it, or can exceed its memory, CPU and pids limits.
+package sandbox
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentbox/agentbox/internal/guest"
+)
+
+// Errors shared by every driver; check them with errors.Is.
+var (
+	// ErrGone means the sandbox no longer exists or its guest stopped answering.
+	ErrGone = errors.New("sandbox gone")
+	// ErrImageMissing means the sandbox image is not present in the engine.
+	ErrImageMissing = errors.New("sandbox image missing")
+	// ErrEngineUnavailable means the container engine cannot be reached.
+	ErrEngineUnavailable = errors.New("container engine unavailable")
+	// ErrInvalidSpec means the caller asked for something the driver refuses.
+	ErrInvalidSpec = errors.New("invalid sandbox spec")
+)
+
+// Driver creates sandboxes on one engine.
+type Driver interface {
+	// Create starts a sandbox and returns once its guest answers.
+	Create(ctx context.Context, spec Spec) (Sandbox, error)
+	// Recover reattaches to a sandbox created earlier (e.g. before a restart);
+	// it returns ErrGone if the sandbox is no longer running.
+	Recover(ctx context.Context, h Handle) (Sandbox, error)
+	// List returns every sandbox of this installation, running or not, so that
+	// a reaper can destroy the orphans.
+	List(ctx context.Context) ([]Handle, error)
+}
+
+// Sandbox is one running sandbox.
+type Sandbox interface {
+	// Handle identifies the sandbox; it is persisted so Recover can find it again.
+	Handle() Handle
+	// Guest is the client of the daemon inside the sandbox.
+	Guest() *guest.Client
+	// Destroy stops the sandbox and removes the engine object and the host
+	// directories the sandbox owns. It is idempotent.
+	Destroy(ctx context.Context) error
+}
+
+// Spec describes a sandbox to create. Zero values mean the driver's defaults.
+type Spec struct {
+	// JobID names the job the sandbox belongs to; it is put on the engine object.
+	JobID string
+	// Image overrides the driver's default sandbox image.
+	Image string
+	// WorkspaceDir is a host directory mounted at /workspace. The caller owns
+	// it and it outlives the sandbox. Empty: the driver makes a scratch
+	// workspace that Destroy removes.
+	WorkspaceDir string
+	// Network overrides the default network mode ("none"). "host" is refused.
+	Network string
+	// Env is added to the environment of every command.
+	Env map[string]string
+	Limits Limits
+}
+
+// Limits are a sandbox's resource limits; zero fields take the defaults.
+type Limits struct {
+	MemoryBytes int64
+	NanoCPUs    int64
+	PidsLimit   int64
+}
+
+// Handle is what is persisted about a sandbox to find it again.
+type Handle struct {
+	ID     string `json:"id"`
+	Driver string `json:"driver"`
+	JobID  string `json:"job_id,omitempty"`
+	// Ref is the engine's own identifier (a container ID for Docker).
+	Ref string `json:"ref"`
+	// StateDir is the host directory holding the guest's socket.
+	StateDir string `json:"state_dir"`
+	// WorkspaceDir is the host directory mounted at /workspace.
+	WorkspaceDir string `json:"workspace_dir"`
+	// OwnsWorkspace says whether Destroy removes WorkspaceDir.
+	OwnsWorkspace bool `json:"owns_workspace,omitempty"`
+	// Running is filled in by List.
+	Running bool `json:"running,omitempty"`
+}

@@ -1,0 +1,49 @@
+// Package testenv decides whether tests that need real infrastructure run,
+// skip or fail. On a laptop without Docker they skip with one line; in CI
+// (CI=true or AGENTBOX_REQUIRE_DOCKER=1) a missing engine fails the test, so
+// the suite never passes vacuously.
+package testenv
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+)
+
+// DockerRequired reports whether a missing engine must fail tests.
+func DockerRequired() bool {
+	return os.Getenv("AGENTBOX_REQUIRE_DOCKER") == "1" || os.Getenv("CI") == "true"
+}
+
+// Docker returns a client for the engine named by DOCKER_HOST (or the
+// default socket), skipping or failing the test when it cannot be reached.
+func Docker(t testing.TB) *client.Client {
+	t.Helper()
+	c, err := DockerClient()
+	if err != nil {
+		unavailable(t, "docker client: "+err.Error())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Ping(ctx); err != nil {
+		unavailable(t, "docker engine not reachable: "+err.Error())
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// DockerClient returns an engine client without checking it.
+func DockerClient() (*client.Client, error) {
+	return client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+}
+
+func unavailable(t testing.TB, why string) {
+	t.Helper()
+	if DockerRequired() {
+		t.Fatalf("%s (Docker is required here: CI=true or AGENTBOX_REQUIRE_DOCKER=1)", why)
+	}
+	t.Skipf("skipping: needs Docker: %s", why)
+}
