@@ -276,4 +276,3 @@ func readCapped(r io.Reader, max int64) ([]byte, error) {
 	}
 	return data, nil
 }
-

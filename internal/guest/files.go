@@ -108,6 +108,9 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rel string, mode 
 			return FileInfo{}, err
 		}
 	}
+	if fi, err := s.root.Lstat(rel); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return s.writeThrough(w, r, rel, mode)
+	}
 	tmp := filepath.Join(filepath.Dir(rel), fmt.Sprintf(".%s.agentbox-%d.tmp", filepath.Base(rel), os.Getpid()))
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 	if err != nil {
@@ -129,6 +132,27 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rel string, mode 
 		if errors.As(err, &mbe) {
 			return FileInfo{}, errorf(CodeTooLarge, "%s: over the write limit of %d bytes", display(rel), s.cfg.MaxWriteBytes)
 		}
+		return FileInfo{}, err
+	}
+	return s.stat(rel)
+}
+
+// writeThrough writes to the target of the symlink rel, in place; os.Root
+// refuses a link that leads out of the workspace.
+func (s *Server) writeThrough(w http.ResponseWriter, r *http.Request, rel string, mode os.FileMode) (FileInfo, error) {
+	f, err := s.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	_, err = io.Copy(f, http.MaxBytesReader(w, r.Body, s.cfg.MaxWriteBytes))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return FileInfo{}, errorf(CodeTooLarge, "%s: over the write limit of %d bytes", display(rel), s.cfg.MaxWriteBytes)
+	}
+	if err != nil {
 		return FileInfo{}, err
 	}
 	return s.stat(rel)

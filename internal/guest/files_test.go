@@ -215,6 +215,11 @@ func TestPathsConfinedToWorkspace(t *testing.T) {
 	os.Mkdir(filepath.Join(ws, "d"), 0o755)
 
 	escapes := []string{"..", "../x", "d/../../x", "/etc/passwd", outside + "/secret", "out/secret", "secret-link", "rel-out/passwd", "out"}
+	for _, p := range []string{"secret-link", "rel-out/passwd"} {
+		if _, err := c.WriteFile(bg, p, []byte("x"), 0); !errors.Is(err, guest.ErrPathEscape) {
+			t.Errorf("write through %q: %v, want ErrPathEscape", p, err)
+		}
+	}
 	for _, p := range escapes {
 		t.Run(p, func(t *testing.T) {
 			checks := map[string]error{}
@@ -235,6 +240,14 @@ func TestPathsConfinedToWorkspace(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "new")); err == nil {
 		t.Error("a write escaped the workspace")
+	}
+	// A symlink inside the workspace is written through.
+	os.Symlink("real.txt", filepath.Join(ws, "inner-link"))
+	if _, err := c.WriteFile(bg, "inner-link", []byte("via link"), 0); err != nil {
+		t.Errorf("write through inner link: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "real.txt")); string(b) != "via link" {
+		t.Errorf("link target holds %q", b)
 	}
 	// Deleting a symlink that points out removes the link, not its target.
 	if err := c.Delete(bg, "secret-link", false); err != nil {

@@ -42,6 +42,9 @@ type Driver interface {
 	// List returns every sandbox of this installation, running or not, so that
 	// a reaper can destroy the orphans.
 	List(ctx context.Context) ([]Handle, error)
+	// Remove destroys the sandbox h names, whether or not it still runs, as
+	// Sandbox.Destroy does. It is how a reaper removes orphans.
+	Remove(ctx context.Context, h Handle) error
 }
 
 // Sandbox is one running sandbox.
@@ -68,7 +71,7 @@ type Spec struct {
 	// Network overrides the default network mode ("none"). "host" is refused.
 	Network string
 	// Env is added to the environment of every command.
-	Env map[string]string
+	Env    map[string]string
 	Limits Limits
 }
 

@@ -1,0 +1,230 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/sandbox"
+)
+
+// Create starts a sandbox and waits until its guest answers. On any failure
+// it removes whatever it made.
+func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbox, err error) {
+	if spec.Network == "host" {
+		return nil, fmt.Errorf("%w: network mode host is refused", sandbox.ErrInvalidSpec)
+	}
+	h, err := d.prepareDirs(spec)
+	if err != nil {
+		return nil, err
+	}
+	s := d.newSandbox(h)
+	defer func() {
+		if err != nil {
+			_ = s.Destroy(context.WithoutCancel(ctx))
+		}
+	}()
+	cfg, hostCfg := d.containerConfig(spec, h)
+	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, "agentbox-"+h.ID)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("create sandbox: image %s: %w; build it with: agentbox image build", cfg.Image, sandbox.ErrImageMissing)
+		}
+		return nil, fmt.Errorf("create sandbox: %w", engineErr(err))
+	}
+	s.h.Ref = created.ID
+	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		return nil, fmt.Errorf("start sandbox: %w", engineErr(err))
+	}
+	if err := d.waitReady(ctx, s); err != nil {
+		return nil, err
+	}
+	d.log.Debug("sandbox ready", "sandbox_id", h.ID, "job_id", h.JobID)
+	return s, nil
+}
+
+// prepareDirs makes the sandbox's state directory (private on the host) with
+// the socket directory the guest writes to, and the scratch workspace if the
+// caller brought none.
+func (d *Driver) prepareDirs(spec sandbox.Spec) (sandbox.Handle, error) {
+	h := sandbox.Handle{ID: newID(), Driver: "docker", JobID: spec.JobID}
+	h.StateDir = filepath.Join(d.cfg.StateDir, h.ID)
+	if n := len(socketPath(h.StateDir)); n > maxSocketPath {
+		return h, fmt.Errorf("%w: state dir %s gives a %d-byte socket path, over the %d Linux allows; use a shorter data dir", sandbox.ErrInvalidSpec, d.cfg.StateDir, n, maxSocketPath)
+	}
+	if err := os.MkdirAll(h.StateDir, 0o700); err != nil {
+		return h, fmt.Errorf("sandbox state dir: %w", err)
+	}
+	h.WorkspaceDir, h.OwnsWorkspace = spec.WorkspaceDir, spec.WorkspaceDir == ""
+	if h.OwnsWorkspace {
+		h.WorkspaceDir = filepath.Join(h.StateDir, "workspace")
+	}
+	for _, dir := range []string{filepath.Join(h.StateDir, "run"), h.WorkspaceDir} {
+		if err := agentDir(dir); err != nil {
+			os.RemoveAll(h.StateDir)
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+// agentDir makes dir writable by the sandbox's uid: owned by it when we are
+// root, else world-writable (its parent stays private to the host user).
+func agentDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("sandbox dir: %w", err)
+	}
+	if isRoot() {
+		if err := os.Chown(dir, AgentUID, AgentUID); err != nil {
+			return fmt.Errorf("sandbox dir: %w", err)
+		}
+		return nil
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return fmt.Errorf("sandbox dir: %w", err)
+	}
+	return nil
+}
+
+func socketPath(stateDir string) string {
+	return filepath.Join(stateDir, "run", guest.SocketName)
+}
+
+func (d *Driver) containerConfig(spec sandbox.Spec, h sandbox.Handle) (*container.Config, *container.HostConfig) {
+	lim := d.limits(spec.Limits)
+	image := spec.Image
+	if image == "" {
+		image = d.cfg.Image
+	}
+	network := spec.Network
+	if network == "" {
+		network = d.cfg.Network
+	}
+	uid := strconv.Itoa(AgentUID)
+	tmpfsOpts := "rw,nosuid,nodev,size=" + strconv.FormatInt(lim.MemoryBytes, 10)
+	cfg := &container.Config{
+		Image:      image,
+		User:       uid + ":" + uid,
+		Cmd:        []string{GuestPath, "guest", "--state-dir", GuestStateDir, "--workspace", WorkspacePath},
+		Env:        envList(spec.Env),
+		WorkingDir: WorkspacePath,
+		Hostname:   "sandbox",
+		Labels: map[string]string{
+			LabelManaged: "true", LabelInstance: d.cfg.Instance, LabelSandbox: h.ID, LabelJob: h.JobID,
+			LabelStateDir: h.StateDir, LabelWorkspace: h.WorkspaceDir, LabelOwnsWS: strconv.FormatBool(h.OwnsWorkspace),
+		},
+	}
+	init := true
+	hostCfg := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(network),
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: true,
+		Init:           &init,
+		Tmpfs: map[string]string{
+			"/tmp":        tmpfsOpts,
+			"/home/agent": tmpfsOpts + ",uid=" + uid + ",gid=" + uid + ",mode=0700",
+		},
+		Resources: container.Resources{
+			Memory:     lim.MemoryBytes,
+			MemorySwap: lim.MemoryBytes, // no swap: the limit is the limit
+			NanoCPUs:   lim.NanoCPUs,
+			PidsLimit:  &lim.PidsLimit,
+		},
+		Mounts: []mount.Mount{
+			{Type: mount.TypeBind, Source: h.WorkspaceDir, Target: WorkspacePath},
+			{Type: mount.TypeBind, Source: filepath.Join(h.StateDir, "run"), Target: GuestStateDir},
+			{Type: mount.TypeBind, Source: d.cfg.GuestBinary, Target: GuestPath, ReadOnly: true},
+		},
+	}
+	return cfg, hostCfg
+}
+
+func (d *Driver) limits(l sandbox.Limits) sandbox.Limits {
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = d.cfg.Defaults.MemoryBytes
+	}
+	if l.NanoCPUs == 0 {
+		l.NanoCPUs = d.cfg.Defaults.NanoCPUs
+	}
+	if l.PidsLimit == 0 {
+		l.PidsLimit = d.cfg.Defaults.PidsLimit
+	}
+	return l
+}
+
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// waitReady polls the guest's socket until it answers the handshake, the
+// container exits, or the ready timeout passes.
+func (d *Driver) waitReady(ctx context.Context, s *Sandbox) error {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.ReadyTimeout)
+	defer cancel()
+	delay := time.Millisecond
+	for try := 0; ; try++ {
+		hctx, hcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := s.g.Handshake(hctx)
+		hcancel()
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, guest.ErrProtocol) {
+			return fmt.Errorf("sandbox %s: %w", s.h.ID, err)
+		}
+		if try%8 == 7 {
+			if exited, why := d.exited(ctx, s.h.Ref); exited {
+				return fmt.Errorf("sandbox %s: guest exited before answering: %s", s.h.ID, why)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.DeadlineExceeded {
+				return fmt.Errorf("sandbox %s: guest did not answer within %v: %v", s.h.ID, d.cfg.ReadyTimeout, err)
+			}
+			return fmt.Errorf("sandbox %s: %w", s.h.ID, context.Cause(ctx))
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 50*time.Millisecond)
+	}
+}
+
+// exited reports whether the container stopped, with the tail of its logs.
+func (d *Driver) exited(ctx context.Context, ref string) (bool, string) {
+	info, err := d.cli.ContainerInspect(ctx, ref)
+	if err != nil || info.State == nil || info.State.Running {
+		return false, ""
+	}
+	why := fmt.Sprintf("exit code %d", info.State.ExitCode)
+	if info.State.Error != "" {
+		why += ": " + info.State.Error
+	}
+	rc, err := d.cli.ContainerLogs(ctx, ref, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "20"})
+	if err == nil {
+		defer rc.Close()
+		var out capped
+		_, _ = stdcopy.StdCopy(&out, &out, io.LimitReader(rc, 64<<10))
+		if out.Len() > 0 {
+			why += "; logs:\n" + out.String()
+		}
+	}
+	return true, why
+}

@@ -1,0 +1,230 @@
+// Package docker is the sandbox driver for Docker and for Podman's
+// Docker-compatible API. It talks to the engine with the official Engine API
+// client, never the CLI. Each sandbox is one locked-down container whose main
+// process (under the engine's init) is the agentbox guest, bind-mounted
+// read-only from the host and reached through a unix socket in a host
+// directory mounted at /run/agentbox.
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"debug/elf"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"github.com/agentbox/agentbox/internal/sandbox"
+)
+
+// Paths inside every sandbox.
+const (
+	GuestPath     = "/opt/agentbox/agentbox"
+	GuestStateDir = "/run/agentbox"
+	WorkspacePath = "/workspace"
+	// AgentUID is the uid (and gid) every process in a sandbox runs as.
+	AgentUID = 1000
+)
+
+// Labels put on every sandbox container.
+const (
+	LabelManaged   = "io.agentbox.managed"
+	LabelInstance  = "io.agentbox.instance"
+	LabelSandbox   = "io.agentbox.sandbox"
+	LabelJob       = "io.agentbox.job"
+	LabelStateDir  = "io.agentbox.state-dir"
+	LabelWorkspace = "io.agentbox.workspace"
+	LabelOwnsWS    = "io.agentbox.owns-workspace"
+)
+
+// maxSocketPath is the longest unix socket path Linux accepts (sun_path less NUL).
+const maxSocketPath = 107
+
+// Config configures the driver.
+type Config struct {
+	// Host is the engine address; empty means DOCKER_HOST or the default socket.
+	Host  string
+	Image string
+	// Defaults are the limits of a spec that sets none.
+	Defaults sandbox.Limits
+	Network  string
+	// GuestBinary is the static agentbox binary mounted into every sandbox.
+	GuestBinary string
+	// StateDir holds one directory per sandbox: the guest's socket and, for
+	// sandboxes without a caller's workspace, a scratch workspace.
+	StateDir string
+	Instance string
+	// ReadyTimeout bounds how long Create waits for the guest (default 60s).
+	ReadyTimeout time.Duration
+	Log          *slog.Logger
+}
+
+// Driver creates sandboxes as containers.
+type Driver struct {
+	cli *client.Client
+	cfg Config
+	log *slog.Logger
+}
+
+var _ sandbox.Driver = (*Driver)(nil)
+
+// New connects to the engine (lazily: the first call reports an unreachable
+// engine) and checks the guest binary.
+func New(cfg Config) (*Driver, error) {
+	if err := checkConfig(&cfg); err != nil {
+		return nil, err
+	}
+	opts := []client.Opt{client.WithAPIVersionNegotiation()}
+	if cfg.Host != "" {
+		opts = append(opts, client.WithHost(cfg.Host))
+	} else {
+		opts = append(opts, client.WithHostFromEnv())
+	}
+	cli, err := client.NewClientWithOpts(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	return &Driver{cli: cli, cfg: cfg, log: cfg.Log}, nil
+}
+
+func checkConfig(cfg *Config) error {
+	if cfg.Image == "" || cfg.StateDir == "" || cfg.Instance == "" {
+		return fmt.Errorf("%w: docker driver needs an image, a state dir and an instance", sandbox.ErrInvalidSpec)
+	}
+	if cfg.Network == "" {
+		cfg.Network = "none"
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = 60 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.GuestBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("guest binary: %w", err)
+		}
+		cfg.GuestBinary = exe
+	}
+	abs, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	cfg.StateDir = abs
+	return CheckGuestBinary(cfg.GuestBinary)
+}
+
+// CheckGuestBinary verifies that path is a statically linked ELF executable,
+// which is what runs inside any image.
+func CheckGuestBinary(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("guest binary %s: %w (set AGENTBOX_GUEST_BINARY to a static agentbox build)", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("guest binary %s is dynamically linked and cannot run in the sandbox image; build it with CGO_ENABLED=0 (make build)", path)
+		}
+	}
+	return nil
+}
+
+// Client returns the engine client, for the doctor and the benchmark.
+func (d *Driver) Client() *client.Client { return d.cli }
+
+// Close releases the engine connection.
+func (d *Driver) Close() error { return d.cli.Close() }
+
+// Engine describes the engine behind the driver.
+type Engine struct {
+	Name       string // Docker or Podman
+	Version    string
+	APIVersion string
+}
+
+// Engine asks the engine what it is.
+func (d *Driver) Engine(ctx context.Context) (Engine, error) {
+	v, err := d.cli.ServerVersion(ctx)
+	if err != nil {
+		return Engine{}, engineErr(err)
+	}
+	e := Engine{Name: "Docker", Version: v.Version, APIVersion: v.APIVersion}
+	for _, c := range v.Components {
+		if strings.Contains(strings.ToLower(c.Name), "podman") {
+			e.Name, e.Version = "Podman", c.Version
+		}
+	}
+	return e, nil
+}
+
+// engineErr marks connection failures so callers can tell them apart.
+func engineErr(err error) error {
+	if client.IsErrConnectionFailed(err) {
+		return fmt.Errorf("%w: %v", sandbox.ErrEngineUnavailable, err)
+	}
+	return err
+}
+
+// Recover reattaches to a running sandbox.
+func (d *Driver) Recover(ctx context.Context, h sandbox.Handle) (sandbox.Sandbox, error) {
+	info, err := d.cli.ContainerInspect(ctx, h.Ref)
+	if cerrdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("recover sandbox %s: %w", h.ID, sandbox.ErrGone)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("recover sandbox %s: %w", h.ID, engineErr(err))
+	}
+	if info.State == nil || !info.State.Running {
+		return nil, fmt.Errorf("recover sandbox %s: container not running: %w", h.ID, sandbox.ErrGone)
+	}
+	s := d.newSandbox(h)
+	if _, err := s.g.Handshake(ctx); err != nil {
+		s.g.Close()
+		return nil, fmt.Errorf("recover sandbox %s: %w: %v", h.ID, sandbox.ErrGone, err)
+	}
+	return s, nil
+}
+
+// List returns this instance's sandboxes, running or not.
+func (d *Driver) List(ctx context.Context) ([]sandbox.Handle, error) {
+	f := filters.NewArgs(
+		filters.Arg("label", LabelManaged+"=true"),
+		filters.Arg("label", LabelInstance+"="+d.cfg.Instance),
+	)
+	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", engineErr(err))
+	}
+	out := make([]sandbox.Handle, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, handleFromLabels(c.ID, c.Labels, c.State == "running"))
+	}
+	return out, nil
+}
+
+func handleFromLabels(ref string, l map[string]string, running bool) sandbox.Handle {
+	return sandbox.Handle{
+		ID: l[LabelSandbox], Driver: "docker", JobID: l[LabelJob], Ref: ref,
+		StateDir: l[LabelStateDir], WorkspaceDir: l[LabelWorkspace],
+		OwnsWorkspace: l[LabelOwnsWS] == "true", Running: running,
+	}
+}
+
+func newID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func isRoot() bool { return os.Geteuid() == 0 }

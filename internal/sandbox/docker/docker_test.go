@@ -1,0 +1,215 @@
+package docker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/docker"
+	"github.com/agentbox/agentbox/internal/sandbox/sandboxtest"
+	"github.com/agentbox/agentbox/internal/testenv"
+)
+
+var guestBinary string
+
+// TestMain builds the static agentbox binary that sandboxes run as their guest.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "abt")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	guestBinary = filepath.Join(dir, "agentbox")
+	cmd := exec.Command("go", "build", "-o", guestBinary, "github.com/agentbox/agentbox/cmd/agentbox")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build guest binary: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// newDriver returns a driver on the test engine with a short state dir.
+func newDriver(t *testing.T, mod ...func(*docker.Config)) *docker.Driver {
+	t.Helper()
+	testenv.Docker(t)
+	state, err := os.MkdirTemp("", "abs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	def := config.Default().Sandbox
+	cfg := docker.Config{
+		Image:       imageRef(),
+		Defaults:    sandbox.Limits{MemoryBytes: def.MemoryBytes, NanoCPUs: def.NanoCPUs, PidsLimit: def.PidsLimit},
+		GuestBinary: guestBinary,
+		StateDir:    state,
+		Instance:    "test-" + filepath.Base(state),
+	}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	d, err := docker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	requireImage(t, d)
+	return d
+}
+
+func imageRef() string {
+	if ref := os.Getenv("AGENTBOX_IMAGE"); ref != "" {
+		return ref
+	}
+	return config.DefaultImage
+}
+
+func requireImage(t *testing.T, d *docker.Driver) {
+	t.Helper()
+	if _, err := d.Client().ImageInspect(context.Background(), imageRef()); err != nil {
+		msg := fmt.Sprintf("sandbox image %s missing (agentbox image build): %v", imageRef(), err)
+		if testenv.DockerRequired() {
+			t.Fatal(msg)
+		}
+		t.Skip("skipping: " + msg)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	sandboxtest.Run(t, newDriver(t))
+}
+
+func TestContainerIsLockedDown(t *testing.T) {
+	d := newDriver(t)
+	s, err := d.Create(context.Background(), sandbox.Spec{JobID: "job-42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy(context.Background())
+	info, err := d.Client().ContainerInspect(context.Background(), s.Handle().Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := info.HostConfig
+	checks := map[string]bool{
+		"network none":         string(hc.NetworkMode) == "none",
+		"all caps dropped":     len(hc.CapDrop) == 1 && strings.EqualFold(hc.CapDrop[0], "ALL") && len(hc.CapAdd) == 0,
+		"no-new-privileges":    strings.Contains(strings.Join(hc.SecurityOpt, ","), "no-new-privileges"),
+		"read-only rootfs":     hc.ReadonlyRootfs,
+		"init":                 hc.Init != nil && *hc.Init,
+		"not privileged":       !hc.Privileged,
+		"2 GiB memory":         hc.Memory == 2<<30 && hc.MemorySwap == 2<<30,
+		"1 CPU":                hc.NanoCPUs == 1e9,
+		"512 pids":             hc.PidsLimit != nil && *hc.PidsLimit == 512,
+		"tmpfs /tmp and home":  hc.Tmpfs["/tmp"] != "" && hc.Tmpfs["/home/agent"] != "",
+		"non-root user":        info.Config.User == "1000:1000",
+		"agentbox label":       info.Config.Labels[docker.LabelManaged] == "true",
+		"job label":            info.Config.Labels[docker.LabelJob] == "job-42",
+		"no published ports":   len(hc.PortBindings) == 0,
+		"guest mount readonly": guestMountReadOnly(info.Mounts),
+	}
+	for name, ok := range checks {
+		if !ok {
+			t.Errorf("%s: not so (host config %+v)", name, hc)
+		}
+	}
+}
+
+func guestMountReadOnly(ms []container.MountPoint) bool {
+	for _, m := range ms {
+		if m.Destination == docker.GuestPath {
+			return !m.RW
+		}
+	}
+	return false
+}
+
+func TestMissingImage(t *testing.T) {
+	d := newDriver(t, func(c *docker.Config) { c.Image = "agentbox-no-such-image:never" })
+	_, err := d.Create(context.Background(), sandbox.Spec{})
+	if !errors.Is(err, sandbox.ErrImageMissing) || !strings.Contains(err.Error(), "agentbox image build") {
+		t.Fatalf("err = %v, want ErrImageMissing with the fix", err)
+	}
+	assertNoLeak(t, d)
+}
+
+func TestNetworkHostRefused(t *testing.T) {
+	d := newDriver(t)
+	if _, err := d.Create(context.Background(), sandbox.Spec{Network: "host"}); !errors.Is(err, sandbox.ErrInvalidSpec) {
+		t.Fatalf("err = %v, want ErrInvalidSpec", err)
+	}
+	assertNoLeak(t, d)
+}
+
+func TestGuestThatNeverAnswers(t *testing.T) {
+	// A static binary that exits at once stands in for a broken guest:
+	// Create must say so promptly and leave nothing behind.
+	src := filepath.Join(t.TempDir(), "main.go")
+	os.WriteFile(src, []byte("package main\nimport (\"fmt\"; \"os\")\nfunc main() { fmt.Println(\"broken guest\"); os.Exit(3) }\n"), 0o644)
+	bin := filepath.Join(t.TempDir(), "broken")
+	build := exec.Command("go", "build", "-o", bin, src)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	d := newDriver(t, func(c *docker.Config) { c.GuestBinary = bin })
+	begin := time.Now()
+	_, err := d.Create(context.Background(), sandbox.Spec{})
+	if err == nil || !strings.Contains(err.Error(), "guest exited before answering: exit code 3") || !strings.Contains(err.Error(), "broken guest") {
+		t.Fatalf("err = %v, want the exit code and the guest's logs", err)
+	}
+	if d := time.Since(begin); d > 15*time.Second {
+		t.Errorf("took %v to notice", d)
+	}
+	assertNoLeak(t, d)
+}
+
+func TestEngineUnavailable(t *testing.T) {
+	d, err := docker.New(docker.Config{Host: "unix:///nonexistent/docker.sock", Image: "x", GuestBinary: guestBinary, StateDir: t.TempDir(), Instance: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := d.Create(ctx, sandbox.Spec{}); !errors.Is(err, sandbox.ErrEngineUnavailable) {
+		t.Errorf("create: %v, want ErrEngineUnavailable", err)
+	}
+	if _, err := d.List(ctx); !errors.Is(err, sandbox.ErrEngineUnavailable) {
+		t.Errorf("list: %v, want ErrEngineUnavailable", err)
+	}
+}
+
+func TestDynamicGuestBinaryRefused(t *testing.T) {
+	err := docker.CheckGuestBinary("/bin/sh")
+	if err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Fatalf("err = %v, want a dynamic-linking error naming the fix", err)
+	}
+	if err := docker.CheckGuestBinary(guestBinary); err != nil {
+		t.Fatalf("static build refused: %v", err)
+	}
+}
+
+func assertNoLeak(t *testing.T, d *docker.Driver) {
+	t.Helper()
+	hs, err := d.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 0 {
+		t.Errorf("leaked sandboxes: %+v", hs)
+	}
+}

@@ -1,0 +1,78 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/sandbox"
+)
+
+// Sandbox is one container.
+type Sandbox struct {
+	d  *Driver
+	h  sandbox.Handle
+	g  *guest.Client
+	mu sync.Mutex
+}
+
+var _ sandbox.Sandbox = (*Sandbox)(nil)
+
+func (d *Driver) newSandbox(h sandbox.Handle) *Sandbox {
+	return &Sandbox{d: d, h: h, g: guest.NewClient(socketPath(h.StateDir))}
+}
+
+// Handle identifies the sandbox.
+func (s *Sandbox) Handle() sandbox.Handle { return s.h }
+
+// Guest is the client of the sandbox's guest.
+func (s *Sandbox) Guest() *guest.Client { return s.g }
+
+// Destroy removes the container and the sandbox's host directories. It runs
+// to the end even if ctx is cancelled, and may be called any number of times.
+func (s *Sandbox) Destroy(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.g.Close()
+	return s.d.Remove(ctx, s.h)
+}
+
+// Remove destroys the sandbox h names, running or not: the container, its
+// state directory and, if the sandbox made it, its workspace. It runs to the
+// end even if ctx is cancelled; removing what is already gone is no error.
+func (d *Driver) Remove(ctx context.Context, h sandbox.Handle) error {
+	ctx = context.WithoutCancel(ctx)
+	if h.Ref != "" {
+		err := d.cli.ContainerRemove(ctx, h.Ref, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("destroy sandbox %s: %w", h.ID, engineErr(err))
+		}
+	}
+	if h.StateDir != "" {
+		if err := os.RemoveAll(h.StateDir); err != nil {
+			return fmt.Errorf("remove sandbox dir: %w", err)
+		}
+	}
+	if h.OwnsWorkspace && h.WorkspaceDir != "" {
+		if err := os.RemoveAll(h.WorkspaceDir); err != nil {
+			return fmt.Errorf("remove sandbox workspace: %w", err)
+		}
+	}
+	return nil
+}
+
+// capped is a buffer that keeps at most 8 KiB, for error messages.
+type capped struct{ bytes.Buffer }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := 8<<10 - c.Len(); room > 0 {
+		c.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}

@@ -1,0 +1,366 @@
+// Package sandboxtest is the conformance suite every sandbox driver passes.
+// Each check runs from inside a real sandbox: the limits a driver promises
+// are only real if a process in the sandbox meets them.
+package sandboxtest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/sandbox"
+)
+
+// Run runs the whole suite against d. The driver's image must have a POSIX
+// shell with coreutils.
+func Run(t *testing.T, d sandbox.Driver) {
+	t.Run("Identity", func(t *testing.T) { testIdentity(t, d) })
+	t.Run("NoNetwork", func(t *testing.T) { testNoNetwork(t, d) })
+	t.Run("Filesystem", func(t *testing.T) { testFilesystem(t, d) })
+	t.Run("Limits", func(t *testing.T) { testLimits(t, d) })
+	t.Run("ForkBomb", func(t *testing.T) { testForkBomb(t, d) })
+	t.Run("MemoryHog", func(t *testing.T) { testMemoryHog(t, d) })
+	t.Run("TimeoutKillsTree", func(t *testing.T) { testTimeoutKillsTree(t, d) })
+	t.Run("OutputFlood", func(t *testing.T) { testOutputFlood(t, d) })
+	t.Run("BinaryExact", func(t *testing.T) { testBinaryExact(t, d) })
+	t.Run("PathEscapes", func(t *testing.T) { testPathEscapes(t, d) })
+	t.Run("Recover", func(t *testing.T) { testRecover(t, d) })
+	t.Run("GuestDiesMidCall", func(t *testing.T) { testGuestDies(t, d) })
+	t.Run("DestroyLeavesNothing", func(t *testing.T) { testDestroy(t, d) })
+	t.Run("CallerWorkspaceSurvives", func(t *testing.T) { testCallerWorkspace(t, d) })
+}
+
+var bg = context.Background()
+
+// create makes a sandbox destroyed at the end of the test.
+func create(t *testing.T, d sandbox.Driver, spec sandbox.Spec) sandbox.Sandbox {
+	t.Helper()
+	if spec.JobID == "" {
+		spec.JobID = "conformance-" + strings.ReplaceAll(t.Name(), "/", "-")
+	}
+	ctx, cancel := context.WithTimeout(bg, 2*time.Minute)
+	defer cancel()
+	s, err := d.Create(ctx, spec)
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Destroy(bg); err != nil {
+			t.Errorf("destroy: %v", err)
+		}
+	})
+	return s
+}
+
+// sh runs a shell line in the sandbox and fails the test if the guest broke.
+func sh(t *testing.T, s sandbox.Sandbox, line string, mod ...func(*guest.ExecRequest)) guest.ExecResult {
+	t.Helper()
+	req := guest.ExecRequest{Cmd: []string{"/bin/sh", "-c", line}, TimeoutMS: 60_000}
+	for _, m := range mod {
+		m(&req)
+	}
+	res, err := s.Guest().Exec(bg, req)
+	if err != nil {
+		t.Fatalf("exec %q: %v", line, err)
+	}
+	return res
+}
+
+// ok runs a shell line that must succeed and returns its trimmed stdout.
+func ok(t *testing.T, s sandbox.Sandbox, line string) string {
+	t.Helper()
+	res := sh(t, s, line)
+	if res.ExitCode != 0 {
+		t.Fatalf("%q: exit %d, stderr %q", line, res.ExitCode, res.Stderr)
+	}
+	return strings.TrimSpace(string(res.Stdout))
+}
+
+func timeout(ms int64) func(*guest.ExecRequest) {
+	return func(r *guest.ExecRequest) { r.TimeoutMS = ms }
+}
+
+func testIdentity(t *testing.T, d sandbox.Driver) {
+	s := create(t, d, sandbox.Spec{Env: map[string]string{"CONFORMANCE": "yes"}})
+	if uid := ok(t, s, "id -u"); uid == "0" {
+		t.Errorf("runs as root")
+	}
+	status := ok(t, s, "cat /proc/self/status")
+	for _, want := range []string{"CapEff:\t0000000000000000", "CapPrm:\t0000000000000000", "NoNewPrivs:\t1"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("/proc/self/status lacks %q", want)
+		}
+	}
+	if v := ok(t, s, "echo $CONFORMANCE"); v != "yes" {
+		t.Errorf("spec env not set: %q", v)
+	}
+	// An init process reaps orphans: PID 1 is not the guest.
+	if pid1 := ok(t, s, "cat /proc/1/comm"); pid1 == "agentbox" {
+		t.Errorf("the guest is PID 1; want an init process in front of it")
+	}
+}
+
+func testNoNetwork(t *testing.T, d sandbox.Driver) {
+	s := create(t, d, sandbox.Spec{})
+	ifaces := ok(t, s, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")
+	if ifaces != "lo" {
+		t.Errorf("network interfaces %q, want only lo", ifaces)
+	}
+	if routes := ok(t, s, "tail -n +2 /proc/net/route"); routes != "" {
+		t.Errorf("IPv4 routes exist: %q", routes)
+	}
+	if routes := ok(t, s, "grep -v ' lo$' /proc/net/ipv6_route || true"); routes != "" {
+		t.Errorf("IPv6 routes exist: %q", routes)
+	}
+}
+
+func testFilesystem(t *testing.T, d sandbox.Driver) {
+	s := create(t, d, sandbox.Spec{})
+	if res := sh(t, s, "touch /usr/agentbox-test"); res.ExitCode == 0 {
+		t.Errorf("root filesystem is writable")
+	}
+	ok(t, s, "touch /tmp/x \"$HOME/x\" /workspace/x")
+	if fi, err := s.Guest().Stat(bg, "x"); err != nil || fi.Type != "file" {
+		t.Errorf("file made by a command not seen by the guest: %+v %v", fi, err)
+	}
+	if _, err := os.Stat(s.Handle().WorkspaceDir + "/x"); err != nil {
+		t.Errorf("workspace is not the host directory: %v", err)
+	}
+}
+
+func testLimits(t *testing.T, d sandbox.Driver) {
+	lim := sandbox.Limits{MemoryBytes: 300 << 20, PidsLimit: 200, NanoCPUs: 5e8}
+	s := create(t, d, sandbox.Spec{Limits: lim})
+	mem := ok(t, s, "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes")
+	if mem != strconv.FormatInt(lim.MemoryBytes, 10) {
+		t.Errorf("cgroup memory limit %q, want %d", mem, lim.MemoryBytes)
+	}
+	pids := ok(t, s, "cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max")
+	if pids != "200" {
+		t.Errorf("cgroup pids limit %q, want 200", pids)
+	}
+	cpu := ok(t, s, "cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)")
+	if f := strings.Fields(cpu); len(f) != 2 || ratio(f[0], f[1]) != 0.5 {
+		t.Errorf("cgroup cpu quota %q, want half a CPU", cpu)
+	}
+}
+
+func ratio(a, b string) float64 {
+	x, _ := strconv.ParseFloat(a, 64)
+	y, _ := strconv.ParseFloat(b, 64)
+	if y == 0 {
+		return 0
+	}
+	return x / y
+}
+
+func testForkBomb(t *testing.T, d sandbox.Driver) {
+	s := create(t, d, sandbox.Spec{Limits: sandbox.Limits{PidsLimit: 128}})
+	res := sh(t, s, "bomb() { bomb | bomb & }; bomb; sleep 30", timeout(3000))
+	if !res.TimedOut {
+		t.Errorf("fork bomb ended before its timeout: %+v", res)
+	}
+	if _, err := s.Guest().Health(bg); err != nil {
+		t.Fatalf("guest died under a fork bomb: %v", err)
+	}
+	// Once the bomb is killed the pids are free again.
+	awaitOK(t, s, "echo alive", "alive")
+}
+
+func testMemoryHog(t *testing.T, d sandbox.Driver) {
+	s := create(t, d, sandbox.Spec{Limits: sandbox.Limits{MemoryBytes: 128 << 20}})
+	// tail keeps the whole (newline-free) input in memory.
+	res := sh(t, s, "head -c 1000m /dev/zero | tail -c 1000m >/dev/null")
+	if res.ExitCode != 137 {
+		t.Errorf("memory hog: exit %d, want 137 (SIGKILL); stderr %q", res.ExitCode, res.Stderr)
+	}
+	if !res.OOMKilled {
+		t.Errorf("memory hog not reported as OOM-killed: %+v", res)
+	}
+	if _, err := s.Guest().Health(bg); err != nil {
+		t.Fatalf("guest did not survive the OOM kill: %v", err)
+	}
+	awaitOK(t, s, "echo alive", "alive")
+}
+
+func testTimeoutKillsTree(t *testing.T, d sandbox.Driver) {
+	s := create(t, d, sandbox.Spec{})
+	begin := time.Now()
+	res := sh(t, s, "sleep 1000 & sleep 1000 & (sleep 1000 &) ; sleep 1000", timeout(1000))
+	if !res.TimedOut {
+		t.Errorf("not reported as timed out: %+v", res)
+	}
+	if d := time.Since(begin); d > 15*time.Second {
+		t.Errorf("timeout of 1s returned after %v", d)
+	}
+	// Count live (non-zombie) sleeps.
+	awaitOK(t, s, `n=0; for d in /proc/[0-9]*; do c=$(cat $d/comm 2>/dev/null); st=$(cut -d' ' -f3 $d/stat 2>/dev/null); [ "$c" = sleep ] && [ "$st" != Z ] && n=$((n+1)); done; echo $n`, "0")
+}
+
+func testOutputFlood(t *testing.T, d sandbox.Driver) {
+	s := create(t, d, sandbox.Spec{})
+	res := sh(t, s, "head -c 200000000 /dev/zero")
+	if !res.Truncated || res.StdoutBytes != 200000000 || len(res.Stdout) > guest.DefaultMaxOutput+200 {
+		t.Errorf("flood: truncated %v, counted %d, kept %d", res.Truncated, res.StdoutBytes, len(res.Stdout))
+	}
+}
+
+func testBinaryExact(t *testing.T, d sandbox.Driver) {
+	s := create(t, d, sandbox.Spec{})
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(i*31 + i>>8)
+	}
+	if _, err := s.Guest().WriteFile(bg, "bin/data", data, 0); err != nil {
+		t.Fatal(err)
+	}
+	res := sh(t, s, "cat bin/data; cat bin/data >&2")
+	if string(res.Stdout) != string(data) || string(res.Stderr) != string(data) {
+		t.Errorf("binary output differs: %d/%d bytes back of %d", len(res.Stdout), len(res.Stderr), len(data))
+	}
+	back, err := s.Guest().ReadFile(bg, "bin/data")
+	if err != nil || string(back) != string(data) {
+		t.Errorf("read back differs: %d bytes, %v", len(back), err)
+	}
+	if sum := ok(t, s, "cksum < bin/data"); sum != ok(t, s, "cat bin/data | cksum") {
+		t.Errorf("checksums differ")
+	}
+}
+
+func testPathEscapes(t *testing.T, d sandbox.Driver) {
+	s := create(t, d, sandbox.Spec{})
+	ok(t, s, "ln -s /etc etc-link && ln -s ../../etc/passwd passwd-link")
+	for _, p := range []string{"../etc/passwd", "/etc/passwd", "a/../../etc/passwd", "etc-link/passwd", "passwd-link"} {
+		if _, err := s.Guest().ReadFile(bg, p); !errors.Is(err, guest.ErrPathEscape) {
+			t.Errorf("read %q: %v, want ErrPathEscape", p, err)
+		}
+		if _, err := s.Guest().WriteFile(bg, p, []byte("x"), 0); !errors.Is(err, guest.ErrPathEscape) {
+			t.Errorf("write %q: %v, want ErrPathEscape", p, err)
+		}
+	}
+}
+
+func testRecover(t *testing.T, d sandbox.Driver) {
+	s := create(t, d, sandbox.Spec{})
+	ok(t, s, "echo remembered > note")
+	r, err := d.Recover(bg, s.Handle())
+	if err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	if got := ok(t, r, "cat note"); got != "remembered" {
+		t.Errorf("recovered sandbox reads %q", got)
+	}
+	found := false
+	hs, err := d.List(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		if h.ID == s.Handle().ID {
+			found = h.Running && h.JobID == s.Handle().JobID
+		}
+	}
+	if !found {
+		t.Errorf("List does not report the running sandbox %s with its job", s.Handle().ID)
+	}
+}
+
+func testGuestDies(t *testing.T, d sandbox.Driver) {
+	s := create(t, d, sandbox.Spec{})
+	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+	defer cancel()
+	// The command's parent is the guest.
+	_, err := s.Guest().Exec(ctx, guest.ExecRequest{Cmd: []string{"/bin/sh", "-c", "kill -9 $PPID; sleep 60"}})
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("exec whose guest died: err %v, ctx %v; want a prompt error", err, ctx.Err())
+	}
+	if _, err := d.Recover(bg, s.Handle()); !errors.Is(err, sandbox.ErrGone) {
+		awaitGone(t, d, s.Handle())
+	}
+}
+
+// awaitGone waits until Recover reports the sandbox gone.
+func awaitGone(t *testing.T, d sandbox.Driver, h sandbox.Handle) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := d.Recover(bg, h)
+		if errors.Is(err, sandbox.ErrGone) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sandbox with a dead guest still recoverable: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func testDestroy(t *testing.T, d sandbox.Driver) {
+	s, err := d.Create(bg, sandbox.Spec{JobID: "conformance-destroy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Handle()
+	ok(t, s, "mkdir -p deep/er && echo x > deep/er/f")
+	for range 2 {
+		if err := s.Destroy(bg); err != nil {
+			t.Fatalf("destroy: %v", err)
+		}
+	}
+	hs, err := d.List(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range hs {
+		if x.ID == h.ID {
+			t.Errorf("destroyed sandbox still listed: %+v", x)
+		}
+	}
+	for _, dir := range []string{h.StateDir, h.WorkspaceDir} {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("host directory %s left behind: %v", dir, err)
+		}
+	}
+	if _, err := d.Recover(bg, h); !errors.Is(err, sandbox.ErrGone) {
+		t.Errorf("recover after destroy: %v, want ErrGone", err)
+	}
+	if err := d.Remove(bg, h); err != nil {
+		t.Errorf("remove after destroy: %v", err)
+	}
+}
+
+func testCallerWorkspace(t *testing.T, d sandbox.Driver) {
+	ws := t.TempDir()
+	s, err := d.Create(bg, sandbox.Spec{WorkspaceDir: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok(t, s, "echo kept > result.txt")
+	if err := s.Destroy(bg); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(ws + "/result.txt"); err != nil || string(b) != "kept\n" {
+		t.Errorf("caller's workspace lost its file: %q %v", b, err)
+	}
+}
+
+// awaitOK retries a command until its output is want, for up to 30s.
+func awaitOK(t *testing.T, s sandbox.Sandbox, line, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := s.Guest().Exec(bg, guest.ExecRequest{Cmd: []string{"/bin/sh", "-c", line}, TimeoutMS: 10_000})
+		if err == nil && res.ExitCode == 0 && strings.TrimSpace(string(res.Stdout)) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%q never gave %q: last %+v, %v", line, want, res, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
