@@ -203,7 +203,7 @@ func (d *Driver) waitReady(ctx context.Context, s *Sandbox) error {
 			return fmt.Errorf("sandbox %s: %w", s.h.ID, context.Cause(ctx))
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, 50*time.Millisecond)
+		delay = min(2*delay, 5*time.Millisecond)
 	}
 }
 

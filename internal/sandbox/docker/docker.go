@@ -154,8 +154,12 @@ type Engine struct {
 }
 
 // Engine asks the engine what it is.
-func (d *Driver) Engine(ctx context.Context) (Engine, error) {
-	v, err := d.cli.ServerVersion(ctx)
+func (d *Driver) Engine(ctx context.Context) (Engine, error) { return EngineInfo(ctx, d.cli) }
+
+// EngineInfo asks the engine behind cli what it is: Docker or Podman, and
+// which version.
+func EngineInfo(ctx context.Context, cli client.APIClient) (Engine, error) {
+	v, err := cli.ServerVersion(ctx)
 	if err != nil {
 		return Engine{}, engineErr(err)
 	}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/sandbox"
+)
+
+// execFlags are the options of `agentbox exec`.
+type execFlags struct {
+	memory, cpus, network, workspace string
+	pids                             int64
+	timeout                          time.Duration
+	env                              []string
+	quiet                            bool
+}
+
+func newExecCmd(a *app) *cobra.Command {
+	var f execFlags
+	cmd := &cobra.Command{
+		Use:   "exec [flags] COMMAND [ARG...]",
+		Short: "Run one command in a fresh sandbox, stream its output, then remove the sandbox",
+		Long: `exec creates a fresh sandbox (no network, no root, resource limits), runs
+one command in /workspace, streams its output as it is produced, removes the
+sandbox and exits with the command's exit code — like 'docker run --rm', with
+agentbox's lock-down.
+
+A single argument is run as a bash command line; several are run as an argv.
+Use --workspace to mount a host directory (it is kept); otherwise a scratch
+workspace is made and removed. Ctrl-C kills the command and removes the sandbox.`,
+		Example: `  agentbox exec 'python3 -c "print(6*7)"'
+  agentbox exec --memory 512m --timeout 30s -- python3 script.py
+  agentbox exec --workspace ./proj 'pytest -q'`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := f.spec()
+			if err != nil {
+				return err
+			}
+			req := guest.ExecRequest{Cmd: args, TimeoutMS: f.timeout.Milliseconds()}
+			if len(args) == 1 {
+				req = guest.Shell(args[0])
+				req.TimeoutMS = f.timeout.Milliseconds()
+			}
+			code, err := a.execOnce(cmd.Context(), spec, req, cmd.OutOrStdout(), cmd.ErrOrStderr(), f.quiet)
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return exitError{code}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.memory, "memory", "", "memory limit, e.g. 512m or 2g (default from AGENTBOX_SANDBOX_MEMORY, else 2g)")
+	fl.StringVar(&f.cpus, "cpus", "", "CPU limit, e.g. 0.5 or 2 (default from AGENTBOX_SANDBOX_CPUS, else 1)")
+	fl.Int64Var(&f.pids, "pids", 0, "process limit (default from AGENTBOX_SANDBOX_PIDS, else 512)")
+	fl.StringVar(&f.network, "network", "", "container network (default none; host is refused)")
+	fl.StringVar(&f.workspace, "workspace", "", "host directory to mount at /workspace (kept afterwards)")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "kill the command and its children after this long")
+	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable KEY=VALUE (repeatable)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the command's output")
+	return cmd
+}
+
+func (f execFlags) spec() (sandbox.Spec, error) {
+	var spec sandbox.Spec
+	var err error
+	if f.memory != "" {
+		if spec.Limits.MemoryBytes, err = config.ParseMemory(f.memory); err != nil {
+			return spec, fmt.Errorf("--memory: %w", err)
+		}
+	}
+	if f.cpus != "" {
+		if spec.Limits.NanoCPUs, err = config.ParseCPUs(f.cpus); err != nil {
+			return spec, fmt.Errorf("--cpus: %w", err)
+		}
+	}
+	if f.pids < 0 || f.timeout <= 0 {
+		return spec, errors.New("--pids must not be negative and --timeout must be positive")
+	}
+	spec.Limits.PidsLimit = f.pids
+	spec.Network = f.network
+	if f.workspace != "" {
+		fi, err := os.Stat(f.workspace)
+		if err != nil || !fi.IsDir() {
+			return spec, fmt.Errorf("--workspace %s: not a directory", f.workspace)
+		}
+		if spec.WorkspaceDir, err = absPath(f.workspace); err != nil {
+			return spec, err
+		}
+	}
+	spec.Env = map[string]string{}
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return spec, fmt.Errorf("--env %q: want KEY=VALUE", kv)
+		}
+		spec.Env[k] = v
+	}
+	return spec, nil
+}
+
+// execOnce runs req in a fresh sandbox, streaming output, and returns the
+// command's exit code. The sandbox is removed whatever happens.
+func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecRequest, stdout, stderr io.Writer, quiet bool) (int, error) {
+	d, err := a.newDriver()
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	begin := time.Now()
+	s, err := d.Create(ctx, spec)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Destroy(context.WithoutCancel(ctx))
+	if !quiet {
+		fmt.Fprintf(stderr, "agentbox: sandbox %s ready in %v\n", s.Handle().ID, time.Since(begin).Round(time.Millisecond))
+	}
+	res, err := s.Guest().ExecStream(ctx, req, func(stream string, p []byte) {
+		if stream == "stderr" {
+			stderr.Write(p)
+		} else {
+			stdout.Write(p)
+		}
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return 130, nil // interrupted: the sandbox is removed by the deferred Destroy
+		}
+		return 0, fmt.Errorf("exec: %w", err)
+	}
+	if !quiet {
+		switch {
+		case res.TimedOut:
+			fmt.Fprintf(stderr, "agentbox: command timed out after %v and was killed\n", time.Duration(req.TimeoutMS)*time.Millisecond)
+		case res.OOMKilled:
+			fmt.Fprintln(stderr, "agentbox: command was killed for running out of memory")
+		case res.Truncated:
+			fmt.Fprintln(stderr, "agentbox: output was capped")
+		}
+	}
+	return res.ExitCode, nil
+}

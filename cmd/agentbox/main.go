@@ -1,0 +1,115 @@
+// Command agentbox runs autonomous coding agents in locked-down sandboxes.
+// One static binary: the server, the CLI clients, the image builder, the
+// doctor, and the guest daemon that runs inside every sandbox.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/docker/docker/client"
+	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/docker"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// app carries what every subcommand needs: the parsed configuration and a logger.
+type app struct {
+	cfg config.Config
+	log *slog.Logger
+}
+
+// dockerClient connects to the engine named by the configuration.
+func (a *app) dockerClient() (*client.Client, error) {
+	opts := []client.Opt{client.WithAPIVersionNegotiation()}
+	if a.cfg.Docker.Host != "" {
+		opts = append(opts, client.WithHost(a.cfg.Docker.Host))
+	} else {
+		opts = append(opts, client.WithHostFromEnv())
+	}
+	c, err := client.NewClientWithOpts(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	return c, nil
+}
+
+// newDriver returns the Docker sandbox driver configured by a.cfg.
+func (a *app) newDriver() (*docker.Driver, error) {
+	sb := a.cfg.Sandbox
+	return docker.New(docker.Config{
+		Host:        a.cfg.Docker.Host,
+		Image:       sb.Image,
+		Defaults:    sandbox.Limits{MemoryBytes: sb.MemoryBytes, NanoCPUs: sb.NanoCPUs, PidsLimit: sb.PidsLimit},
+		Network:     sb.Network,
+		GuestBinary: sb.GuestBinary,
+		StateDir:    filepath.Join(a.cfg.DataDir, "sandboxes"),
+		Instance:    sb.Instance,
+		Log:         a.log,
+	})
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "agentbox:", err)
+		os.Exit(1)
+	}
+}
+
+// exitError ends the process with a specific code without printing anything
+// more (the command already said what went wrong).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func newRootCmd() *cobra.Command {
+	a := &app{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	root := &cobra.Command{
+		Use:   "agentbox",
+		Short: "Run autonomous coding agents in locked-down sandboxes",
+		Long: `agentbox runs coding agents in isolated sandboxes: a language model calls
+tools (shell, files, code execution) that execute inside a locked-down
+container with no network, no root and hard resource limits.
+
+Configuration comes from flags and the environment (AGENTBOX_DATA_DIR,
+AGENTBOX_IMAGE, AGENTBOX_SANDBOX_MEMORY, AGENTBOX_SANDBOX_CPUS,
+AGENTBOX_SANDBOX_PIDS, DOCKER_HOST, ...); see docs/configuration.md.`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.FromEnv()
+			if err != nil {
+				return fmt.Errorf("configuration: %w", err)
+			}
+			a.cfg = cfg
+			return nil
+		},
+	}
+	root.AddCommand(
+		newGuestCmd(),
+		newImageCmd(a),
+		newExecCmd(a),
+		newDoctorCmd(a),
+		newBenchCmd(a),
+	)
+	return root
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/testenv"
+)
+
+// run executes the CLI in-process with args and returns its output.
+func run(ctx context.Context, args ...string) (stdout, stderr string, err error) {
+	root := newRootCmd()
+	var o, e bytes.Buffer
+	root.SetOut(&o)
+	root.SetErr(&e)
+	root.SetArgs(args)
+	err = root.ExecuteContext(ctx)
+	return o.String(), e.String(), err
+}
+
+func TestEveryCommandExplainsItself(t *testing.T) {
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Short == "" || (c.HasParent() && c.Long == "" && !c.HasSubCommands()) {
+			t.Errorf("%q lacks a short or long description", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd())
+	out, _, err := run(context.Background(), "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"exec", "image", "doctor", "bench", "guest"} {
+		if !strings.Contains(out, sub) {
+			t.Errorf("--help does not list %s", sub)
+		}
+	}
+}
+
+func TestBadInputIsAClearError(t *testing.T) {
+	tests := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{args: []string{"exec", "--memory", "lots", "true"}, want: "--memory"},
+		{args: []string{"exec", "--cpus", "-1", "true"}, want: "--cpus"},
+		{args: []string{"exec", "--env", "NOEQUALS", "true"}, want: "KEY=VALUE"},
+		{args: []string{"exec", "--workspace", "/no/such/dir", "true"}, want: "not a directory"},
+		{args: []string{"exec"}, want: "requires at least 1 arg"},
+		{args: []string{"doctor"}, env: map[string]string{"AGENTBOX_SANDBOX_PIDS": "many"}, want: "AGENTBOX_SANDBOX_PIDS"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			_, _, err := run(context.Background(), tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDoctorWithoutEngine(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	t.Setenv("AGENTBOX_DATA_DIR", t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, _, err := run(ctx, "doctor")
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != 1 {
+		t.Fatalf("err = %v, want exit 1", err)
+	}
+	for _, want := range []string{"FAIL  engine", "fix: sudo ./scripts/setup.sh", "fix: agentbox image build", "ok    data dir"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// staticBinary builds the agentbox binary the sandboxes run as their guest.
+func staticBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "agentbox")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// sandboxEnv points the CLI at the test engine with its own instance label.
+func sandboxEnv(t *testing.T) (instance string) {
+	t.Helper()
+	cli := testenv.Docker(t)
+	img := config.DefaultImage
+	if v := os.Getenv("AGENTBOX_IMAGE"); v != "" {
+		img = v
+	}
+	if _, err := cli.ImageInspect(context.Background(), img); err != nil {
+		if testenv.DockerRequired() {
+			t.Fatalf("sandbox image %s missing: %v", img, err)
+		}
+		t.Skipf("skipping: sandbox image %s missing (agentbox image build)", img)
+	}
+	data, err := os.MkdirTemp("", "abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(data) })
+	instance = "clitest-" + filepath.Base(data)
+	t.Setenv("AGENTBOX_DATA_DIR", data)
+	t.Setenv("AGENTBOX_INSTANCE", instance)
+	t.Setenv("AGENTBOX_GUEST_BINARY", staticBinary(t))
+	return instance
+}
+
+func TestExecRunsInAFreshSandbox(t *testing.T) {
+	instance := sandboxEnv(t)
+	out, _, err := run(context.Background(), "exec", "-q", "-e", "WHO=world", "echo hello $WHO from $(id -u); echo oops >&2; exit 3")
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != 3 {
+		t.Fatalf("err = %v, want the command's exit code 3", err)
+	}
+	if out != "hello world from 1000\n" {
+		t.Errorf("stdout %q", out)
+	}
+	assertNoSandboxes(t, instance)
+}
+
+func TestExecInterruptRemovesSandbox(t *testing.T) {
+	instance := sandboxEnv(t)
+	ws := t.TempDir()
+	os.Chmod(ws, 0o777)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := run(ctx, "exec", "-q", "--workspace", ws, "touch started; sleep 300")
+		done <- err
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(ws, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("command never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel() // what Ctrl-C does through signal.NotifyContext
+	select {
+	case err := <-done:
+		var ee exitError
+		if !errors.As(err, &ee) || ee.code != 130 {
+			t.Errorf("err = %v, want exit 130", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("exec did not return after interrupt")
+	}
+	assertNoSandboxes(t, instance)
+	if _, err := os.Stat(filepath.Join(ws, "started")); err != nil {
+		t.Errorf("the caller's workspace lost its file: %v", err)
+	}
+}
+
+func assertNoSandboxes(t *testing.T, instance string) {
+	t.Helper()
+	cli := testenv.Docker(t)
+	cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", "io.agentbox.instance="+instance))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 0 {
+		t.Errorf("%d sandbox containers left behind", len(cs))
+	}
+	entries, _ := os.ReadDir(filepath.Join(os.Getenv("AGENTBOX_DATA_DIR"), "sandboxes"))
+	if len(entries) != 0 {
+		t.Errorf("sandbox directories left behind: %v", entries)
+	}
+}

@@ -1,0 +1,227 @@
+// Package bench measures agentbox's sandbox operations against the plain
+// engine CLI in the same run, so the ratios hold on any machine.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/sandbox"
+)
+
+// Options says what to measure with.
+type Options struct {
+	Driver  sandbox.Driver
+	Image   string
+	Docker  string // the docker CLI for the baselines, default "docker"
+	Creates int    // sandboxes to create (default 10)
+	Execs   int    // exec round trips (default 200; the CLI baseline runs a tenth)
+	Files   int    // 1 MiB write+read cycles (default 50)
+	Log     io.Writer
+}
+
+// Row is one comparison: agentbox against the engine doing the same.
+type Row struct {
+	Name, Baseline string
+	Ours, Base     Stats
+}
+
+// Stats summarises samples.
+type Stats struct {
+	N             int
+	P50, P95, Min time.Duration
+}
+
+// Run measures everything and returns the rows.
+func Run(ctx context.Context, o Options) ([]Row, error) {
+	o = o.withDefaults()
+	var rows []Row
+	for _, m := range []func(context.Context, Options) (Row, error){createRow, lifecycleRow, execRow, fileRow} {
+		r, err := m(ctx, o)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Docker == "" {
+		o.Docker = "docker"
+	}
+	if o.Creates <= 0 {
+		o.Creates = 10
+	}
+	if o.Execs <= 0 {
+		o.Execs = 200
+	}
+	if o.Files <= 0 {
+		o.Files = 50
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	return o
+}
+
+func createRow(ctx context.Context, o Options) (Row, error) {
+	fmt.Fprintf(o.Log, "create -> first exec: %d sandboxes, %d docker runs\n", o.Creates, o.Creates)
+	var created []sandbox.Sandbox
+	defer func() {
+		for _, s := range created {
+			s.Destroy(ctx)
+		}
+	}()
+	ours, err := sample(o.Creates, func() error {
+		s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
+		if err != nil {
+			return err
+		}
+		created = append(created, s)
+		return execTrue(ctx, s.Guest())
+	})
+	if err != nil {
+		return Row{}, err
+	}
+	base, err := dockerRun(ctx, o)
+	return Row{Name: "sandbox create → first exec returns", Baseline: "docker run --rm IMAGE true", Ours: ours, Base: base}, err
+}
+
+// lifecycleRow times a sandbox's whole life, destroy included, which is
+// what docker run --rm does.
+func lifecycleRow(ctx context.Context, o Options) (Row, error) {
+	fmt.Fprintf(o.Log, "create -> exec -> destroy: %d sandboxes, %d docker runs\n", o.Creates, o.Creates)
+	ours, err := sample(o.Creates, func() error {
+		s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
+		if err != nil {
+			return err
+		}
+		err = execTrue(ctx, s.Guest())
+		if derr := s.Destroy(ctx); err == nil {
+			err = derr
+		}
+		return err
+	})
+	if err != nil {
+		return Row{}, err
+	}
+	base, err := dockerRun(ctx, o)
+	return Row{Name: "create → exec → destroy", Baseline: "docker run --rm IMAGE true", Ours: ours, Base: base}, err
+}
+
+func dockerRun(ctx context.Context, o Options) (Stats, error) {
+	return sample(o.Creates, func() error {
+		return run(ctx, o.Docker, "run", "--rm", "--network", "none", o.Image, "true")
+	})
+}
+
+func execRow(ctx context.Context, o Options) (Row, error) {
+	s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
+	if err != nil {
+		return Row{}, err
+	}
+	defer s.Destroy(ctx)
+	fmt.Fprintf(o.Log, "exec round trip of true: %d guest execs, %d docker execs\n", o.Execs, o.Execs/10)
+	ours, err := sample(o.Execs, func() error { return execTrue(ctx, s.Guest()) })
+	if err != nil {
+		return Row{}, err
+	}
+	base, err := sample(max(o.Execs/10, 5), func() error { return run(ctx, o.Docker, "exec", s.Handle().Ref, "true") })
+	return Row{Name: "exec round trip of `true`", Baseline: "docker exec CONTAINER true", Ours: ours, Base: base}, err
+}
+
+func fileRow(ctx context.Context, o Options) (Row, error) {
+	s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
+	if err != nil {
+		return Row{}, err
+	}
+	defer s.Destroy(ctx)
+	data := bytes.Repeat([]byte("agentbox"), 1<<17) // 1 MiB
+	fmt.Fprintf(o.Log, "1 MiB write + read back: %d cycles each\n", o.Files)
+	ours, err := sample(o.Files, func() error {
+		if _, err := s.Guest().WriteFile(ctx, "bench.bin", data, 0); err != nil {
+			return err
+		}
+		back, err := s.Guest().ReadFile(ctx, "bench.bin")
+		return same(back, data, err)
+	})
+	if err != nil {
+		return Row{}, err
+	}
+	ref := s.Handle().Ref
+	base, err := sample(max(o.Files/5, 5), func() error {
+		in := exec.CommandContext(ctx, o.Docker, "exec", "-i", ref, "sh", "-c", "cat > /workspace/cli.bin")
+		in.Stdin = bytes.NewReader(data)
+		if out, err := in.CombinedOutput(); err != nil {
+			return fmt.Errorf("docker exec write: %v: %s", err, out)
+		}
+		back, err := exec.CommandContext(ctx, o.Docker, "exec", ref, "cat", "/workspace/cli.bin").Output()
+		return same(back, data, err)
+	})
+	return Row{Name: "1 MiB file written then read back", Baseline: "docker exec -i … cat > f; docker exec … cat f", Ours: ours, Base: base}, err
+}
+
+func execTrue(ctx context.Context, g *guest.Client) error {
+	res, err := g.Exec(ctx, guest.ExecRequest{Cmd: []string{"true"}})
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("true exited %d: %s", res.ExitCode, res.Stderr)
+	}
+	return err
+}
+
+func same(got, want []byte, err error) error {
+	if err == nil && !bytes.Equal(got, want) {
+		err = fmt.Errorf("read back %d bytes, not the %d written", len(got), len(want))
+	}
+	return err
+}
+
+func run(ctx context.Context, name string, args ...string) error {
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// sample times f n times, after one untimed warm-up call.
+func sample(n int, f func() error) (Stats, error) {
+	if err := f(); err != nil {
+		return Stats{}, err
+	}
+	ds := make([]time.Duration, 0, n)
+	for range n {
+		begin := time.Now()
+		if err := f(); err != nil {
+			return Stats{}, err
+		}
+		ds = append(ds, time.Since(begin))
+	}
+	return summarize(ds), nil
+}
+
+func summarize(ds []time.Duration) Stats {
+	slices.Sort(ds)
+	pct := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
+	return Stats{N: len(ds), P50: pct(0.50), P95: pct(0.95), Min: ds[0]}
+}
+
+// Markdown renders rows as a table; Speedup is the baseline's p50 over ours.
+func Markdown(w io.Writer, rows []Row) {
+	fmt.Fprintln(w, "| operation | agentbox p50 | agentbox p95 | baseline | baseline p50 | baseline p95 | speed-up (p50) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %s | %s | `%s` | %s | %s | %.1f× |\n", r.Name, ms(r.Ours.P50), ms(r.Ours.P95),
+			r.Baseline, ms(r.Base.P50), ms(r.Base.P95), float64(r.Base.P50)/float64(r.Ours.P50))
+	}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }

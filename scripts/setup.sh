@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# setup.sh: from a fresh Debian or Ubuntu machine to a command running in an
+# agentbox sandbox. Installs a container engine and mmdebstrap if missing,
+# starts the engine, installs Go if missing, builds bin/agentbox and the
+# sandbox image (registry-free, from Debian's archive), then runs a command in
+# a fresh sandbox. Safe to run again: every step skips what is already done.
+#
+#   ./scripts/setup.sh            everything, ending with the demo command
+#   ./scripts/setup.sh --no-run   everything but the demo (what CI uses)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RUN_DEMO=1
+[ "${1:-}" = "--no-run" ] && RUN_DEMO=0
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export PATH="$PATH:/usr/local/go/bin:$HOME/go/bin"
+GO_MIN_MINOR=21 # go 1.21+ fetches the toolchain go.mod names by itself
+
+step() { printf '\n==> %s\n' "$*"; }
+
+apt_install() {
+	step "installing $*"
+	if [ -z "${APT_UPDATED:-}" ]; then
+		$SUDO apt-get update -qq
+		APT_UPDATED=1
+	fi
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+engine_up() { $SUDO docker info >/dev/null 2>&1; }
+
+ensure_packages() {
+	local pkgs=()
+	if ! engine_up && ! command -v dockerd >/dev/null; then pkgs+=(docker.io); fi
+	command -v mmdebstrap >/dev/null || pkgs+=(mmdebstrap)
+	[ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || pkgs+=(debian-archive-keyring)
+	command -v git >/dev/null || pkgs+=(git)
+	command -v curl >/dev/null || pkgs+=(curl ca-certificates)
+	if [ ${#pkgs[@]} -gt 0 ]; then apt_install "${pkgs[@]}"; fi
+}
+
+start_engine() {
+	engine_up && return 0
+	step "starting the container engine"
+	if [ -d /run/systemd/system ]; then
+		$SUDO systemctl start docker
+	else
+		$SUDO sh -c 'nohup setsid dockerd >/var/log/dockerd.log 2>&1 &'
+	fi
+	for _ in $(seq 1 120); do
+		engine_up && return 0
+		sleep 0.5
+	done
+	echo "the engine did not start; see /var/log/dockerd.log or: journalctl -u docker" >&2
+	exit 1
+}
+
+go_ok() {
+	command -v go >/dev/null || return 1
+	local minor
+	minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
+	[ "${minor:-0}" -ge "$GO_MIN_MINOR" ]
+}
+
+ensure_go() {
+	go_ok && return 0
+	apt_install golang-go || true
+	go_ok && return 0
+	step "installing Go from go.dev"
+	local v
+	v=$(curl -fsSL 'https://go.dev/VERSION?m=text' | head -1)
+	curl -fsSL "https://go.dev/dl/${v}.linux-$(dpkg --print-architecture).tar.gz" | $SUDO tar -C /usr/local -xz
+	go_ok || { echo "Go installation failed" >&2; exit 1; }
+}
+
+ensure_packages
+start_engine
+ensure_go
+
+step "building bin/agentbox"
+CGO_ENABLED=0 go build -trimpath -o bin/agentbox ./cmd/agentbox
+
+step "building the sandbox image (skipped when current)"
+$SUDO bin/agentbox image build
+
+if [ "$RUN_DEMO" = 1 ]; then
+	step "running a command in a fresh sandbox"
+	$SUDO bin/agentbox exec 'echo "Hello from $(hostname) as $(id -un) (uid $(id -u)) in $(pwd)"; python3 --version; node --version; echo "network interfaces: $(ls /sys/class/net | tr "\n" " ")"'
+fi

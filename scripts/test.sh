@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# test.sh: the whole test suite: formatting, go vet, and every test with the
+# race detector. Tests that need Docker run when an engine answers (after
+# ./scripts/setup.sh); without one they skip with a reason, unless CI=true or
+# AGENTBOX_REQUIRE_DOCKER=1, where they fail.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin:$HOME/go/bin"
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+go vet ./...
+go test -race -count=1 -timeout 25m ./...
