@@ -1,0 +1,61 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func lookup(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
+
+func TestFromEnv(t *testing.T) {
+	c, err := fromLookup(lookup(map[string]string{
+		"AGENTBOX_DATA_DIR":       "/srv/agentbox",
+		"AGENTBOX_SANDBOX_MEMORY": "512m",
+		"AGENTBOX_SANDBOX_CPUS":   "0.5",
+		"AGENTBOX_SANDBOX_PIDS":   "64",
+		"DOCKER_HOST":             "unix:///run/podman/podman.sock",
+		"ANTHROPIC_API_KEY":       "k",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DataDir != "/srv/agentbox" || c.Sandbox.MemoryBytes != 512<<20 || c.Sandbox.NanoCPUs != 5e8 ||
+		c.Sandbox.PidsLimit != 64 || c.Docker.Host != "unix:///run/podman/podman.sock" || !c.Model.AnthropicKey {
+		t.Errorf("config %+v", c)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := fromLookup(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Sandbox
+	if s.MemoryBytes != 2<<30 || s.NanoCPUs != 1e9 || s.PidsLimit != 512 || s.Network != "none" || s.Image != DefaultImage {
+		t.Errorf("defaults %+v", s)
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	tests := map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"memory words": {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "lots"}, "AGENTBOX_SANDBOX_MEMORY"},
+		"memory tiny":  {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "1m"}, "at least 64MiB"},
+		"cpus zero":    {map[string]string{"AGENTBOX_SANDBOX_CPUS": "0"}, "AGENTBOX_SANDBOX_CPUS"},
+		"pids few":     {map[string]string{"AGENTBOX_SANDBOX_PIDS": "3"}, "at least 16"},
+		"host network": {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "host"}, "host is refused"},
+		"bad instance": {map[string]string{"AGENTBOX_INSTANCE": "a b"}, "instance"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := fromLookup(lookup(tt.env))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
