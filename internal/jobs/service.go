@@ -1,0 +1,274 @@
+// Package jobs owns the life of a job: submission, the scheduler that claims
+// jobs with leases and runs them in sandboxes, cancellation, the watchdog,
+// recovery after a crash, and the live feed of each job's event log.
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// Errors of the service; the API maps them to statuses.
+var (
+	// ErrInvalid means the request is malformed; the message says how.
+	ErrInvalid = errors.New("invalid request")
+	// ErrNotEnded means the job's results are not available yet.
+	ErrNotEnded = errors.New("job has not ended")
+	// ErrEnded means the job already ended (e.g. on cancel).
+	ErrEnded = errors.New("job already ended")
+)
+
+// Limits on what a submission may ask for.
+const (
+	MaxTaskBytes     = 256 << 10
+	MaxMetadataKeys  = 64
+	MaxMetadataBytes = 16 << 10
+	MaxTimeout       = 24 * time.Hour
+	MaxSteps         = 100_000
+)
+
+// Event types every job's log may contain. The agent adds its own.
+const (
+	EventState   = "state"   // {"status", "error"?, "attempt"?}
+	EventSandbox = "sandbox" // {"sandbox_id", "ready_ms"}
+	EventCommand = "command" // {"command"}
+	EventOutput  = "output"  // {"stream", "text"}
+	EventExit    = "exit"    // {"exit_code", "duration_ms", "timed_out", "truncated"}
+	EventLog     = "log"     // {"level", "message"}
+)
+
+// SubmitRequest is a new job as a client asks for it.
+type SubmitRequest struct {
+	Task           string
+	Model          string
+	Limits         store.Limits
+	Metadata       map[string]string
+	IdempotencyKey string
+}
+
+// Service is what the API and the CLI's local mode call.
+type Service struct {
+	store   store.Store
+	hub     *hub
+	sched   *Scheduler // nil on an API-only node
+	dataDir string
+	maxAtt  int
+}
+
+// NewService returns the service over st. sched may be nil.
+func NewService(st store.Store, dataDir string, maxAttempts int, sched *Scheduler) *Service {
+	h := newHub()
+	if sched != nil {
+		sched.hub = h
+	}
+	if maxAttempts <= 0 {
+		maxAttempts = 3
+	}
+	return &Service{store: st, hub: h, sched: sched, dataDir: dataDir, maxAtt: maxAttempts}
+}
+
+// Submit validates and durably records a job. created is false when an
+// Idempotency-Key replayed an earlier submission.
+func (s *Service) Submit(ctx context.Context, req SubmitRequest) (store.Job, bool, error) {
+	if err := validate(req); err != nil {
+		return store.Job{}, false, err
+	}
+	now := time.Now().UTC()
+	j := store.Job{
+		ID: NewID(), Task: req.Task, Model: req.Model, Limits: req.Limits, Metadata: req.Metadata,
+		Status: store.StatusPending, MaxAttempts: s.maxAtt, IdempotencyKey: req.IdempotencyKey,
+		RequestHash: requestHash(req), CreatedAt: now, UpdatedAt: now,
+	}
+	j, created, err := s.store.CreateJob(ctx, j)
+	if err != nil {
+		return j, false, fmt.Errorf("submit: %w", err)
+	}
+	if created {
+		s.emit(ctx, j.ID, EventState, map[string]any{"status": store.StatusPending})
+		if s.sched != nil {
+			s.sched.wake()
+		}
+	}
+	return j, created, nil
+}
+
+func validate(req SubmitRequest) error {
+	var problems []string
+	if strings.TrimSpace(req.Task) == "" {
+		problems = append(problems, "task is empty")
+	}
+	if len(req.Task) > MaxTaskBytes || !utf8.ValidString(req.Task) {
+		problems = append(problems, fmt.Sprintf("task must be UTF-8 text of at most %d bytes", MaxTaskBytes))
+	}
+	l := req.Limits
+	if l.Timeout < 0 || l.Timeout > MaxTimeout {
+		problems = append(problems, fmt.Sprintf("limits.timeout must be between 0 and %v", MaxTimeout))
+	}
+	if l.MaxSteps < 0 || l.MaxSteps > MaxSteps {
+		problems = append(problems, fmt.Sprintf("limits.max_steps must be between 0 and %d", MaxSteps))
+	}
+	if l.MemoryBytes != 0 && l.MemoryBytes < 64<<20 || l.MemoryBytes < 0 {
+		problems = append(problems, "limits.memory must be at least 64MiB")
+	}
+	if l.NanoCPUs < 0 || l.NanoCPUs > 64e9 {
+		problems = append(problems, "limits.cpus must be between 0 and 64")
+	}
+	size := 0
+	for k, v := range req.Metadata {
+		size += len(k) + len(v)
+	}
+	if len(req.Metadata) > MaxMetadataKeys || size > MaxMetadataBytes {
+		problems = append(problems, fmt.Sprintf("metadata: at most %d keys and %d bytes", MaxMetadataKeys, MaxMetadataBytes))
+	}
+	if len(req.IdempotencyKey) > 255 {
+		problems = append(problems, "Idempotency-Key: at most 255 bytes")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// requestHash fingerprints the parts of a submission an Idempotency-Key covers.
+func requestHash(req SubmitRequest) string {
+	b, _ := json.Marshal(struct {
+		Task, Model string
+		Limits      store.Limits
+		Metadata    map[string]string
+	}{req.Task, req.Model, req.Limits, req.Metadata})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Get returns a job.
+func (s *Service) Get(ctx context.Context, id string) (store.Job, error) {
+	return s.store.GetJob(ctx, id)
+}
+
+// List returns a page of jobs, newest first.
+func (s *Service) List(ctx context.Context, opts store.ListOptions) (store.JobPage, error) {
+	if opts.Status != "" && !opts.Status.Valid() {
+		return store.JobPage{}, fmt.Errorf("%w: unknown status %q", ErrInvalid, opts.Status)
+	}
+	if opts.Limit < 0 || opts.Limit > 1000 {
+		return store.JobPage{}, fmt.Errorf("%w: limit must be between 1 and 1000", ErrInvalid)
+	}
+	return s.store.ListJobs(ctx, opts)
+}
+
+// Cancel stops a job: a pending one ends canceled at once; a running one is
+// flagged, and its worker kills the work and the sandbox. ErrEnded if the job
+// already ended.
+func (s *Service) Cancel(ctx context.Context, id string) (store.Job, error) {
+	var wasPending bool
+	j, err := s.store.UpdateJob(ctx, id, func(j *store.Job) error {
+		if j.Status.Final() {
+			return fmt.Errorf("%w: job %s is %s", ErrEnded, j.ID, j.Status)
+		}
+		j.CancelRequested = true
+		if j.Status == store.StatusPending {
+			wasPending = true
+			j.Status, j.Error, j.EndedAt = store.StatusCanceled, "canceled by request", time.Now().UTC()
+		}
+		return nil
+	})
+	if err != nil {
+		return j, err
+	}
+	if wasPending {
+		s.emit(ctx, id, EventState, map[string]any{"status": store.StatusCanceled, "error": j.Error})
+	} else if s.sched != nil {
+		s.sched.cancelLocal(id)
+	}
+	return j, nil
+}
+
+// Events returns up to limit events of a job after seq after.
+func (s *Service) Events(ctx context.Context, id string, after int64, limit int) ([]store.Event, error) {
+	if _, err := s.store.GetJob(ctx, id); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	return s.store.Events(ctx, id, after, limit)
+}
+
+// WaitEvents blocks until the job may have events after seq after, the job
+// has ended, poll passes (events appended by another server), or ctx ends.
+// The caller reads again with Events.
+func (s *Service) WaitEvents(ctx context.Context, id string, after int64, poll time.Duration) error {
+	ch, stop := s.hub.subscribe(id)
+	defer stop()
+	evs, err := s.store.Events(ctx, id, after, 1)
+	if err != nil || len(evs) > 0 {
+		return err
+	}
+	t := time.NewTimer(poll)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// Workspace returns the host directory holding an ended job's workspace.
+func (s *Service) Workspace(ctx context.Context, id string) (string, error) {
+	j, err := s.store.GetJob(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if !j.Status.Final() {
+		return "", fmt.Errorf("%w: job %s is %s", ErrNotEnded, id, j.Status)
+	}
+	dir := WorkspaceDir(s.dataDir, id)
+	if _, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("job %s has no workspace: %w", id, store.ErrNotFound)
+	}
+	return dir, nil
+}
+
+// WorkspaceDir is where a job's workspace lives on the host.
+func WorkspaceDir(dataDir, id string) string {
+	return filepath.Join(dataDir, "workspaces", id)
+}
+
+// emit appends an event and wakes its followers. Event writes are part of the
+// audit trail; a failure is returned to callers that can act on it.
+func (s *Service) emit(ctx context.Context, id, typ string, payload any) error {
+	return emit(ctx, s.store, s.hub, id, typ, payload)
+}
+
+func emit(ctx context.Context, st store.Store, h *hub, id, typ string, payload any) error {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("event %s: %w", typ, err)
+	}
+	if _, err := st.AppendEvent(context.WithoutCancel(ctx), id, typ, b); err != nil {
+		return fmt.Errorf("event %s: %w", typ, err)
+	}
+	h.notify(id)
+	return nil
+}
+
+// NewID returns a new job ID: "job_" and 20 hex digits, sortable by time.
+func NewID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("job_%011x%s", time.Now().UnixMilli(), hex.EncodeToString(b[:])[:9])
+}

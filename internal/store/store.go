@@ -1,0 +1,161 @@
+// Package store is the contract for agentbox's durable state: jobs, their
+// leases, and each job's append-only event log. Implementations live in
+// subpackages (sqlite/, later postgres/) and all pass storetest.Run.
+//
+// Rules every implementation follows:
+//   - A method that returns without error has made its write durable: a crash
+//     (kill -9, power loss with the default settings) right after loses nothing.
+//   - UpdateJob, ClaimJob, Heartbeat, Release and RequeueExpired are atomic:
+//     concurrent callers on any number of processes never both win.
+//   - Events of one job get consecutive sequence numbers from 1, never reused;
+//     nothing is ever deleted from the log.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Errors every implementation returns; check them with errors.Is.
+var (
+	ErrNotFound = errors.New("not found")
+	// ErrConflict means an idempotency key was reused with another request.
+	ErrConflict = errors.New("conflict")
+	// ErrLeaseLost means the caller no longer holds the job's lease.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrNoJob means there is no pending job to claim.
+	ErrNoJob = errors.New("no pending job")
+)
+
+// Status is a job's state: pending -> running -> complete | error | canceled.
+type Status string
+
+const (
+	StatusPending  Status = "pending"
+	StatusRunning  Status = "running"
+	StatusComplete Status = "complete"
+	StatusError    Status = "error"
+	StatusCanceled Status = "canceled"
+)
+
+// Final reports whether the status is an end state.
+func (s Status) Final() bool {
+	return s == StatusComplete || s == StatusError || s == StatusCanceled
+}
+
+// Valid reports whether s is one of the five statuses.
+func (s Status) Valid() bool {
+	return s == StatusPending || s == StatusRunning || s.Final()
+}
+
+// Limits bound one job; zero fields take the server's defaults.
+type Limits struct {
+	Timeout     time.Duration `json:"timeout,omitempty"`
+	MaxSteps    int           `json:"max_steps,omitempty"`
+	MemoryBytes int64         `json:"memory_bytes,omitempty"`
+	NanoCPUs    int64         `json:"nano_cpus,omitempty"`
+}
+
+// Usage is what a job consumed from its model.
+type Usage struct {
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens"`
+	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+// Job is one task and everything known about its execution.
+type Job struct {
+	ID       string
+	Task     string
+	Model    string
+	Limits   Limits
+	Metadata map[string]string
+	Status   Status
+	// Attempts counts the runs started; MaxAttempts bounds them.
+	Attempts    int
+	MaxAttempts int
+	Steps       int
+	Usage       Usage
+	// Error says why a job ended in error or was canceled.
+	Error string
+	// Result is the job's summary when it completed.
+	Result string
+	// ContextTokens is the size of the job's current model context.
+	ContextTokens int64
+	// IdempotencyKey and RequestHash dedupe submissions.
+	IdempotencyKey string
+	RequestHash    string
+	// CancelRequested is set by a cancel; the worker running the job sees it.
+	CancelRequested bool
+	// LeaseOwner and LeaseUntil say which worker runs the job, until when.
+	LeaseOwner string
+	LeaseUntil time.Time
+	// Sandbox is the driver's handle of the job's current sandbox, as JSON.
+	Sandbox   json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	StartedAt time.Time // first claim
+	EndedAt   time.Time
+}
+
+// Event is one entry of a job's log.
+type Event struct {
+	JobID   string          `json:"job_id"`
+	Seq     int64           `json:"seq"`
+	Time    time.Time       `json:"time"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// ListOptions filters and pages ListJobs. Jobs come newest first.
+type ListOptions struct {
+	Status Status // empty: all
+	Limit  int    // 0: 50; at most 1000
+	// Cursor is the NextCursor of the previous page.
+	Cursor string
+}
+
+// JobPage is one page of jobs.
+type JobPage struct {
+	Jobs       []Job
+	NextCursor string // empty on the last page
+}
+
+// Store is agentbox's durable state.
+type Store interface {
+	// CreateJob inserts j (ID, Task, ... set by the caller; Status pending).
+	// When j.IdempotencyKey is set and a job with that key exists, it returns
+	// that job and created=false if its RequestHash matches, ErrConflict if not.
+	CreateJob(ctx context.Context, j Job) (job Job, created bool, err error)
+	GetJob(ctx context.Context, id string) (Job, error)
+	ListJobs(ctx context.Context, opts ListOptions) (JobPage, error)
+	// UpdateJob applies fn to the job inside a transaction and saves the result.
+	// If fn returns an error nothing is saved and that error is returned.
+	UpdateJob(ctx context.Context, id string, fn func(*Job) error) (Job, error)
+	// ClaimJob takes the oldest pending job: status running, Attempts+1,
+	// StartedAt set if unset, leased to owner until now+lease. ErrNoJob if none.
+	ClaimJob(ctx context.Context, owner string, lease time.Duration) (Job, error)
+	// Heartbeat extends the lease; ErrLeaseLost if owner no longer holds it.
+	// It returns the job, so the worker sees CancelRequested.
+	Heartbeat(ctx context.Context, id, owner string, lease time.Duration) (Job, error)
+	// Release gives a running job back: status pending, lease cleared,
+	// Attempts-1 (the run was interrupted, not failed). ErrLeaseLost if owner
+	// no longer holds it.
+	Release(ctx context.Context, id, owner string) error
+	// RequeueExpired finds running jobs whose lease ended before now (or whose
+	// owner is reclaim, e.g. this worker's previous life) and puts each back
+	// to pending, or ends it in error when it has used MaxAttempts. It returns
+	// the jobs as they were before, so their stale sandboxes can be destroyed.
+	RequeueExpired(ctx context.Context, now time.Time, reclaim string) ([]Job, error)
+	// AppendEvent adds an event with the next sequence number of its job.
+	AppendEvent(ctx context.Context, jobID, typ string, payload json.RawMessage) (Event, error)
+	// Events returns up to limit events of a job with Seq > after, in order.
+	Events(ctx context.Context, jobID string, after int64, limit int) ([]Event, error)
+	// CountByStatus counts jobs in each status.
+	CountByStatus(ctx context.Context) (map[Status]int, error)
+	Close() error
+}
