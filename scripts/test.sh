@@ -13,5 +13,8 @@ if [ -n "$unformatted" ]; then
 	echo "$unformatted" >&2
 	exit 1
 fi
+if ! docker info >/dev/null 2>&1; then
+	echo "note: no container engine answers for $(id -un); Docker tests will skip (run ./scripts/setup.sh, then this as root or as a member of the docker group)" >&2
+fi
 go vet ./...
 go test -race -count=1 -timeout 25m ./...

@@ -125,7 +125,11 @@ func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecReq
 	if err != nil {
 		return 0, err
 	}
-	defer s.Destroy(context.WithoutCancel(ctx))
+	defer func() {
+		if err := s.Destroy(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintln(stderr, "agentbox: removing the sandbox:", err)
+		}
+	}()
 	if !quiet {
 		fmt.Fprintf(stderr, "agentbox: sandbox %s ready in %v\n", s.Handle().ID, time.Since(begin).Round(time.Millisecond))
 	}

@@ -151,8 +151,8 @@ func (s Sandbox) Validate() error {
 	if s.PidsLimit < 16 {
 		errs = append(errs, fmt.Errorf("sandbox pids %d: at least 16", s.PidsLimit))
 	}
-	if s.Network == "" || s.Network == "host" {
-		errs = append(errs, fmt.Errorf("sandbox network %q: use none, bridge or a named network (host is refused)", s.Network))
+	if s.Network == "" || s.Network == "host" || strings.HasPrefix(s.Network, "container:") || strings.HasPrefix(s.Network, "ns:") {
+		errs = append(errs, fmt.Errorf("sandbox network %q: use none, bridge or a named network (host and container: are refused)", s.Network))
 	}
 	if s.Instance == "" || strings.ContainsAny(s.Instance, " =,") {
 		errs = append(errs, fmt.Errorf("instance %q: must be a non-empty word", s.Instance))
@@ -164,7 +164,7 @@ func (s Sandbox) Validate() error {
 func ParseMemory(s string) (int64, error) {
 	n, err := units.RAMInBytes(s)
 	if err != nil {
-		return 0, fmt.Errorf("memory %q: want a size such as 512m or 2g", s)
+		return 0, fmt.Errorf("memory %q: want a size such as 512m or 2g: %w", s, err)
 	}
 	return n, nil
 }

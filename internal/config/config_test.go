@@ -43,12 +43,13 @@ func TestInvalid(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		"memory words": {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "lots"}, "AGENTBOX_SANDBOX_MEMORY"},
-		"memory tiny":  {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "1m"}, "at least 64MiB"},
-		"cpus zero":    {map[string]string{"AGENTBOX_SANDBOX_CPUS": "0"}, "AGENTBOX_SANDBOX_CPUS"},
-		"pids few":     {map[string]string{"AGENTBOX_SANDBOX_PIDS": "3"}, "at least 16"},
-		"host network": {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "host"}, "host is refused"},
-		"bad instance": {map[string]string{"AGENTBOX_INSTANCE": "a b"}, "instance"},
+		"memory words":      {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "lots"}, "AGENTBOX_SANDBOX_MEMORY"},
+		"memory tiny":       {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "1m"}, "at least 64MiB"},
+		"cpus zero":         {map[string]string{"AGENTBOX_SANDBOX_CPUS": "0"}, "AGENTBOX_SANDBOX_CPUS"},
+		"pids few":          {map[string]string{"AGENTBOX_SANDBOX_PIDS": "3"}, "at least 16"},
+		"host network":      {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "host"}, "are refused"},
+		"container network": {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "container:x"}, "are refused"},
+		"bad instance":      {map[string]string{"AGENTBOX_INSTANCE": "a b"}, "instance"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

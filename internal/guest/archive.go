@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -48,9 +49,10 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
 		a = &zipArchiver{zip.NewWriter(w)}
 	}
 	if err := s.walkArchive(rel, a); err != nil {
-		// Headers are sent: a broken archive is how the client learns.
+		// Headers are sent: aborting the response (no final chunk) is how the
+		// client learns the archive is incomplete.
 		s.log.Warn("archive failed", "path", rel, "err", err)
-		return
+		panic(http.ErrAbortHandler)
 	}
 	_ = a.Close()
 }
@@ -58,8 +60,11 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
 func (s *Server) walkArchive(rel string, a archiver) error {
 	base := filepath.ToSlash(rel)
 	return fs.WalkDir(s.root.FS(), base, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == base {
-			return err
+		if err != nil {
+			return skipUnreadable(p, base, err)
+		}
+		if p == base {
+			return nil
 		}
 		name := strings.TrimPrefix(p, base+"/")
 		if base == "." {
@@ -77,12 +82,12 @@ func (s *Server) walkArchive(rel string, a archiver) error {
 			}
 			return a.add(name, fi, target, nil)
 		case fi.Mode().IsRegular():
-			f, err := s.root.Open(p)
+			f, fi, err := s.openRegular(p, os.O_RDONLY)
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			return a.add(name, fi, "", f)
+			return a.add(name, fi, "", io.LimitReader(f, fi.Size()))
 		case fi.IsDir():
 			return a.add(name+"/", fi, "", nil)
 		}

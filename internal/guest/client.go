@@ -59,31 +59,65 @@ func (c *Client) Handshake(ctx context.Context) (Health, error) {
 	return h, nil
 }
 
+// DefaultCallTimeout bounds a file call whose context has no deadline: the
+// guest runs as the agent's uid, so the host never waits on it unbounded.
+const DefaultCallTimeout = 5 * time.Minute
+
+// execMargin is how long past a command's own timeout the client waits for
+// the guest to report it.
+const execMargin = time.Minute
+
 // Exec runs a command and returns its result once it has ended. A non-zero
 // exit is in the result; an error means the guest could not be asked.
 func (c *Client) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, execDeadline(req))
+	defer cancel()
 	var res ExecResult
 	err := c.doJSON(ctx, http.MethodPost, "/exec", nil, req, &res, 3*outputLimit(req))
 	return res, err
 }
 
+func execDeadline(req ExecRequest) time.Duration {
+	if req.TimeoutMS > 0 {
+		return time.Duration(req.TimeoutMS)*time.Millisecond + execMargin
+	}
+	return DefaultExecTimeout + execMargin
+}
+
+// callContext applies DefaultCallTimeout when ctx has no deadline.
+func callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, DefaultCallTimeout)
+}
+
 // ExecStream runs a command, calling onOutput with "stdout" or "stderr" and
 // each chunk as it is produced. The returned result carries no output bodies.
 func (c *Client) ExecStream(ctx context.Context, req ExecRequest, onOutput func(stream string, p []byte)) (ExecResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, execDeadline(req))
+	defer cancel()
 	resp, err := c.do(ctx, http.MethodPost, "/exec/stream", nil, jsonBody(req))
 	if err != nil {
 		return ExecResult{}, err
 	}
 	defer resp.Body.Close()
-	r := bufio.NewReaderSize(io.LimitReader(resp.Body, 4*outputLimit(req)+1<<20), 64<<10)
+	// One output byte can cost ~40 bytes on the wire (an event per byte
+	// written); the decoded output itself must stay within the caps.
+	limit := outputLimit(req)
+	r := bufio.NewReaderSize(io.LimitReader(resp.Body, 80*limit+1<<20), 64<<10)
 	dec := json.NewDecoder(r)
+	var got int64
 	for {
 		var ev StreamEvent
 		if err := dec.Decode(&ev); err != nil {
-			return ExecResult{}, fmt.Errorf("%w: exec stream ended early: %v", ErrUnavailable, err)
+			return ExecResult{}, fmt.Errorf("%w: exec stream ended early: %w", ErrUnavailable, err)
 		}
 		switch ev.Type {
 		case "stdout", "stderr":
+			if got += int64(len(ev.Data)); got > 2*limit+1024 {
+				return ExecResult{}, fmt.Errorf("%w: guest streamed over its output cap", ErrTooLarge)
+			}
 			onOutput(ev.Type, ev.Data)
 		case "exit", "error":
 			if ev.Result == nil {
@@ -108,6 +142,8 @@ func (c *Client) ReadRange(ctx context.Context, path string, offset, limit int64
 	if limit > 0 {
 		q.Set("limit", strconv.FormatInt(limit, 10))
 	}
+	ctx, cancel := callContext(ctx)
+	defer cancel()
 	resp, err := c.do(ctx, http.MethodGet, "/files/read", q, nil)
 	if err != nil {
 		return nil, err
@@ -163,6 +199,8 @@ func (c *Client) Delete(ctx context.Context, path string, recursive bool) error 
 	if recursive {
 		q.Set("recursive", "1")
 	}
+	ctx, cancel := callContext(ctx)
+	defer cancel()
 	resp, err := c.do(ctx, http.MethodDelete, "/files", q, nil)
 	if err != nil {
 		return err
@@ -198,6 +236,8 @@ func (c *Client) Archive(ctx context.Context, path, format string) (io.ReadClose
 // doJSON sends body (an io.Reader, or a value encoded as JSON) and decodes the
 // answer into out, reading at most the client's cap plus extra.
 func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, body, out any, extra ...int64) error {
+	ctx, cancel := callContext(ctx)
+	defer cancel()
 	var r io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -220,7 +260,7 @@ func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, 
 		return err
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%w: %s %s: bad answer: %v", ErrUnavailable, method, path, err)
+		return fmt.Errorf("%w: %s %s: bad answer: %w", ErrUnavailable, method, path, err)
 	}
 	return nil
 }
@@ -239,7 +279,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("guest %s %s: %w", method, path, context.Cause(ctx))
 		}
-		return nil, fmt.Errorf("%w: %s %s: %v", ErrUnavailable, method, path, err)
+		return nil, fmt.Errorf("%w: %s %s: %w", ErrUnavailable, method, path, err)
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
@@ -269,7 +309,7 @@ func jsonBody(v any) io.Reader {
 func readCapped(r io.Reader, max int64) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading answer: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: reading answer: %w", ErrUnavailable, err)
 	}
 	if int64(len(data)) > max {
 		return nil, fmt.Errorf("%w: answer over %d bytes", ErrTooLarge, max)

@@ -1,8 +1,8 @@
 package guest
 
 import (
+	"crypto/rand"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
 func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
@@ -23,21 +24,12 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	f, err := s.root.Open(rel)
+	f, fi, err := s.openRegular(rel, os.O_RDONLY)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if !fi.Mode().IsRegular() {
-		s.writeError(w, errorf(CodeIsDir, "%s: not a regular file", display(rel)))
-		return
-	}
 	if limit == 0 && fi.Size()-offset > s.cfg.MaxReadBytes {
 		s.writeError(w, errorf(CodeTooLarge, "%s: %d bytes is over the read limit of %d; read it in ranges", display(rel), fi.Size(), s.cfg.MaxReadBytes))
 		return
@@ -111,8 +103,8 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rel string, mode 
 	if fi, err := s.root.Lstat(rel); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		return s.writeThrough(w, r, rel, mode)
 	}
-	tmp := filepath.Join(filepath.Dir(rel), fmt.Sprintf(".%s.agentbox-%d.tmp", filepath.Base(rel), os.Getpid()))
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	tmp := filepath.Join(filepath.Dir(rel), ".agentbox-"+rand.Text()[:16]+".tmp")
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -140,7 +132,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rel string, mode 
 // writeThrough writes to the target of the symlink rel, in place; os.Root
 // refuses a link that leads out of the workspace.
 func (s *Server) writeThrough(w http.ResponseWriter, r *http.Request, rel string, mode os.FileMode) (FileInfo, error) {
-	f, err := s.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	f, _, err := s.openRegular(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -156,6 +148,32 @@ func (s *Server) writeThrough(w http.ResponseWriter, r *http.Request, rel string
 		return FileInfo{}, err
 	}
 	return s.stat(rel)
+}
+
+// openRegular opens a regular file without blocking: opening a FIFO for
+// reading blocks until a writer comes, which would hang the guest.
+func (s *Server) openRegular(rel string, flag int, perm ...os.FileMode) (*os.File, fs.FileInfo, error) {
+	mode := os.FileMode(0o644)
+	if len(perm) > 0 {
+		mode = perm[0]
+	}
+	f, err := s.root.OpenFile(rel, flag|syscall.O_NONBLOCK, mode)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		if fi.IsDir() {
+			return nil, nil, errorf(CodeIsDir, "%s: is a directory", display(rel))
+		}
+		return nil, nil, errorf(CodeBadRequest, "%s: not a regular file", display(rel))
+	}
+	return f, fi, nil
 }
 
 func (s *Server) statFile(w http.ResponseWriter, r *http.Request) {
@@ -230,7 +248,7 @@ func (s *Server) list(rel string, recursive bool, max int) (Listing, error) {
 	l := Listing{Entries: []FileInfo{}}
 	err = fs.WalkDir(s.root.FS(), filepath.ToSlash(rel), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			return skipUnreadable(p, rel, err)
 		}
 		if p == filepath.ToSlash(rel) {
 			return nil
@@ -323,4 +341,13 @@ func (s *Server) move(req MoveRequest) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	return s.stat(to)
+}
+
+// skipUnreadable lets a walk go past a subdirectory it may not read (the
+// agent can chmod 000 one) instead of failing the whole listing.
+func skipUnreadable(p, root string, err error) error {
+	if p != filepath.ToSlash(root) && errors.Is(err, fs.ErrPermission) {
+		return fs.SkipDir
+	}
+	return err
 }

@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/guest"
 )
@@ -255,5 +257,60 @@ func TestPathsConfinedToWorkspace(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "secret")); err != nil {
 		t.Errorf("the link's target was removed: %v", err)
+	}
+}
+
+func TestSpecialFilesDoNotHang(t *testing.T) {
+	c, ws := start(t)
+	if err := syscall.Mkfifo(filepath.Join(ws, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	if _, err := c.ReadFile(ctx, "pipe"); !errors.Is(err, guest.ErrBadRequest) {
+		t.Errorf("read fifo: %v, want ErrBadRequest", err)
+	}
+	os.Symlink("pipe", filepath.Join(ws, "pipe-link"))
+	if _, err := c.WriteFile(ctx, "pipe-link", []byte("x"), 0); err == nil {
+		t.Errorf("write through a link to a fifo succeeded")
+	}
+	c.WriteFile(ctx, "a.txt", []byte("needle\n"), 0)
+	res, err := c.Search(ctx, guest.SearchRequest{Pattern: "needle"})
+	if err != nil || len(res.Matches) != 1 {
+		t.Errorf("search past a fifo: %+v %v", res, err)
+	}
+	rc, err := c.Archive(ctx, "", "tar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if _, err := io.ReadAll(rc); err != nil {
+		t.Errorf("archive past a fifo: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("a call hung on the fifo")
+	}
+}
+
+func TestConcurrentWritesToOneFile(t *testing.T) {
+	c, ws := start(t)
+	errs := make(chan error, 20)
+	for i := range 20 {
+		go func() {
+			_, err := c.WriteFile(bg, "same.txt", bytes.Repeat([]byte{byte('a' + i)}, 100_000), 0)
+			errs <- err
+		}()
+	}
+	for range 20 {
+		if err := <-errs; err != nil {
+			t.Errorf("write: %v", err)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(ws, "same.txt"))
+	if len(b) != 100_000 || bytes.Count(b, b[:1]) != len(b) {
+		t.Errorf("file mixes writers: %d bytes", len(b))
+	}
+	if entries, _ := os.ReadDir(ws); len(entries) != 1 {
+		t.Errorf("temporary files left: %d entries", len(entries))
 	}
 }

@@ -320,3 +320,20 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestExecStreamCapsOutput(t *testing.T) {
+	c, _ := start(t)
+	req := guest.Shell("head -c 100000 /dev/zero | tr '\\0' y")
+	req.MaxOutput = 1000
+	var got []byte
+	res, err := c.ExecStream(context.Background(), req, func(_ string, p []byte) { got = append(got, p...) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Truncated || res.StdoutBytes != 100000 {
+		t.Errorf("result %+v", res)
+	}
+	if !bytes.HasPrefix(got, bytes.Repeat([]byte("y"), 1000)) || !bytes.Contains(got, []byte("output capped at 1000 bytes")) || len(got) > 1200 {
+		t.Errorf("streamed %d bytes: %.60q…", len(got), got[min(len(got), 990):])
+	}
+}

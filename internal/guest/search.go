@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -59,7 +61,7 @@ func (s *Server) search(req SearchRequest) (SearchResult, error) {
 	res := SearchResult{Matches: []Match{}}
 	err = fs.WalkDir(s.root.FS(), filepath.ToSlash(rel), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			return skipUnreadable(p, rel, err)
 		}
 		if d.IsDir() {
 			if d.Name() == ".git" {
@@ -111,9 +113,10 @@ func (s *Server) searchFile(p string, re *regexp.Regexp, max int, res *SearchRes
 
 // readSmall reads a file if it is under the search size limit; nil if not.
 func (s *Server) readSmall(p string) ([]byte, error) {
-	fi, err := s.root.Stat(p)
+	f, fi, err := s.openRegular(p, os.O_RDONLY)
 	if err != nil || fi.Size() > maxSearchFileBytes {
 		return nil, err
 	}
-	return s.root.ReadFile(p)
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxSearchFileBytes))
 }

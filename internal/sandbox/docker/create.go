@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -23,8 +24,8 @@ import (
 // Create starts a sandbox and waits until its guest answers. On any failure
 // it removes whatever it made.
 func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbox, err error) {
-	if spec.Network == "host" {
-		return nil, fmt.Errorf("%w: network mode host is refused", sandbox.ErrInvalidSpec)
+	if err := checkSpec(spec); err != nil {
+		return nil, err
 	}
 	h, err := d.prepareDirs(spec)
 	if err != nil {
@@ -37,7 +38,10 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		}
 	}()
 	cfg, hostCfg := d.containerConfig(spec, h)
-	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, "agentbox-"+h.ID)
+	// Known before the engine answers, so a create cut short by ctx is still
+	// removed (by name) by the deferred Destroy.
+	s.h.Ref = "agentbox-" + h.ID
+	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, s.h.Ref)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("create sandbox: image %s: %w; build it with: agentbox image build", cfg.Image, sandbox.ErrImageMissing)
@@ -68,16 +72,57 @@ func (d *Driver) prepareDirs(spec sandbox.Spec) (sandbox.Handle, error) {
 		return h, fmt.Errorf("sandbox state dir: %w", err)
 	}
 	h.WorkspaceDir, h.OwnsWorkspace = spec.WorkspaceDir, spec.WorkspaceDir == ""
+	dirs := []string{filepath.Join(h.StateDir, "run")}
 	if h.OwnsWorkspace {
 		h.WorkspaceDir = filepath.Join(h.StateDir, "workspace")
+		dirs = append(dirs, h.WorkspaceDir)
+	} else if empty(h.WorkspaceDir) {
+		// A fresh directory made for the sandbox; one with content is the
+		// caller's as it is, never re-owned.
+		dirs = append(dirs, h.WorkspaceDir)
 	}
-	for _, dir := range []string{filepath.Join(h.StateDir, "run"), h.WorkspaceDir} {
+	for _, dir := range dirs {
 		if err := agentDir(dir); err != nil {
 			os.RemoveAll(h.StateDir)
 			return h, err
 		}
 	}
 	return h, nil
+}
+
+func empty(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	return err == nil && len(entries) == 0
+}
+
+// checkSpec refuses what would weaken the sandbox.
+func checkSpec(spec sandbox.Spec) error {
+	if err := CheckNetwork(spec.Network); err != nil {
+		return err
+	}
+	l := spec.Limits
+	if l.MemoryBytes < 0 || l.NanoCPUs < 0 || l.PidsLimit < 0 {
+		return fmt.Errorf("%w: negative limits %+v", sandbox.ErrInvalidSpec, l)
+	}
+	if l.MemoryBytes != 0 && l.MemoryBytes < 16<<20 || l.PidsLimit != 0 && l.PidsLimit < 8 {
+		return fmt.Errorf("%w: limits too small to start a sandbox: %+v", sandbox.ErrInvalidSpec, l)
+	}
+	if w := spec.WorkspaceDir; w != "" {
+		fi, err := os.Stat(w)
+		if !filepath.IsAbs(w) || filepath.Clean(w) == "/" || err != nil || !fi.IsDir() {
+			return fmt.Errorf("%w: workspace %q must be an existing absolute directory other than /", sandbox.ErrInvalidSpec, w)
+		}
+	}
+	return nil
+}
+
+// CheckNetwork refuses network modes that share a namespace with the host or
+// another container.
+func CheckNetwork(mode string) error {
+	if mode == "host" || strings.HasPrefix(mode, "container:") || strings.HasPrefix(mode, "ns:") {
+		return fmt.Errorf("%w: network mode %q is refused; use none, bridge or a named network", sandbox.ErrInvalidSpec, mode)
+	}
+	return nil
 }
 
 // agentDir makes dir writable by the sandbox's uid: owned by it when we are
@@ -143,6 +188,9 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h sandbox.Handle) (*containe
 			NanoCPUs:   lim.NanoCPUs,
 			PidsLimit:  &lim.PidsLimit,
 		},
+		// The guest's own logs are small; a cap keeps a process that writes to
+		// the init's stdout from filling the host's disk.
+		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "1"}},
 		Mounts: []mount.Mount{
 			{Type: mount.TypeBind, Source: h.WorkspaceDir, Target: WorkspacePath},
 			{Type: mount.TypeBind, Source: filepath.Join(h.StateDir, "run"), Target: GuestStateDir},
@@ -198,7 +246,7 @@ func (d *Driver) waitReady(ctx context.Context, s *Sandbox) error {
 		select {
 		case <-ctx.Done():
 			if ctx.Err() == context.DeadlineExceeded {
-				return fmt.Errorf("sandbox %s: guest did not answer within %v: %v", s.h.ID, d.cfg.ReadyTimeout, err)
+				return fmt.Errorf("sandbox %s: guest did not answer within %v: %w", s.h.ID, d.cfg.ReadyTimeout, err)
 			}
 			return fmt.Errorf("sandbox %s: %w", s.h.ID, context.Cause(ctx))
 		case <-time.After(delay):

@@ -103,6 +103,19 @@ func checkConfig(cfg *Config) error {
 	if cfg.Network == "" {
 		cfg.Network = "none"
 	}
+	if err := CheckNetwork(cfg.Network); err != nil {
+		return err
+	}
+	def := &cfg.Defaults
+	if def.MemoryBytes <= 0 {
+		def.MemoryBytes = 2 << 30
+	}
+	if def.NanoCPUs <= 0 {
+		def.NanoCPUs = 1e9
+	}
+	if def.PidsLimit <= 0 {
+		def.PidsLimit = 512
+	}
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 60 * time.Second
 	}
@@ -143,6 +156,9 @@ func CheckGuestBinary(path string) error {
 // Client returns the engine client, for the doctor and the benchmark.
 func (d *Driver) Client() *client.Client { return d.cli }
 
+// StateDir is the directory holding one directory per sandbox.
+func (d *Driver) StateDir() string { return d.cfg.StateDir }
+
 // Close releases the engine connection.
 func (d *Driver) Close() error { return d.cli.Close() }
 
@@ -175,7 +191,7 @@ func EngineInfo(ctx context.Context, cli client.APIClient) (Engine, error) {
 // engineErr marks connection failures so callers can tell them apart.
 func engineErr(err error) error {
 	if client.IsErrConnectionFailed(err) {
-		return fmt.Errorf("%w: %v", sandbox.ErrEngineUnavailable, err)
+		return fmt.Errorf("%w: %w", sandbox.ErrEngineUnavailable, err)
 	}
 	return err
 }
@@ -195,7 +211,7 @@ func (d *Driver) Recover(ctx context.Context, h sandbox.Handle) (sandbox.Sandbox
 	s := d.newSandbox(h)
 	if _, err := s.g.Handshake(ctx); err != nil {
 		s.g.Close()
-		return nil, fmt.Errorf("recover sandbox %s: %w: %v", h.ID, sandbox.ErrGone, err)
+		return nil, fmt.Errorf("recover sandbox %s: %w: %w", h.ID, sandbox.ErrGone, err)
 	}
 	return s, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,12 +147,59 @@ func TestMissingImage(t *testing.T) {
 	assertNoLeak(t, d)
 }
 
-func TestNetworkHostRefused(t *testing.T) {
+func TestUnsafeSpecsRefused(t *testing.T) {
 	d := newDriver(t)
-	if _, err := d.Create(context.Background(), sandbox.Spec{Network: "host"}); !errors.Is(err, sandbox.ErrInvalidSpec) {
-		t.Fatalf("err = %v, want ErrInvalidSpec", err)
+	full := t.TempDir()
+	os.WriteFile(filepath.Join(full, "f"), nil, 0o644)
+	for name, spec := range map[string]sandbox.Spec{
+		"host network":       {Network: "host"},
+		"container network":  {Network: "container:abc"},
+		"negative pids":      {Limits: sandbox.Limits{PidsLimit: -1}},
+		"negative memory":    {Limits: sandbox.Limits{MemoryBytes: -1}},
+		"root as workspace":  {WorkspaceDir: "/"},
+		"relative workspace": {WorkspaceDir: "proj"},
+		"missing workspace":  {WorkspaceDir: "/no/such/dir"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := d.Create(context.Background(), spec); !errors.Is(err, sandbox.ErrInvalidSpec) {
+				t.Fatalf("err = %v, want ErrInvalidSpec", err)
+			}
+		})
 	}
 	assertNoLeak(t, d)
+}
+
+func TestCallerWorkspaceNotReowned(t *testing.T) {
+	d := newDriver(t)
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "mine"), []byte("x"), 0o600)
+	before, _ := os.Stat(ws)
+	s, err := d.Create(context.Background(), sandbox.Spec{WorkspaceDir: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Destroy(context.Background())
+	after, _ := os.Stat(ws)
+	if before.Mode() != after.Mode() || !sameOwner(before, after) {
+		t.Errorf("caller's workspace changed: %v -> %v", before.Mode(), after.Mode())
+	}
+}
+
+func sameOwner(a, b os.FileInfo) bool {
+	sa, sb := a.Sys().(*syscall.Stat_t), b.Sys().(*syscall.Stat_t)
+	return sa.Uid == sb.Uid && sa.Gid == sb.Gid
+}
+
+func TestRemoveRefusesForeignPaths(t *testing.T) {
+	d := newDriver(t)
+	victim := t.TempDir()
+	h := sandbox.Handle{ID: "x", StateDir: victim, WorkspaceDir: victim, OwnsWorkspace: true}
+	if err := d.Remove(context.Background(), h); !errors.Is(err, sandbox.ErrInvalidSpec) {
+		t.Fatalf("err = %v, want ErrInvalidSpec", err)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatalf("a directory outside the state dir was removed: %v", err)
+	}
 }
 
 func TestGuestThatNeverAnswers(t *testing.T) {
@@ -211,5 +259,8 @@ func assertNoLeak(t *testing.T, d *docker.Driver) {
 	}
 	if len(hs) != 0 {
 		t.Errorf("leaked sandboxes: %+v", hs)
+	}
+	if entries, _ := os.ReadDir(d.StateDir()); len(entries) != 0 {
+		t.Errorf("leaked sandbox directories: %v", entries)
 	}
 }

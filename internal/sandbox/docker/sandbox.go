@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -39,8 +41,20 @@ func (s *Sandbox) Guest() *guest.Client { return s.g }
 func (s *Sandbox) Destroy(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.h.OwnsWorkspace && !isRoot() {
+		s.emptyWorkspace(ctx)
+	}
 	s.g.Close()
 	return s.d.Remove(ctx, s.h)
+}
+
+// emptyWorkspace deletes the scratch workspace's content from inside, as the
+// uid that owns it: a host user other than root or uid 1000 could not delete
+// the directories the agent made. Best effort: the guest may be gone.
+func (s *Sandbox) emptyWorkspace(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_, _ = s.g.Exec(ctx, guest.ExecRequest{Cmd: []string{"find", WorkspacePath, "-mindepth", "1", "-delete"}, TimeoutMS: 25_000})
 }
 
 // Remove destroys the sandbox h names, running or not: the container, its
@@ -54,6 +68,9 @@ func (d *Driver) Remove(ctx context.Context, h sandbox.Handle) error {
 			return fmt.Errorf("destroy sandbox %s: %w", h.ID, engineErr(err))
 		}
 	}
+	if err := d.owned(h); err != nil {
+		return err
+	}
 	if h.StateDir != "" {
 		if err := os.RemoveAll(h.StateDir); err != nil {
 			return fmt.Errorf("remove sandbox dir: %w", err)
@@ -62,6 +79,25 @@ func (d *Driver) Remove(ctx context.Context, h sandbox.Handle) error {
 	if h.OwnsWorkspace && h.WorkspaceDir != "" {
 		if err := os.RemoveAll(h.WorkspaceDir); err != nil {
 			return fmt.Errorf("remove sandbox workspace: %w", err)
+		}
+	}
+	return nil
+}
+
+// owned refuses to delete directories outside the driver's state dir: a
+// handle comes from the store or from container labels, not from us alone.
+func (d *Driver) owned(h sandbox.Handle) error {
+	dirs := []string{h.StateDir}
+	if h.OwnsWorkspace {
+		dirs = append(dirs, h.WorkspaceDir)
+	}
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
+		rel, err := filepath.Rel(d.cfg.StateDir, dir)
+		if err != nil || !filepath.IsLocal(rel) {
+			return fmt.Errorf("destroy sandbox %s: %w: %s is outside the state dir %s", h.ID, sandbox.ErrInvalidSpec, dir, d.cfg.StateDir)
 		}
 	}
 	return nil
