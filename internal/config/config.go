@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/docker/go-units"
 )
@@ -24,6 +25,37 @@ type Config struct {
 	Docker  Docker
 	Sandbox Sandbox
 	Model   Model
+	Server  Server
+	Client  Client
+}
+
+// Server configures `agentbox serve`.
+type Server struct {
+	// Addr is the listen address (AGENTBOX_ADDR).
+	Addr string
+	// Token is accepted by the API (AGENTBOX_TOKEN); TokenFile names a file
+	// holding one (AGENTBOX_TOKEN_FILE). Without either, serve generates one
+	// in the data dir.
+	Token     string
+	TokenFile string
+	// NoAuth turns auth off; allowed on loopback addresses only.
+	NoAuth bool
+	// Concurrency is how many jobs run at once (AGENTBOX_CONCURRENCY).
+	Concurrency int
+	// Lease is how long a claim lasts without a heartbeat (AGENTBOX_LEASE).
+	Lease time.Duration
+	// JobTimeout is the default wall-clock limit of a job (AGENTBOX_JOB_TIMEOUT).
+	JobTimeout time.Duration
+	// MaxAttempts bounds how often a job is run after its worker died.
+	MaxAttempts int
+	// Grace is how long running jobs may finish on SIGTERM (AGENTBOX_GRACE).
+	Grace time.Duration
+}
+
+// Client configures the CLI's connection to a server.
+type Client struct {
+	URL   string // AGENTBOX_URL
+	Token string // AGENTBOX_TOKEN
 }
 
 // Docker says how to reach the container engine.
@@ -71,6 +103,11 @@ func Default() Config {
 			Network:     "none",
 			Instance:    "default",
 		},
+		Server: Server{
+			Addr: "127.0.0.1:8080", Concurrency: 2, Lease: 30 * time.Second,
+			JobTimeout: 30 * time.Minute, MaxAttempts: 3, Grace: 30 * time.Second,
+		},
+		Client: Client{URL: "http://127.0.0.1:8080"},
 	}
 }
 
@@ -96,6 +133,20 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("AGENTBOX_MODEL", &c.Model.Name)
 	str("OPENAI_BASE_URL", &c.Model.OpenAIBaseURL)
 	str("ANTHROPIC_BASE_URL", &c.Model.AnthropicBaseURL)
+	str("AGENTBOX_ADDR", &c.Server.Addr)
+	str("AGENTBOX_TOKEN", &c.Server.Token)
+	str("AGENTBOX_TOKEN_FILE", &c.Server.TokenFile)
+	str("AGENTBOX_URL", &c.Client.URL)
+	str("AGENTBOX_TOKEN", &c.Client.Token)
+	if v, ok := lookup("AGENTBOX_NO_AUTH"); ok {
+		c.Server.NoAuth = v == "1" || v == "true"
+	}
+	errs = append(errs,
+		intEnv(lookup, "AGENTBOX_CONCURRENCY", &c.Server.Concurrency),
+		intEnv(lookup, "AGENTBOX_MAX_ATTEMPTS", &c.Server.MaxAttempts),
+		durEnv(lookup, "AGENTBOX_LEASE", &c.Server.Lease),
+		durEnv(lookup, "AGENTBOX_JOB_TIMEOUT", &c.Server.JobTimeout),
+		durEnv(lookup, "AGENTBOX_GRACE", &c.Server.Grace))
 	_, c.Model.AnthropicKey = lookup("ANTHROPIC_API_KEY")
 	_, c.Model.OpenAIKey = lookup("OPENAI_API_KEY")
 	if v, ok := lookup("AGENTBOX_SANDBOX_MEMORY"); ok && v != "" {
@@ -119,6 +170,32 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	return c, c.Validate()
 }
 
+func intEnv(lookup func(string) (string, bool), key string, dst *int) error {
+	v, ok := lookup(key)
+	if !ok || v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("%s: %q is not a whole number", key, v)
+	}
+	*dst = n
+	return nil
+}
+
+func durEnv(lookup func(string) (string, bool), key string, dst *time.Duration) error {
+	v, ok := lookup(key)
+	if !ok || v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%s: %q is not a duration such as 30s or 10m", key, v)
+	}
+	*dst = d
+	return nil
+}
+
 func wrapEnv(key string, err error) error {
 	if err == nil {
 		return nil
@@ -132,7 +209,25 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir: empty (set AGENTBOX_DATA_DIR)"))
 	}
-	errs = append(errs, c.Sandbox.Validate())
+	errs = append(errs, c.Sandbox.Validate(), c.Server.Validate())
+	return errors.Join(errs...)
+}
+
+// Validate checks the server settings.
+func (s Server) Validate() error {
+	var errs []error
+	if s.Addr == "" {
+		errs = append(errs, errors.New("server address: empty (set AGENTBOX_ADDR)"))
+	}
+	if s.Concurrency < 0 || s.Concurrency > 256 {
+		errs = append(errs, fmt.Errorf("concurrency %d: want 0 (API only) to 256", s.Concurrency))
+	}
+	if s.MaxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("max attempts %d: at least 1", s.MaxAttempts))
+	}
+	if s.Lease < time.Second || s.JobTimeout < time.Second || s.Grace < 0 {
+		errs = append(errs, fmt.Errorf("lease %v and job timeout %v must be at least 1s, grace not negative", s.Lease, s.JobTimeout))
+	}
 	return errors.Join(errs...)
 }
 

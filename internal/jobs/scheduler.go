@@ -1,9 +1,223 @@
 package jobs
 
-// Scheduler claims pending jobs and runs them (being written).
-type Scheduler struct {
-	hub *hub
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// Causes a job's context is cancelled with; finish turns each into an outcome.
+var (
+	errCanceled    = errors.New("canceled by request")
+	errTimeout     = errors.New("job timed out")
+	errSandboxDied = errors.New("sandbox stopped answering")
+	errLeaseLost   = errors.New("lease lost to another worker")
+	errShutdown    = errors.New("server shutting down")
+)
+
+// SchedulerConfig configures the worker pool.
+type SchedulerConfig struct {
+	// WorkerID names this worker in leases. It must be stable across restarts
+	// of one server (so it can reclaim its own jobs at once) and unique among
+	// servers sharing a store.
+	WorkerID string
+	// Concurrency is how many jobs run at once; 0 makes an API-only node.
+	Concurrency int
+	Lease       time.Duration // default 30s
+	Heartbeat   time.Duration // default Lease/3
+	Poll        time.Duration // how often to look for work unwoken; default 1s
+	// DefaultTimeout applies to jobs that set none; default 30m.
+	DefaultTimeout time.Duration
+	// Grace is how long running jobs may finish after shutdown begins; then
+	// they are stopped and their leases released. Default 30s.
+	Grace time.Duration
+	// WatchdogInterval and WatchdogFailures: a job whose guest fails this
+	// many health checks in a row ends in error. Defaults 5s and 3.
+	WatchdogInterval time.Duration
+	WatchdogFailures int
+	// ReapInterval is how often expired leases and orphaned sandboxes are
+	// looked for; default 1m.
+	ReapInterval time.Duration
+	DataDir      string
+	Log          *slog.Logger
 }
 
-func (s *Scheduler) wake()                {}
-func (s *Scheduler) cancelLocal(id string) {}
+func (c *SchedulerConfig) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Lease, 30*time.Second)
+	def(&c.Heartbeat, c.Lease/3)
+	def(&c.Poll, time.Second)
+	def(&c.DefaultTimeout, 30*time.Minute)
+	def(&c.Grace, 30*time.Second)
+	def(&c.WatchdogInterval, 5*time.Second)
+	def(&c.ReapInterval, time.Minute)
+	if c.WatchdogFailures <= 0 {
+		c.WatchdogFailures = 3
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Scheduler claims pending jobs and runs each in a fresh sandbox through the
+// Agent, heartbeating its lease, until the job ends or the server stops.
+type Scheduler struct {
+	cfg     SchedulerConfig
+	store   store.Store
+	driver  sandbox.Driver
+	agent   Agent
+	hub     *hub
+	metrics *Metrics
+	log     *slog.Logger
+	wakeCh  chan struct{}
+
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc
+	jobs    sync.WaitGroup
+}
+
+// NewScheduler returns a scheduler; Run starts it. metrics may be nil.
+func NewScheduler(cfg SchedulerConfig, st store.Store, d sandbox.Driver, agent Agent, m *Metrics) *Scheduler {
+	cfg.defaults()
+	return &Scheduler{
+		cfg: cfg, store: st, driver: d, agent: agent, hub: newHub(), metrics: m, log: cfg.Log,
+		wakeCh: make(chan struct{}, 1), running: map[string]context.CancelCauseFunc{},
+	}
+}
+
+// Run recovers what a previous life left, then claims and runs jobs until
+// ctx ends; it then stops claiming, gives running jobs the grace period,
+// stops the rest and releases their leases, and returns when all are done.
+func (s *Scheduler) Run(ctx context.Context) error {
+	s.recover(ctx)
+	if s.cfg.Concurrency > 0 {
+		s.claimLoop(ctx)
+	} else {
+		<-ctx.Done()
+	}
+	s.shutdown()
+	return nil
+}
+
+func (s *Scheduler) claimLoop(ctx context.Context) {
+	slots := make(chan struct{}, s.cfg.Concurrency)
+	reap := time.NewTicker(s.cfg.ReapInterval)
+	defer reap.Stop()
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		j, err := s.store.ClaimJob(ctx, s.cfg.WorkerID, s.cfg.Lease)
+		if err != nil {
+			<-slots
+			if !errors.Is(err, store.ErrNoJob) && ctx.Err() == nil {
+				s.log.Error("claim job", "err", err)
+			}
+			s.idle(ctx, reap.C)
+			continue
+		}
+		s.start(ctx, j, func() { <-slots })
+	}
+}
+
+// idle waits for a wake-up, the poll interval or the reaper's tick.
+func (s *Scheduler) idle(ctx context.Context, reap <-chan time.Time) {
+	t := time.NewTimer(s.cfg.Poll)
+	defer t.Stop()
+	select {
+	case <-s.wakeCh:
+	case <-t.C:
+	case <-reap:
+		s.recover(ctx)
+	case <-ctx.Done():
+	}
+}
+
+// start runs a claimed job in its own goroutine, owned by s.jobs. The job's
+// context is not the server's: shutdown stops jobs only after the grace.
+func (s *Scheduler) start(ctx context.Context, j store.Job, done func()) {
+	jctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	s.mu.Lock()
+	s.running[j.ID] = cancel
+	s.mu.Unlock()
+	s.jobs.Add(1)
+	go func() {
+		defer s.jobs.Done()
+		defer done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.running, j.ID)
+			s.mu.Unlock()
+			cancel(nil)
+		}()
+		s.runJob(jctx, cancel, j)
+	}()
+}
+
+func (s *Scheduler) shutdown() {
+	done := make(chan struct{})
+	go func() {
+		s.jobs.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(s.cfg.Grace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	s.mu.Lock()
+	n := len(s.running)
+	for _, cancel := range s.running {
+		cancel(errShutdown)
+	}
+	s.mu.Unlock()
+	s.log.Info("grace period over: stopping running jobs and releasing their leases", "jobs", n)
+	<-done
+}
+
+// wake tells the claim loop there may be work.
+func (s *Scheduler) wake() {
+	select {
+	case s.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// cancelLocal stops a job if this worker runs it. A job on another server
+// learns of the cancel from its next heartbeat.
+func (s *Scheduler) cancelLocal(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cancel, ok := s.running[id]; ok {
+		cancel(errCanceled)
+	}
+}
+
+func (s *Scheduler) isRunning(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.running[id]
+	return ok
+}
+
+func (s *Scheduler) emit(ctx context.Context, id, typ string, payload any) {
+	if err := emit(ctx, s.store, s.hub, id, typ, payload); err != nil {
+		s.log.Error("append event", "job_id", id, "type", typ, "err", err)
+	}
+}
+
+func durationText(d time.Duration) string { return fmt.Sprint(d.Round(time.Millisecond)) }

@@ -71,7 +71,7 @@ type Service struct {
 func NewService(st store.Store, dataDir string, maxAttempts int, sched *Scheduler) *Service {
 	h := newHub()
 	if sched != nil {
-		sched.hub = h
+		h = sched.hub // the scheduler's events wake the service's followers
 	}
 	if maxAttempts <= 0 {
 		maxAttempts = 3

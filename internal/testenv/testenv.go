@@ -47,3 +47,14 @@ func unavailable(t testing.TB, why string) {
 	}
 	t.Skipf("skipping: needs Docker: %s", why)
 }
+
+// DockerWithImage is Docker that also has the sandbox image (Image()); it
+// skips or fails like Docker when the image is missing.
+func DockerWithImage(t testing.TB) *client.Client {
+	t.Helper()
+	c := Docker(t)
+	if _, err := c.ImageInspect(context.Background(), Image()); err != nil {
+		unavailable(t, "sandbox image "+Image()+" missing (run: agentbox image build): "+err.Error())
+	}
+	return c
+}

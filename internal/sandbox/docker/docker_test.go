@@ -25,27 +25,21 @@ var guestBinary string
 
 // TestMain builds the static agentbox binary that sandboxes run as their guest.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "abt")
+	bin, cleanup, err := testenv.BuildGuest()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	guestBinary = filepath.Join(dir, "agentbox")
-	cmd := exec.Command("go", "build", "-o", guestBinary, "github.com/agentbox/agentbox/cmd/agentbox")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build guest binary: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	guestBinary = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
 // newDriver returns a driver on the test engine with a short state dir.
 func newDriver(t *testing.T, mod ...func(*docker.Config)) *docker.Driver {
 	t.Helper()
-	testenv.Docker(t)
+	testenv.DockerWithImage(t)
 	state, err := os.MkdirTemp("", "abs")
 	if err != nil {
 		t.Fatal(err)
@@ -67,27 +61,10 @@ func newDriver(t *testing.T, mod ...func(*docker.Config)) *docker.Driver {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	requireImage(t, d)
 	return d
 }
 
-func imageRef() string {
-	if ref := os.Getenv("AGENTBOX_IMAGE"); ref != "" {
-		return ref
-	}
-	return config.DefaultImage
-}
-
-func requireImage(t *testing.T, d *docker.Driver) {
-	t.Helper()
-	if _, err := d.Client().ImageInspect(context.Background(), imageRef()); err != nil {
-		msg := fmt.Sprintf("sandbox image %s missing (agentbox image build): %v", imageRef(), err)
-		if testenv.DockerRequired() {
-			t.Fatal(msg)
-		}
-		t.Skip("skipping: " + msg)
-	}
-}
+func imageRef() string { return testenv.Image() }
 
 func TestConformance(t *testing.T) {
 	sandboxtest.Run(t, newDriver(t))

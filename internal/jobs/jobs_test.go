@@ -1,0 +1,327 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/docker"
+	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/store/sqlite"
+	"github.com/agentbox/agentbox/internal/testenv"
+)
+
+var guestBinary string
+
+func TestMain(m *testing.M) {
+	bin, cleanup, err := testenv.BuildGuest()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	guestBinary = bin
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+var bg = context.Background()
+
+// env is a store, a driver and a data dir for one test.
+type env struct {
+	dir    string
+	st     store.Store
+	driver *docker.Driver
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	testenv.DockerWithImage(t)
+	dir, err := os.MkdirTemp("", "abj") // short: sandbox socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	st, err := sqlite.Open(bg, filepath.Join(dir, "agentbox.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d, err := docker.New(docker.Config{Image: testenv.Image(), GuestBinary: guestBinary,
+		StateDir: filepath.Join(dir, "sandboxes"), Instance: "jobtest-" + filepath.Base(dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return &env{dir: dir, st: st, driver: d}
+}
+
+// start runs a scheduler with agent until the test ends.
+func (e *env) start(t *testing.T, agent jobs.Agent, mod ...func(*jobs.SchedulerConfig)) (*jobs.Service, context.CancelFunc) {
+	t.Helper()
+	cfg := jobs.SchedulerConfig{WorkerID: "w1", Concurrency: 2, DataDir: e.dir, Poll: 50 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	sched := jobs.NewScheduler(cfg, e.st, e.driver, agent, nil)
+	svc := jobs.NewService(e.st, e.dir, 3, sched)
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sched.Run(ctx)
+	}()
+	stop := func() {
+		cancel()
+		<-done
+	}
+	t.Cleanup(stop)
+	return svc, stop
+}
+
+// await waits for the job to reach a final status.
+func await(t *testing.T, svc *jobs.Service, id string) store.Job {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg, 2*time.Minute)
+	defer cancel()
+	var after int64
+	for {
+		j, err := svc.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status.Final() {
+			return j
+		}
+		evs, _ := svc.Events(ctx, id, after, 1000)
+		if len(evs) > 0 {
+			after = evs[len(evs)-1].Seq
+		}
+		if err := svc.WaitEvents(ctx, id, after, 200*time.Millisecond); err != nil {
+			t.Fatalf("job %s did not end: %v (status %s)", id, err, j.Status)
+		}
+	}
+}
+
+func submit(t *testing.T, svc *jobs.Service, task string, lim store.Limits) string {
+	t.Helper()
+	j, _, err := svc.Submit(bg, jobs.SubmitRequest{Task: task, Limits: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.ID
+}
+
+func eventsOf(t *testing.T, svc *jobs.Service, id string) []store.Event {
+	t.Helper()
+	evs, err := svc.Events(bg, id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func (e *env) assertNoSandboxes(t *testing.T) {
+	t.Helper()
+	hs, err := e.driver.List(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 0 {
+		t.Errorf("sandboxes left: %+v", hs)
+	}
+}
+
+func TestTaskRunsToCompletion(t *testing.T) {
+	e := newEnv(t)
+	svc, _ := e.start(t, jobs.ShellAgent{})
+	id := submit(t, svc, "echo hello > out.txt; echo to-stdout; echo to-stderr >&2", store.Limits{})
+	j := await(t, svc, id)
+	if j.Status != store.StatusComplete || j.Attempts != 1 || j.Steps != 1 || j.EndedAt.IsZero() {
+		t.Fatalf("job %+v", j)
+	}
+	dir, err := svc.Workspace(bg, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); string(b) != "hello\n" {
+		t.Errorf("workspace out.txt = %q", b)
+	}
+	var types, out []string
+	for i, ev := range eventsOf(t, svc, id) {
+		if ev.Seq != int64(i+1) {
+			t.Errorf("event %d has seq %d", i, ev.Seq)
+		}
+		types = append(types, ev.Type)
+		if ev.Type == jobs.EventOutput {
+			out = append(out, string(ev.Payload))
+		}
+	}
+	want := "state,state,sandbox,command,output,output,exit,state"
+	if got := strings.Join(types, ","); got != want && got != strings.Replace(want, "output,output", "output", 1) {
+		t.Errorf("event types %s, want %s", got, want)
+	}
+	if all := strings.Join(out, ""); !strings.Contains(all, "to-stdout") || !strings.Contains(all, "to-stderr") {
+		t.Errorf("output events %s", all)
+	}
+	e.assertNoSandboxes(t)
+}
+
+func TestFailingTaskEndsInError(t *testing.T) {
+	e := newEnv(t)
+	svc, _ := e.start(t, jobs.ShellAgent{})
+	j := await(t, svc, submit(t, svc, "echo about to fail; exit 3", store.Limits{}))
+	if j.Status != store.StatusError || j.Error != "task script exited 3" {
+		t.Errorf("job %s: %q", j.Status, j.Error)
+	}
+}
+
+func TestCancelStopsRunningJob(t *testing.T) {
+	e := newEnv(t)
+	svc, _ := e.start(t, jobs.ShellAgent{})
+	id := submit(t, svc, "touch started; sleep 300", store.Limits{})
+	started := filepath.Join(jobs.WorkspaceDir(e.dir, id), "started")
+	waitFor(t, func() bool { _, err := os.Stat(started); return err == nil })
+	begin := time.Now()
+	if _, err := svc.Cancel(bg, id); err != nil {
+		t.Fatal(err)
+	}
+	j := await(t, svc, id)
+	if j.Status != store.StatusCanceled || time.Since(begin) > 20*time.Second {
+		t.Errorf("job %s after %v: %q", j.Status, time.Since(begin), j.Error)
+	}
+	if _, err := svc.Cancel(bg, id); !errors.Is(err, jobs.ErrEnded) {
+		t.Errorf("second cancel: %v, want ErrEnded", err)
+	}
+	e.assertNoSandboxes(t)
+}
+
+func TestCancelPendingJob(t *testing.T) {
+	e := newEnv(t)
+	svc, _ := e.start(t, jobs.ShellAgent{}, func(c *jobs.SchedulerConfig) { c.Concurrency = 0 })
+	id := submit(t, svc, "true", store.Limits{})
+	j, err := svc.Cancel(bg, id)
+	if err != nil || j.Status != store.StatusCanceled {
+		t.Fatalf("cancel pending: %+v %v", j, err)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	e := newEnv(t)
+	svc, _ := e.start(t, jobs.ShellAgent{})
+	j := await(t, svc, submit(t, svc, "sleep 300", store.Limits{Timeout: 2 * time.Second}))
+	if j.Status != store.StatusError || !strings.Contains(j.Error, "timed out after 2s") {
+		t.Errorf("job %s: %q", j.Status, j.Error)
+	}
+	e.assertNoSandboxes(t)
+}
+
+// killGuest kills its sandbox's guest, then waits for its job to be stopped:
+// the watchdog, not the agent, must notice.
+type killGuest struct{}
+
+func (killGuest) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
+	r.Sandbox.Guest().Exec(ctx, guest.Shell("kill -9 $PPID"))
+	<-ctx.Done()
+	return jobs.Outcome{}, nil
+}
+
+func TestWatchdogEndsJobWhoseSandboxDied(t *testing.T) {
+	e := newEnv(t)
+	svc, _ := e.start(t, killGuest{}, func(c *jobs.SchedulerConfig) { c.WatchdogInterval = 200 * time.Millisecond })
+	j := await(t, svc, submit(t, svc, "anything", store.Limits{}))
+	if j.Status != store.StatusError || !strings.Contains(j.Error, "sandbox stopped answering") {
+		t.Errorf("job %s: %q", j.Status, j.Error)
+	}
+	e.assertNoSandboxes(t)
+}
+
+// deadJob makes a job that a dead worker claimed (its lease already over).
+func (e *env) deadJob(t *testing.T, task string, maxAttempts int) store.Job {
+	t.Helper()
+	now := time.Now().UTC()
+	if _, _, err := e.st.CreateJob(bg, store.Job{ID: jobs.NewID(), Task: task, Status: store.StatusPending,
+		MaxAttempts: maxAttempts, CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	j, err := e.st.ClaimJob(bg, "dead-worker", time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return time.Now().After(j.LeaseUntil) })
+	return j
+}
+
+func TestRecoveryRequeuesAndReaps(t *testing.T) {
+	e := newEnv(t)
+	again := e.deadJob(t, "echo recovered > r.txt", 3)
+	spent := e.deadJob(t, "true", 1)
+	os.MkdirAll(jobs.WorkspaceDir(e.dir, again.ID), 0o755)
+	stale, err := e.driver.Create(bg, sandbox.Spec{JobID: again.ID, WorkspaceDir: jobs.WorkspaceDir(e.dir, again.ID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := json.Marshal(stale.Handle())
+	e.st.UpdateJob(bg, again.ID, func(x *store.Job) error { x.Sandbox = h; return nil })
+	if _, err := e.driver.Create(bg, sandbox.Spec{JobID: "job_ghost"}); err != nil {
+		t.Fatal(err)
+	}
+
+	svc, _ := e.start(t, jobs.ShellAgent{})
+	j := await(t, svc, again.ID)
+	if j.Status != store.StatusComplete || j.Attempts != 2 {
+		t.Errorf("requeued job: %s after %d attempts: %q", j.Status, j.Attempts, j.Error)
+	}
+	if b, _ := os.ReadFile(filepath.Join(jobs.WorkspaceDir(e.dir, again.ID), "r.txt")); string(b) != "recovered\n" {
+		t.Errorf("second attempt's output %q", b)
+	}
+	j = await(t, svc, spent.ID)
+	if j.Status != store.StatusError || !strings.Contains(j.Error, "lease expired after 1 attempts") {
+		t.Errorf("job at its last attempt: %s %q", j.Status, j.Error)
+	}
+	waitFor(t, func() bool { hs, _ := e.driver.List(bg); return len(hs) == 0 })
+}
+
+func TestShutdownReleasesRunningJobs(t *testing.T) {
+	e := newEnv(t)
+	// The first attempt blocks; the one after the restart completes.
+	task := "if [ -e marker ]; then echo second run; else touch marker; sleep 300; fi"
+	svc, stop := e.start(t, jobs.ShellAgent{}, func(c *jobs.SchedulerConfig) { c.Grace = 100 * time.Millisecond })
+	id := submit(t, svc, task, store.Limits{})
+	waitFor(t, func() bool {
+		_, err := os.Stat(filepath.Join(jobs.WorkspaceDir(e.dir, id), "marker"))
+		return err == nil
+	})
+	stop()
+	j, _ := e.st.GetJob(bg, id)
+	if j.Status != store.StatusPending || j.Attempts != 0 || j.LeaseOwner != "" {
+		t.Fatalf("after shutdown: %s, %d attempts, owner %q", j.Status, j.Attempts, j.LeaseOwner)
+	}
+	e.assertNoSandboxes(t)
+	svc, _ = e.start(t, jobs.ShellAgent{})
+	if j := await(t, svc, id); j.Status != store.StatusComplete || j.Attempts != 1 {
+		t.Errorf("after restart: %s, %d attempts", j.Status, j.Attempts)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 60s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,34 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// BuildGuest builds the static agentbox binary that sandboxes run as their
+// guest into a temporary directory, for a package's TestMain. The returned
+// cleanup removes it.
+func BuildGuest() (path string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "abt")
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "agentbox")
+	cmd := exec.Command("go", "build", "-o", path, "github.com/agentbox/agentbox/cmd/agentbox")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("build guest binary: %w\n%s", err, out)
+	}
+	return path, func() { os.RemoveAll(dir) }, nil
+}
+
+// Image is the sandbox image tests use: AGENTBOX_IMAGE or the default.
+func Image() string {
+	if ref := os.Getenv("AGENTBOX_IMAGE"); ref != "" {
+		return ref
+	}
+	return "agentbox-sandbox:latest"
+}
