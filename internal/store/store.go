@@ -27,6 +27,9 @@ var (
 	ErrLeaseLost = errors.New("lease lost")
 	// ErrNoJob means there is no pending job to claim.
 	ErrNoJob = errors.New("no pending job")
+	// ErrInvalid means an argument is malformed (e.g. a cursor not made by
+	// ListJobs); it is the caller's fault, not the store's.
+	ErrInvalid = errors.New("invalid argument")
 )
 
 // Status is a job's state: pending -> running -> complete | error | canceled.
@@ -139,12 +142,13 @@ type Store interface {
 	// ClaimJob takes the oldest pending job: status running, Attempts+1,
 	// StartedAt set if unset, leased to owner until now+lease. ErrNoJob if none.
 	ClaimJob(ctx context.Context, owner string, lease time.Duration) (Job, error)
-	// Heartbeat extends the lease; ErrLeaseLost if owner no longer holds it.
+	// Heartbeat extends the lease; ErrLeaseLost if owner no longer holds it,
+	// ErrNotFound for an unknown job.
 	// It returns the job, so the worker sees CancelRequested.
 	Heartbeat(ctx context.Context, id, owner string, lease time.Duration) (Job, error)
 	// Release gives a running job back: status pending, lease cleared,
 	// Attempts-1 (the run was interrupted, not failed). ErrLeaseLost if owner
-	// no longer holds it.
+	// no longer holds it, ErrNotFound for an unknown job.
 	Release(ctx context.Context, id, owner string) error
 	// RequeueExpired finds running jobs whose lease ended before now (or whose
 	// owner is reclaim, e.g. this worker's previous life) and puts each back

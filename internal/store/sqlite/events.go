@@ -1,0 +1,96 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// Page sizes of Events.
+const (
+	DefaultEventsLimit = 1000
+	MaxEventsLimit     = 10000
+)
+
+// AppendEvent adds an event to job jobID's log with the next sequence
+// number, timestamped now. payload must be valid JSON or empty.
+func (s *Store) AppendEvent(ctx context.Context, jobID, typ string, payload json.RawMessage) (store.Event, error) {
+	if len(payload) > 0 && !json.Valid(payload) {
+		return store.Event{}, fmt.Errorf("append event to job %s: payload is not valid JSON", jobID)
+	}
+	ev := store.Event{JobID: jobID, Time: now(), Type: typ}
+	if len(payload) > 0 {
+		ev.Payload = append(json.RawMessage(nil), payload...)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		row := tx.StmtContext(ctx, s.stmts.appendEvent).QueryRowContext(ctx,
+			jobID, nanos(ev.Time), typ, nullable(ev.Payload))
+		return notFound(row.Scan(&ev.Seq))
+	})
+	if err != nil {
+		return store.Event{}, fmt.Errorf("append event to job %s: %w", jobID, err)
+	}
+	return ev, nil
+}
+
+// nullable stores an empty payload as NULL.
+func nullable(p json.RawMessage) any {
+	if len(p) == 0 {
+		return nil
+	}
+	return string(p)
+}
+
+// Events returns up to limit events of job jobID with Seq > after, in
+// order. limit ≤ 0 means DefaultEventsLimit; at most MaxEventsLimit come
+// back. A job that does not exist is ErrNotFound.
+func (s *Store) Events(ctx context.Context, jobID string, after int64, limit int) ([]store.Event, error) {
+	if limit <= 0 {
+		limit = DefaultEventsLimit
+	}
+	evs, err := s.events(ctx, jobID, after, min(limit, MaxEventsLimit))
+	if err == nil && len(evs) == 0 {
+		err = s.exists(ctx, jobID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("events of job %s: %w", jobID, err)
+	}
+	return evs, nil
+}
+
+func (s *Store) events(ctx context.Context, jobID string, after int64, limit int) ([]store.Event, error) {
+	rows, err := s.stmts.events.QueryContext(ctx, jobID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var evs []store.Event
+	for rows.Next() {
+		ev := store.Event{JobID: jobID}
+		var t int64
+		var payload sql.NullString
+		if err := rows.Scan(&ev.Seq, &t, &ev.Type, &payload); err != nil {
+			return nil, err
+		}
+		ev.Time = fromNanos(t)
+		if payload.Valid {
+			ev.Payload = json.RawMessage(payload.String)
+		}
+		evs = append(evs, ev)
+	}
+	return evs, rows.Err()
+}
+
+// exists is nil if job id exists, ErrNotFound if not.
+func (s *Store) exists(ctx context.Context, id string) error {
+	var one int
+	err := s.stmts.jobExists.QueryRowContext(ctx, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}

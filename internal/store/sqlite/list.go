@@ -1,0 +1,97 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// Page sizes of ListJobs.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 1000
+)
+
+// ErrBadCursor means a ListOptions.Cursor was not made by ListJobs.
+var ErrBadCursor = fmt.Errorf("%w: bad cursor", store.ErrInvalid)
+
+// ListJobs returns jobs newest first (created_at, then id, descending). The
+// cursor is the sort key of the last job returned, so paging is exact even
+// while jobs are added.
+func (s *Store) ListJobs(ctx context.Context, opts store.ListOptions) (store.JobPage, error) {
+	q, args, limit, err := listQuery(opts)
+	if err != nil {
+		return store.JobPage{}, fmt.Errorf("list jobs: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return store.JobPage{}, fmt.Errorf("list jobs: %w", err)
+	}
+	defer rows.Close()
+	var page store.JobPage
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return store.JobPage{}, fmt.Errorf("list jobs: %w", err)
+		}
+		page.Jobs = append(page.Jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return store.JobPage{}, fmt.Errorf("list jobs: %w", err)
+	}
+	if len(page.Jobs) > limit {
+		page.Jobs = page.Jobs[:limit]
+		last := page.Jobs[limit-1]
+		page.NextCursor = encodeCursor(nanos(last.CreatedAt), last.ID)
+	}
+	return page, nil
+}
+
+// listQuery builds ListJobs's query; it asks for one row more than the
+// page so it knows whether there is a next page.
+func listQuery(opts store.ListOptions) (string, []any, int, error) {
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	limit = min(limit, MaxListLimit)
+	var where []string
+	var args []any
+	if opts.Status != "" {
+		where, args = append(where, "status = ?"), append(args, string(opts.Status))
+	}
+	if opts.Cursor != "" {
+		created, id, err := decodeCursor(opts.Cursor)
+		if err != nil {
+			return "", nil, 0, err
+		}
+		where, args = append(where, "(created_at, id) < (?, ?)"), append(args, created, id)
+	}
+	q := selectJob
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
+	return q, append(args, limit+1), limit, nil
+}
+
+func encodeCursor(created int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(created, 10) + ":" + id))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", fmt.Errorf("%w %q", ErrBadCursor, c)
+	}
+	num, id, ok := strings.Cut(string(b), ":")
+	created, err := strconv.ParseInt(num, 10, 64)
+	if !ok || err != nil {
+		return 0, "", fmt.Errorf("%w %q", ErrBadCursor, c)
+	}
+	return created, id, nil
+}
