@@ -5,8 +5,10 @@
 # sandbox image (registry-free, from Debian's archive), then runs a command in
 # a fresh sandbox. Safe to run again: every step skips what is already done.
 #
-#   ./scripts/setup.sh            everything, ending with the demo command
-#   ./scripts/setup.sh --no-run   everything but the demo (what CI uses)
+# Finally it starts the server (`agentbox serve`) in the foreground.
+#
+#   ./scripts/setup.sh            everything, ending with the server running (Ctrl-C stops it)
+#   ./scripts/setup.sh --no-run   everything but the demo and the server (what CI uses)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -85,7 +87,16 @@ CGO_ENABLED=0 go build -trimpath -o bin/agentbox ./cmd/agentbox
 step "building the sandbox image (skipped when current)"
 $SUDO bin/agentbox image build
 
-if [ "$RUN_DEMO" = 1 ]; then
-	step "running a command in a fresh sandbox"
-	$SUDO bin/agentbox exec 'echo "Hello from $(hostname) as $(id -un) (uid $(id -u)) in $(pwd)"; python3 --version; node --version; echo "network interfaces: $(ls /sys/class/net | tr "\n" " ")"'
-fi
+[ "$RUN_DEMO" = 1 ] || exit 0
+
+# Run agentbox as this user when the engine lets us, so the server's data dir
+# (and its API token) is this user's.
+AB_SUDO="$SUDO"
+docker info >/dev/null 2>&1 && AB_SUDO=""
+
+step "running a command in a fresh sandbox"
+$AB_SUDO bin/agentbox exec 'echo "Hello from $(hostname) as $(id -un) (uid $(id -u)) in $(pwd)"; python3 --version; node --version; echo "network interfaces: $(ls /sys/class/net | tr "\n" " ")"'
+
+step "starting the server on http://127.0.0.1:8080 (Ctrl-C stops it)"
+echo "In another terminal:  bin/agentbox submit --follow 'echo hello > hello.txt; python3 --version'"
+exec $AB_SUDO bin/agentbox serve

@@ -1,9 +1,21 @@
 package main
 
 import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/bench"
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store/sqlite"
 )
 
 func newBenchCmd(a *app) *cobra.Command {
@@ -37,9 +49,70 @@ recorded in docs/benchmarks.md.`,
 			return nil
 		},
 	}
+	cmd.AddCommand(newBenchAPICmd(a))
 	cmd.Flags().IntVar(&o.Creates, "creates", 10, "sandboxes to create")
 	cmd.Flags().IntVar(&o.Execs, "execs", 200, "exec round trips (the docker exec baseline runs a tenth as many)")
 	cmd.Flags().IntVar(&o.Files, "files", 50, "1 MiB write+read cycles")
 	cmd.Flags().StringVar(&o.Docker, "docker", "docker", "docker CLI used for the baselines")
 	return cmd
+}
+
+func newBenchAPICmd(a *app) *cobra.Command {
+	var o bench.LoadOptions
+	cmd := &cobra.Command{
+		Use:   "api",
+		Short: "Measure the REST API's durable job creates and status reads per second",
+		Long: `api starts an API-only agentbox server (no workers) on a loopback port with
+a fresh SQLite store in a temporary directory (synchronous=FULL: every create
+is on disk before its 201), then drives it over real HTTP from --clients
+concurrent connections: POST /v1/jobs for --duration, then GET /v1/jobs/{id}
+for --duration. Server and load generator share this machine's cores.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			url, token, stop, err := startBenchServer(cmd.Context(), a)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			o.URL, o.Token = url, token
+			rs, err := bench.Load(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			bench.LoadMarkdown(cmd.OutOrStdout(), rs)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&o.Clients, "clients", 32, "concurrent connections")
+	cmd.Flags().DurationVar(&o.Duration, "duration", 10*time.Second, "length of each phase")
+	return cmd
+}
+
+// startBenchServer serves the API over a fresh store on a loopback port.
+func startBenchServer(ctx context.Context, a *app) (url, token string, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "agentbox-bench-")
+	if err != nil {
+		return "", "", nil, err
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "agentbox.db"), sqlite.Options{})
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", "", nil, err
+	}
+	token = "bench-token"
+	svc := jobs.NewService(st, dir, 3, nil)
+	h := api.New(api.Config{Tokens: []string{token}}, svc, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		st.Close()
+		os.RemoveAll(dir)
+		return "", "", nil, err
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	return "http://" + l.Addr().String(), token, func() {
+		srv.Close()
+		st.Close()
+		os.RemoveAll(dir)
+	}, nil
 }

@@ -27,7 +27,9 @@ var version = "dev"
 // app carries what every subcommand needs: the parsed configuration and a logger.
 type app struct {
 	cfg config.Config
-	log *slog.Logger
+	// flagCfg holds values given as flags; commands apply them over cfg.
+	flagCfg config.Config
+	log     *slog.Logger
 }
 
 // dockerClient connects to the engine named by the configuration.
@@ -110,6 +112,8 @@ AGENTBOX_SANDBOX_PIDS, DOCKER_HOST, ...); see docs/configuration.md.`,
 		newExecCmd(a),
 		newDoctorCmd(a),
 		newBenchCmd(a),
+		newServeCmd(a),
 	)
+	root.AddCommand(newClientCmds(a)...)
 	return root
 }

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,9 +15,22 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/spf13/cobra"
 
-	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/testenv"
 )
+
+var guestBinary string
+
+func TestMain(m *testing.M) {
+	bin, cleanup, err := testenv.BuildGuest()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	guestBinary = bin
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
 
 // run executes the CLI in-process with args and returns its output.
 func run(ctx context.Context, args ...string) (stdout, stderr string, err error) {
@@ -95,32 +108,10 @@ func TestDoctorWithoutEngine(t *testing.T) {
 	}
 }
 
-// staticBinary builds the agentbox binary the sandboxes run as their guest.
-func staticBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "agentbox")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // sandboxEnv points the CLI at the test engine with its own instance label.
 func sandboxEnv(t *testing.T) (instance string) {
 	t.Helper()
-	cli := testenv.Docker(t)
-	img := config.DefaultImage
-	if v := os.Getenv("AGENTBOX_IMAGE"); v != "" {
-		img = v
-	}
-	if _, err := cli.ImageInspect(context.Background(), img); err != nil {
-		if testenv.DockerRequired() {
-			t.Fatalf("sandbox image %s missing: %v", img, err)
-		}
-		t.Skipf("skipping: sandbox image %s missing (agentbox image build)", img)
-	}
+	testenv.DockerWithImage(t)
 	data, err := os.MkdirTemp("", "abc")
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +120,7 @@ func sandboxEnv(t *testing.T) (instance string) {
 	instance = "clitest-" + filepath.Base(data)
 	t.Setenv("AGENTBOX_DATA_DIR", data)
 	t.Setenv("AGENTBOX_INSTANCE", instance)
-	t.Setenv("AGENTBOX_GUEST_BINARY", staticBinary(t))
+	t.Setenv("AGENTBOX_GUEST_BINARY", guestBinary)
 	return instance
 }
 

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/client"
+	"github.com/agentbox/agentbox/internal/config"
+)
+
+// newClientCmds returns the commands that talk to a running server.
+func newClientCmds(a *app) []*cobra.Command {
+	return []*cobra.Command{
+		newSubmitCmd(a), newStatusCmd(a), newListCmd(a),
+		newLogsCmd(a), newCancelCmd(a), newDownloadCmd(a),
+	}
+}
+
+const clientEnvHelp = `
+
+The server is --url, else AGENTBOX_URL, else http://127.0.0.1:8080. The token
+is --token, else AGENTBOX_TOKEN, else the token file that 'agentbox serve'
+wrote to its data directory (AGENTBOX_DATA_DIR), so a local server needs no
+setup.`
+
+// clientFlags are the connection options of every client command.
+type clientFlags struct{ url, token string }
+
+func (f *clientFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.url, "url", "", "server URL (default $AGENTBOX_URL, else http://127.0.0.1:8080)")
+	cmd.Flags().StringVar(&f.token, "token", "", "API token (default $AGENTBOX_TOKEN, else <data dir>/token)")
+}
+
+// newClient connects to the server the flags and the configuration name.
+func (a *app) newClient(f clientFlags) (*client.Client, error) {
+	url := firstNonEmpty(f.url, a.cfg.Client.URL, "http://127.0.0.1:8080")
+	token := firstNonEmpty(f.token, a.cfg.Client.Token)
+	if token == "" {
+		token = a.localToken()
+	}
+	return client.New(url, token)
+}
+
+// localToken reads the token a local server generated, if this user can.
+func (a *app) localToken() string {
+	b, err := os.ReadFile(filepath.Join(a.cfg.DataDir, api.TokenFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// submitFlags are the options of `agentbox submit`.
+type submitFlags struct {
+	clientFlags
+	model, timeout, memory, key string
+	maxSteps                    int
+	cpus                        float64
+	meta                        []string
+	follow, json                bool
+}
+
+func newSubmitCmd(a *app) *cobra.Command {
+	var f submitFlags
+	cmd := &cobra.Command{
+		Use:   "submit [flags] TASK",
+		Short: "Submit a task to a running agentbox server",
+		Long: `submit hands a plain-text task to the server and prints the new job's id.
+With --follow it then streams the job's steps like 'agentbox logs' and exits
+0 only if the job completes. A TASK of - reads the task from stdin.
+
+--idempotency-key makes a retried submit safe: the server returns the job it
+created for that key instead of creating another.` + clientEnvHelp,
+		Example: `  agentbox submit "Write a Flask app with a /health route and tests"
+  agentbox submit --follow --timeout 20m --memory 4g "Fix the failing tests"
+  id=$(agentbox submit --meta ticket=OPS-12 "Summarize README.md")
+  agentbox submit - < task.txt`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.submit(cmd, f, args[0]) },
+	}
+	f.add(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "model as provider:name (default: the server's)")
+	fl.StringVar(&f.timeout, "timeout", "", "wall-clock limit, e.g. 30m or 1h (default: the server's)")
+	fl.IntVar(&f.maxSteps, "max-steps", 0, "most agent steps (default: the server's)")
+	fl.StringVar(&f.memory, "memory", "", "sandbox memory, e.g. 512m or 4g (default: the server's)")
+	fl.Float64Var(&f.cpus, "cpus", 0, "sandbox CPUs, e.g. 0.5 or 2 (default: the server's)")
+	fl.StringArrayVar(&f.meta, "meta", nil, "metadata KEY=VALUE kept with the job (repeatable)")
+	fl.StringVar(&f.key, "idempotency-key", "", "makes a retried submit return the same job")
+	fl.BoolVarP(&f.follow, "follow", "f", false, "stream the job's steps until it ends")
+	fl.BoolVar(&f.json, "json", false, "print JSON (with --follow: then one event per line)")
+	return cmd
+}
+
+func (a *app) submit(cmd *cobra.Command, f submitFlags, task string) error {
+	req, err := f.request(cmd.InOrStdin(), task)
+	if err != nil {
+		return err
+	}
+	c, err := a.newClient(f.clientFlags)
+	if err != nil {
+		return err
+	}
+	sr, err := c.Submit(cmd.Context(), req, f.key)
+	if err != nil {
+		return fmt.Errorf("submit: %w", err)
+	}
+	switch {
+	case f.json:
+		if err := json.NewEncoder(cmd.OutOrStdout()).Encode(sr); err != nil {
+			return err
+		}
+	case f.follow:
+		fmt.Fprintf(cmd.ErrOrStderr(), "submitted %s\n", sr.JobID)
+	default:
+		fmt.Fprintln(cmd.OutOrStdout(), sr.JobID)
+		return nil
+	}
+	if !f.follow {
+		return nil
+	}
+	return followJob(cmd, c, sr.JobID, logsOptions{json: f.json})
+}
+
+// request builds the API request, checking each flag so that a mistake
+// names the flag rather than a JSON field.
+func (f submitFlags) request(stdin io.Reader, task string) (api.SubmitRequest, error) {
+	if task == "-" {
+		b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
+		if err != nil {
+			return api.SubmitRequest{}, fmt.Errorf("read task from stdin: %w", err)
+		}
+		task = string(b)
+	}
+	req := api.SubmitRequest{Task: task, Model: f.model}
+	var l api.Limits
+	var errs []error
+	if f.timeout != "" {
+		d, err := parseTimeout(f.timeout)
+		errs = append(errs, err)
+		l.Timeout = api.Duration(d)
+	}
+	if f.memory != "" {
+		n, err := config.ParseMemory(f.memory)
+		errs = append(errs, flagErr("--memory", err))
+		l.Memory = api.ByteSize(n)
+	}
+	if f.cpus < 0 || f.maxSteps < 0 {
+		errs = append(errs, errors.New("--cpus and --max-steps must not be negative"))
+	}
+	l.CPUs, l.MaxSteps = f.cpus, f.maxSteps
+	if l != (api.Limits{}) {
+		req.Limits = &l
+	}
+	meta, err := parseMeta(f.meta)
+	req.Metadata = meta
+	return req, errors.Join(append(errs, err)...)
+}
+
+func flagErr(flag string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", flag, err)
+}
+
+// parseTimeout accepts a duration (30m) or a number of seconds (1800).
+func parseTimeout(s string) (time.Duration, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	if secs, err := strconv.ParseFloat(s, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	return 0, fmt.Errorf("--timeout %q: want a duration such as 30m or 1h30m", s)
+}
+
+func parseMeta(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--meta %q: want KEY=VALUE", kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func newCancelCmd(a *app) *cobra.Command {
+	var f clientFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "cancel [flags] JOB_ID",
+		Short: "Cancel a job: stop its work and remove its sandbox",
+		Long: `cancel asks the server to stop a job. A pending job ends canceled at once; a
+running one ends canceled once its worker has killed the work and removed the
+sandbox (follow it with 'agentbox logs'). Canceling an ended job is an error.` + clientEnvHelp,
+		Example: `  agentbox cancel job_0193b2c4d5e6f7a8b9c
+  agentbox cancel --json job_0193b2c4d5e6f7a8b9c`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.newClient(f)
+			if err != nil {
+				return err
+			}
+			j, err := c.Cancel(cmd.Context(), args[0])
+			if err != nil {
+				return fmt.Errorf("cancel: %w", err)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), j)
+			}
+			if j.Status == "canceled" {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s canceled\n", j.JobID)
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: cancel requested; the job stops shortly\n", j.JobID)
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the job as JSON")
+	return cmd
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/client"
+)
+
+// logsOptions are the options of `agentbox logs` (and submit --follow).
+type logsOptions struct {
+	noFollow, json bool
+	after          int64
+}
+
+func newLogsCmd(a *app) *cobra.Command {
+	var f clientFlags
+	var o logsOptions
+	cmd := &cobra.Command{
+		Use:   "logs [flags] JOB_ID",
+		Short: "Print a job's steps as they happen",
+		Long: `logs follows a job's event stream and prints each step as it happens: the
+output of commands raw on stdout; state changes, commands and exit codes as
+short lines on stderr. It returns when the job ends, exiting 0 if the job
+completed and 1 otherwise. A dropped connection is resumed where it broke.
+
+--no-follow prints what exists now and exits (0 only if the job completed).
+--json prints each event as one JSON object per line instead.` + clientEnvHelp,
+		Example: `  agentbox logs job_0193b2c4d5e6f7a8b9c
+  agentbox logs --no-follow job_0193b2c4d5e6f7a8b9c > output.txt
+  agentbox logs --json job_0193b2c4d5e6f7a8b9c | jq -c 'select(.type=="command")'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.newClient(f)
+			if err != nil {
+				return err
+			}
+			return followJob(cmd, c, args[0], o)
+		},
+	}
+	f.add(cmd)
+	fl := cmd.Flags()
+	fl.BoolVar(&o.noFollow, "no-follow", false, "print the events so far and exit")
+	fl.Int64Var(&o.after, "after", 0, "start after this event seq")
+	fl.BoolVar(&o.json, "json", false, "print events as JSON lines")
+	return cmd
+}
+
+// followJob prints the job's events and turns its outcome into the exit code.
+func followJob(cmd *cobra.Command, c *client.Client, id string, o logsOptions) error {
+	ctx := cmd.Context()
+	p := &eventPrinter{out: cmd.OutOrStdout(), errw: cmd.ErrOrStderr(), json: o.json}
+	var err error
+	if o.noFollow {
+		err = printExisting(ctx, c, id, o.after, p.print)
+	} else {
+		err = c.Follow(ctx, id, o.after, p.print)
+	}
+	if ctx.Err() != nil {
+		return exitError{130}
+	}
+	if err != nil {
+		return fmt.Errorf("logs: %w", err)
+	}
+	j, err := c.Get(ctx, id)
+	if err != nil {
+		return fmt.Errorf("logs: %w", err)
+	}
+	if j.Status == "complete" {
+		return nil
+	}
+	if !o.json && (j.Status == "error" || j.Status == "canceled") {
+		fmt.Fprintf(cmd.ErrOrStderr(), "job %s ended %s%s\n", id, j.Status, prefixed(": ", j.Error))
+	} else if !o.json {
+		fmt.Fprintf(cmd.ErrOrStderr(), "job %s is %s, not ended yet\n", id, j.Status)
+	}
+	return exitError{1}
+}
+
+func printExisting(ctx context.Context, c *client.Client, id string, after int64, fn func(api.Event) error) error {
+	for {
+		page, err := c.Events(ctx, id, after, 1000)
+		if err != nil {
+			return err
+		}
+		for _, ev := range page.Events {
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+		if !page.HasMore {
+			return nil
+		}
+		after = page.NextAfter
+	}
+}
+
+func prefixed(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}
+
+// eventPrinter shows events the way a person follows a job.
+type eventPrinter struct {
+	out, errw io.Writer
+	json      bool
+}
+
+func (p *eventPrinter) print(ev api.Event) error {
+	if p.json {
+		return json.NewEncoder(p.out).Encode(ev)
+	}
+	var pl map[string]any
+	_ = json.Unmarshal(ev.Payload, &pl)
+	var err error
+	switch ev.Type {
+	case "output":
+		text, _ := pl["text"].(string)
+		_, err = io.WriteString(p.out, text)
+	case "state":
+		_, err = fmt.Fprintf(p.errw, "[%s]%s%s\n", str(pl["status"]), prefixed(" attempt ", str(pl["attempt"])), prefixed(" ", str(pl["error"])))
+	case "command":
+		_, err = fmt.Fprintf(p.errw, "$ %s\n", firstLine(str(pl["command"]), 200))
+	case "exit":
+		_, err = fmt.Fprintf(p.errw, "[exit %s after %sms%s]\n", str(pl["exit_code"]), str(pl["duration_ms"]), exitNotes(pl))
+	case "sandbox":
+		_, err = fmt.Fprintf(p.errw, "[sandbox %s ready in %sms]\n", str(pl["sandbox_id"]), str(pl["ready_ms"]))
+	case "log":
+		_, err = fmt.Fprintf(p.errw, "[%s] %s\n", firstNonEmpty(str(pl["level"]), "log"), str(pl["message"]))
+	default:
+		_, err = fmt.Fprintf(p.errw, "[%s] %s\n", ev.Type, firstLine(string(ev.Payload), 200))
+	}
+	return err
+}
+
+func exitNotes(pl map[string]any) string {
+	var notes []string
+	if pl["timed_out"] == true {
+		notes = append(notes, "timed out")
+	}
+	if pl["truncated"] == true {
+		notes = append(notes, "output truncated")
+	}
+	return prefixed(", ", strings.Join(notes, ", "))
+}
+
+// str renders a JSON value for a one-line summary; numbers without exponents.
+func str(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case float64:
+		return fmt.Sprintf("%.0f", v)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

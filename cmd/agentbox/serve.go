@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store/sqlite"
+)
+
+func newServeCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the orchestrator: REST API, job store, scheduler and sandbox workers",
+		Long: `serve runs the agentbox server: the REST API under /v1 (see docs/api.md), a
+durable job store (SQLite in the data dir), and a pool of workers that claim
+jobs with a lease, run each in a fresh sandbox, and record every step as an
+event.
+
+Auth: every route but /healthz needs a bearer token. Give one in
+AGENTBOX_TOKEN or a file in AGENTBOX_TOKEN_FILE; without either, a token is
+generated on first start into <data dir>/token (mode 0600) and its path is
+logged. --no-auth turns auth off, on a loopback address only.
+
+On SIGTERM or Ctrl-C serve stops claiming jobs, gives running jobs the grace
+period, then stops them and hands them back (pending) for the next start.`,
+		Example: `  agentbox serve
+  agentbox serve --addr 0.0.0.0:8080 --data-dir /srv/agentbox --concurrency 4
+  AGENTBOX_TOKEN=secret agentbox serve`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.serve(cmd.Context()) },
+	}
+	s := &a.flagCfg.Server
+	f := cmd.Flags()
+	f.StringVar(&s.Addr, "addr", "", "listen address (AGENTBOX_ADDR; default 127.0.0.1:8080)")
+	f.StringVar(&a.flagCfg.DataDir, "data-dir", "", "data directory (AGENTBOX_DATA_DIR; default ~/.local/share/agentbox)")
+	f.IntVar(&s.Concurrency, "concurrency", -1, "jobs run at once; 0 serves the API only (AGENTBOX_CONCURRENCY; default 2)")
+	f.BoolVar(&s.NoAuth, "no-auth", false, "turn auth off (loopback addresses only)")
+	f.DurationVar(&s.Lease, "lease", 0, "job lease without a heartbeat (AGENTBOX_LEASE; default 30s)")
+	f.DurationVar(&s.JobTimeout, "job-timeout", 0, "default job timeout (AGENTBOX_JOB_TIMEOUT; default 30m)")
+	f.DurationVar(&s.Grace, "grace", -1, "time running jobs get on shutdown (AGENTBOX_GRACE; default 30s)")
+	return cmd
+}
+
+// applyServeFlags lets flags given on the command line win over the environment.
+func (a *app) applyServeFlags() error {
+	f, c := a.flagCfg.Server, &a.cfg.Server
+	if f.Addr != "" {
+		c.Addr = f.Addr
+	}
+	if a.flagCfg.DataDir != "" {
+		dir, err := absPath(a.flagCfg.DataDir)
+		if err != nil {
+			return err
+		}
+		a.cfg.DataDir = dir
+	}
+	if f.Concurrency >= 0 {
+		c.Concurrency = f.Concurrency
+	}
+	c.NoAuth = c.NoAuth || f.NoAuth
+	if f.Lease > 0 {
+		c.Lease = f.Lease
+	}
+	if f.JobTimeout > 0 {
+		c.JobTimeout = f.JobTimeout
+	}
+	if f.Grace >= 0 {
+		c.Grace = f.Grace
+	}
+	return a.cfg.Validate()
+}
+
+func (a *app) serve(ctx context.Context) error {
+	if err := a.applyServeFlags(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	cfg := a.cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	tokens, err := a.serverTokens()
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "agentbox.db"), sqlite.Options{})
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer st.Close()
+	drv, err := a.newDriver()
+	if err != nil {
+		l.Close()
+		return err
+	}
+	defer drv.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sched := jobs.NewScheduler(jobs.SchedulerConfig{
+		WorkerID: workerID(cfg.DataDir), Concurrency: cfg.Server.Concurrency, Lease: cfg.Server.Lease,
+		DefaultTimeout: cfg.Server.JobTimeout, Grace: cfg.Server.Grace, DataDir: cfg.DataDir, Log: a.log,
+	}, st, drv, jobs.ShellAgent{}, jobs.NewMetrics(reg, st))
+	svc := jobs.NewService(st, cfg.DataDir, cfg.Server.MaxAttempts, sched)
+	// Long-lived requests (event streams) end when shutdown begins, so they do
+	// not hold it up; clients resume from Last-Event-ID. No WriteTimeout: it
+	// would cut streams and large downloads.
+	baseCtx, endStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer endStreams()
+	srv := &http.Server{
+		Handler:           api.New(api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth}, svc, reg, a.log),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+	}
+	srv.RegisterOnShutdown(endStreams)
+	a.log.Info("agentbox serving", "addr", "http://"+l.Addr().String(), "data_dir", cfg.DataDir,
+		"concurrency", cfg.Server.Concurrency, "auth", !cfg.Server.NoAuth)
+	return runServer(ctx, srv, l, sched)
+}
+
+// runServer serves until ctx ends, lets the scheduler wind down (the API
+// keeps answering meanwhile, so clients see jobs finish), then stops HTTP.
+func runServer(ctx context.Context, srv *http.Server, l net.Listener, sched *jobs.Scheduler) error {
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- srv.Serve(l) }()
+	schedDone := make(chan error, 1)
+	go func() { schedDone <- sched.Run(ctx) }()
+	var err error
+	select {
+	case err = <-httpErr:
+		err = fmt.Errorf("http: %w", err)
+		<-schedDone // ctx is not done: this only returns on a signal; report the HTTP failure after it
+	case err = <-schedDone:
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil && err == nil {
+		err = serr
+	}
+	if e := <-httpErr; err == nil && !errors.Is(e, http.ErrServerClosed) {
+		err = e
+	}
+	return err
+}
+
+// serverTokens decides the tokens the API accepts, generating one on first
+// start when none is configured.
+func (a *app) serverTokens() ([]string, error) {
+	s := a.cfg.Server
+	if s.NoAuth {
+		if !isLoopback(s.Addr) {
+			return nil, fmt.Errorf("--no-auth is refused on %s: only loopback addresses may run without a token", s.Addr)
+		}
+		a.log.Warn("auth is off: anyone who can reach " + s.Addr + " can run jobs")
+		return nil, nil
+	}
+	var tokens []string
+	if s.Token != "" {
+		tokens = append(tokens, s.Token)
+	}
+	if s.TokenFile != "" {
+		b, err := os.ReadFile(s.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("token file: %w", err)
+		}
+		if t := strings.TrimSpace(string(b)); t != "" {
+			tokens = append(tokens, t)
+		}
+	}
+	if len(tokens) > 0 {
+		return tokens, nil
+	}
+	tok, path, created, err := api.LoadOrCreateToken(a.cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		a.log.Info("generated an API token", "path", path)
+	} else {
+		a.log.Info("using the API token", "path", path)
+	}
+	return []string{tok}, nil
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// workerID is stable across restarts of the server on one data dir, so a
+// restarted server reclaims the jobs its previous life held at once.
+func workerID(dataDir string) string {
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(dataDir))
+	return host + "-" + hex.EncodeToString(sum[:4])
+}

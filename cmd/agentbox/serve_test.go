@@ -1,0 +1,320 @@
+package main
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/testenv"
+)
+
+const testToken = "test-token-0123456789"
+
+// server is an `agentbox serve` child process.
+type server struct {
+	t       *testing.T
+	url     string
+	dataDir string
+	env     []string
+	cmd     *exec.Cmd
+	logs    *bytes.Buffer
+}
+
+// newServer prepares a server with its own data dir, port and instance label.
+func newServer(t *testing.T, extraEnv ...string) *server {
+	t.Helper()
+	testenv.DockerWithImage(t)
+	data, err := os.MkdirTemp("", "abv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(data) })
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	s := &server{t: t, url: "http://" + addr, dataDir: data}
+	s.env = append(os.Environ(), "AGENTBOX_DATA_DIR="+data, "AGENTBOX_ADDR="+addr, "AGENTBOX_TOKEN="+testToken,
+		"AGENTBOX_INSTANCE=servetest-"+filepath.Base(data), "AGENTBOX_GUEST_BINARY="+guestBinary)
+	s.env = append(s.env, extraEnv...)
+	return s
+}
+
+func (s *server) start() {
+	s.t.Helper()
+	s.logs = &bytes.Buffer{}
+	s.cmd = exec.Command(guestBinary, "serve")
+	s.cmd.Env, s.cmd.Stdout, s.cmd.Stderr = s.env, s.logs, s.logs
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			s.cmd.Process.Kill()
+			s.cmd.Wait()
+		}
+	})
+	waitUntil(s.t, 30*time.Second, func() bool {
+		resp, err := http.Get(s.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+}
+
+// do sends an authenticated request and decodes a JSON answer into out.
+func (s *server) do(method, path string, body any, out any) int {
+	s.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.url+path, r)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
+type jobDTO struct {
+	JobID    string `json:"job_id"`
+	Status   string `json:"status"`
+	Error    string `json:"error"`
+	Attempts int    `json:"attempts"`
+}
+
+func (s *server) submit(task string) (string, int) {
+	var j jobDTO
+	code := s.do("POST", "/v1/jobs", map[string]any{"task": task}, &j)
+	return j.JobID, code
+}
+
+func (s *server) job(id string) jobDTO {
+	var j jobDTO
+	s.do("GET", "/v1/jobs/"+id, nil, &j)
+	return j
+}
+
+func (s *server) awaitFinal(ids []string) map[string]jobDTO {
+	s.t.Helper()
+	final := map[string]jobDTO{}
+	waitUntil(s.t, 3*time.Minute, func() bool {
+		for _, id := range ids {
+			if _, ok := final[id]; ok {
+				continue
+			}
+			if j := s.job(id); j.Status == "complete" || j.Status == "error" || j.Status == "canceled" {
+				final[id] = j
+			}
+		}
+		return len(final) == len(ids)
+	})
+	return final
+}
+
+func (s *server) sandboxes() int {
+	s.t.Helper()
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=io.agentbox.instance=servetest-"+filepath.Base(s.dataDir)).Output()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return len(strings.Fields(string(out)))
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	s := newServer(t)
+	s.start()
+	id, code := s.submit("mkdir -p src && echo 'print(\"hi\")' > src/hello.py && python3 src/hello.py && ln -s /etc etc-link")
+	if code != 201 || id == "" {
+		t.Fatalf("submit: %d %q\n%s", code, id, s.logs)
+	}
+	if j := s.awaitFinal([]string{id})[id]; j.Status != "complete" {
+		t.Fatalf("job %+v\n%s", j, s.logs)
+	}
+	// The event log, as a JSON page, has the output.
+	var page struct {
+		Events []struct {
+			Seq     int64           `json:"seq"`
+			Type    string          `json:"type"`
+			Payload json.RawMessage `json:"payload"`
+		} `json:"events"`
+	}
+	s.do("GET", "/v1/jobs/"+id+"/events", nil, &page)
+	var all strings.Builder
+	for _, ev := range page.Events {
+		all.Write(ev.Payload)
+	}
+	if !strings.Contains(all.String(), `"text":"hi\n"`) {
+		t.Errorf("events lack the output: %s", all.String())
+	}
+	// The workspace as a zip, and one file.
+	zipBytes := s.get(t, "/v1/jobs/"+id+"/artifacts.zip", 200)
+	zr, err := zip.NewReader(bytes.NewReader(zipBytes), int64(len(zipBytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range zr.File {
+		if f.Name == "src/hello.py" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("zip lacks src/hello.py")
+	}
+	if b := s.get(t, "/v1/jobs/"+id+"/files/src/hello.py", 200); string(b) != "print(\"hi\")\n" {
+		t.Errorf("file = %q", b)
+	}
+	for _, p := range []string{"etc-link/passwd", "../../../../etc/passwd", "%2e%2e/%2e%2e/etc/passwd", "..%2F..%2Fetc%2Fpasswd"} {
+		if b := s.getAny(t, "/v1/jobs/"+id+"/files/"+p); bytes.Contains(b, []byte("root:")) {
+			t.Errorf("%s leaked /etc/passwd", p)
+		}
+	}
+	if n := s.sandboxes(); n != 0 {
+		t.Errorf("%d sandboxes left", n)
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if err := s.cmd.Wait(); err != nil {
+		t.Errorf("serve did not exit cleanly on SIGTERM: %v\n%s", err, s.logs)
+	}
+}
+
+func (s *server) get(t *testing.T, path string, want int) []byte {
+	t.Helper()
+	req, _ := http.NewRequest("GET", s.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("GET %s: %d, want %d: %s", path, resp.StatusCode, want, b)
+	}
+	return b
+}
+
+func (s *server) getAny(t *testing.T, path string) []byte {
+	t.Helper()
+	req, err := http.NewRequest("GET", s.url+path, nil)
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode < 400 {
+		t.Errorf("GET %s: %d, want a 4xx", path, resp.StatusCode)
+	}
+	return b
+}
+
+func TestServeSurvivesKill9(t *testing.T) {
+	s := newServer(t, "AGENTBOX_CONCURRENCY=2", "AGENTBOX_LEASE=5s")
+	s.start()
+	var mu sync.Mutex
+	var accepted []string
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // keep submitting across the crash
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			id, code := s.submit(fmt.Sprintf("sleep 1; echo job %d > out.txt", i))
+			if code >= 200 && code < 300 {
+				mu.Lock()
+				accepted = append(accepted, id)
+				mu.Unlock()
+			}
+			if i >= 5 && code == 0 {
+				return // the server is down
+			}
+		}
+	}()
+	waitUntil(t, time.Minute, func() bool {
+		var page struct {
+			Jobs []jobDTO `json:"jobs"`
+		}
+		s.do("GET", "/v1/jobs?status=running", nil, &page)
+		return len(page.Jobs) >= 2
+	})
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	s.cmd.Wait()
+	close(stop)
+	wg.Wait()
+	if n := s.sandboxes(); n == 0 {
+		t.Log("no sandbox was running at the kill")
+	}
+
+	s.start()
+	mu.Lock()
+	ids := append([]string(nil), accepted...)
+	mu.Unlock()
+	final := s.awaitFinal(ids)
+	for id, j := range final {
+		if j.Status != "complete" {
+			t.Errorf("job %s ended %s: %s", id, j.Status, j.Error)
+		}
+	}
+	var page struct {
+		Jobs []jobDTO `json:"jobs"`
+	}
+	s.do("GET", "/v1/jobs?limit=1000", nil, &page)
+	seen := map[string]int{}
+	for _, j := range page.Jobs {
+		seen[j.JobID]++
+	}
+	for _, id := range ids {
+		if seen[id] != 1 {
+			t.Errorf("accepted job %s listed %d times", id, seen[id])
+		}
+	}
+	waitUntil(t, time.Minute, func() bool { return s.sandboxes() == 0 })
+	t.Logf("%d jobs accepted across the crash, all complete", len(ids))
+}
+
+func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("condition not met within %v", d)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

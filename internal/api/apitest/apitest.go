@@ -1,0 +1,175 @@
+// Package apitest starts the real API over the real jobs.Service and a real
+// SQLite store in a temporary directory, for the tests of the API, the Go
+// client and the CLI. There is no scheduler: tests move jobs through their
+// states themselves (Start, Finish) and write events (Emit).
+package apitest
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/store/sqlite"
+)
+
+// Token is the bearer token the test server accepts.
+const Token = "test-token-0123456789"
+
+// Env is a running test server and what it runs on.
+type Env struct {
+	t       testing.TB
+	Server  *httptest.Server
+	URL     string
+	Store   store.Store
+	Svc     *jobs.Service
+	DataDir string
+	Reg     *prometheus.Registry
+	hook    atomic.Pointer[func(*http.Request)]
+}
+
+// OnRequest makes fn see every request before the API handles it, e.g. to
+// move a job along once a client starts following it.
+func (e *Env) OnRequest(fn func(*http.Request)) { e.hook.Store(&fn) }
+
+// New starts a server. cfg.Tokens defaults to Token; Poll and KeepAlive
+// default to a few milliseconds so that streams react fast.
+func New(t testing.TB, cfg api.Config) *Env {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "agentbox.db"), sqlite.Options{Synchronous: sqlite.SyncNormal})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	if cfg.Tokens == nil && !cfg.NoAuth {
+		cfg.Tokens = []string{Token}
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = 10 * time.Millisecond
+	}
+	e := &Env{t: t, Store: st, DataDir: dir, Reg: prometheus.NewRegistry()}
+	e.Svc = jobs.NewService(st, dir, 3, nil)
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h := api.New(cfg, e.Svc, e.Reg, log)
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fn := e.hook.Load(); fn != nil {
+			(*fn)(r)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	e.URL = e.Server.URL
+	t.Cleanup(func() {
+		e.Server.Close()
+		st.Close()
+	})
+	return e
+}
+
+// Submit creates a pending job with the given task.
+func (e *Env) Submit(task string) store.Job {
+	e.t.Helper()
+	j, _, err := e.Svc.Submit(context.Background(), jobs.SubmitRequest{Task: task})
+	if err != nil {
+		e.t.Fatalf("submit: %v", err)
+	}
+	return j
+}
+
+// Start marks a job running, as a worker's claim would, and records it.
+func (e *Env) Start(id string) {
+	e.t.Helper()
+	e.update(id, func(j *store.Job) {
+		j.Status, j.Attempts, j.StartedAt = store.StatusRunning, j.Attempts+1, time.Now().UTC()
+	})
+	e.Emit(id, jobs.EventState, map[string]any{"status": store.StatusRunning, "attempt": 1})
+}
+
+// Finish ends a job with status (and errMsg for error or canceled) and
+// records the final state event.
+func (e *Env) Finish(id string, status store.Status, errMsg string) {
+	e.t.Helper()
+	e.update(id, func(j *store.Job) {
+		j.Status, j.Error, j.EndedAt = status, errMsg, time.Now().UTC()
+		if status == store.StatusComplete {
+			j.Result = "done"
+		}
+	})
+	p := map[string]any{"status": status}
+	if errMsg != "" {
+		p["error"] = errMsg
+	}
+	e.Emit(id, jobs.EventState, p)
+}
+
+// SetStatus changes a job's status without recording an event.
+func (e *Env) SetStatus(id string, status store.Status) {
+	e.t.Helper()
+	e.update(id, func(j *store.Job) { j.Status = status })
+}
+
+func (e *Env) update(id string, fn func(*store.Job)) {
+	e.t.Helper()
+	_, err := e.Store.UpdateJob(context.Background(), id, func(j *store.Job) error {
+		fn(j)
+		j.UpdatedAt = time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		e.t.Fatalf("update job %s: %v", id, err)
+	}
+}
+
+// Emit appends an event to a job's log.
+func (e *Env) Emit(id, typ string, payload any) store.Event {
+	e.t.Helper()
+	b, err := json.Marshal(payload)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ev, err := e.Store.AppendEvent(context.Background(), id, typ, b)
+	if err != nil {
+		e.t.Fatalf("append event: %v", err)
+	}
+	return ev
+}
+
+// Workspace creates the job's workspace directory and returns its path.
+func (e *Env) Workspace(id string) string {
+	e.t.Helper()
+	dir := jobs.WorkspaceDir(e.DataDir, id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	return dir
+}
+
+// WriteFile writes a file (and its parents) into the job's workspace.
+func (e *Env) WriteFile(id, rel, content string) {
+	e.t.Helper()
+	p := filepath.Join(e.Workspace(id), filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// testWriter sends the server's log to the test's log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}

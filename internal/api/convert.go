@@ -1,0 +1,80 @@
+package api
+
+import (
+	"encoding/json"
+	"math"
+	"net/url"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// submitRequest turns the wire request into the service's.
+func submitRequest(in SubmitRequest, key string) jobs.SubmitRequest {
+	req := jobs.SubmitRequest{Task: in.Task, Model: in.Model, Metadata: in.Metadata, IdempotencyKey: key}
+	if in.Limits != nil {
+		req.Limits = store.Limits{
+			Timeout:     time.Duration(in.Limits.Timeout),
+			MaxSteps:    in.Limits.MaxSteps,
+			MemoryBytes: int64(in.Limits.Memory),
+			NanoCPUs:    nanoCPUs(in.Limits.CPUs),
+		}
+	}
+	return req
+}
+
+// nanoCPUs converts a CPU count, saturating so that absurd values stay
+// absurd (and are refused by validation) instead of wrapping around.
+func nanoCPUs(cpus float64) int64 {
+	switch {
+	case cpus >= float64(math.MaxInt64)/1e9:
+		return math.MaxInt64
+	case cpus <= -float64(math.MaxInt64)/1e9:
+		return math.MinInt64
+	}
+	return int64(math.Round(cpus * 1e9))
+}
+
+func limitsDTO(l store.Limits) Limits {
+	return Limits{
+		Timeout:  Duration(l.Timeout),
+		MaxSteps: l.MaxSteps,
+		Memory:   ByteSize(l.MemoryBytes),
+		CPUs:     float64(l.NanoCPUs) / 1e9,
+	}
+}
+
+func (s *server) jobDTO(j store.Job) Job {
+	return Job{
+		JobID: j.ID, Task: j.Task, Model: j.Model, Status: string(j.Status),
+		Limits: limitsDTO(j.Limits), Metadata: j.Metadata,
+		Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, Steps: j.Steps,
+		Usage:         Usage(j.Usage),
+		ContextTokens: j.ContextTokens, Error: j.Error, Result: j.Result,
+		CancelRequested: j.CancelRequested,
+		CreatedAt:       utc(j.CreatedAt), UpdatedAt: utc(j.UpdatedAt),
+		StartedAt: utc(j.StartedAt), EndedAt: utc(j.EndedAt),
+		Links: s.links(j.ID),
+	}
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
+}
+
+func (s *server) links(id string) Links {
+	self := s.cfg.BaseURL + "/v1/jobs/" + url.PathEscape(id)
+	return Links{Self: self, Events: self + "/events", Artifacts: self + "/artifacts.zip", Files: self + "/files/"}
+}
+
+func eventDTO(e store.Event) Event {
+	p := e.Payload
+	if len(p) == 0 || !json.Valid(p) {
+		p = json.RawMessage("{}")
+	}
+	return Event{JobID: e.JobID, Seq: e.Seq, Time: utc(e.Time), Type: e.Type, Payload: p}
+}

@@ -1,0 +1,135 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The types in this file are the API's wire format (DTOs), kept apart from
+// the domain types of internal/store so that the store can change without
+// changing the API. openapi.json describes each of them; a test checks that
+// their JSON field names match the document.
+
+// SubmitRequest is the body of POST /v1/jobs (and of the /schedule and
+// /submit aliases).
+type SubmitRequest struct {
+	Task     string            `json:"task"`
+	Model    string            `json:"model,omitempty"`
+	Limits   *Limits           `json:"limits,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// Limits bound one job. Zero or absent fields take the server's defaults.
+// Timeout accepts a duration string ("30m") or a number of seconds and is
+// always returned as a duration string; Memory accepts a size string ("2g")
+// or a number of bytes and is always returned as bytes.
+type Limits struct {
+	Timeout  Duration `json:"timeout,omitzero"`
+	MaxSteps int      `json:"max_steps,omitzero"`
+	Memory   ByteSize `json:"memory,omitzero"`
+	CPUs     float64  `json:"cpus,omitzero"`
+}
+
+// SubmitResponse is the answer to POST /v1/jobs.
+type SubmitResponse struct {
+	JobID  string `json:"job_id"`
+	Status string `json:"status"`
+	Links  Links  `json:"links"`
+}
+
+// Links are the URLs of a job's resources. They are root-relative unless the
+// server is configured with a public base URL.
+type Links struct {
+	Self      string `json:"self"`
+	Events    string `json:"events"`
+	Artifacts string `json:"artifacts"`
+	Files     string `json:"files"`
+}
+
+// Job is a job as the API shows it.
+type Job struct {
+	JobID           string            `json:"job_id"`
+	Task            string            `json:"task"`
+	Model           string            `json:"model,omitempty"`
+	Status          string            `json:"status"`
+	Limits          Limits            `json:"limits"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
+	Attempts        int               `json:"attempts"`
+	MaxAttempts     int               `json:"max_attempts"`
+	Steps           int               `json:"steps"`
+	Usage           Usage             `json:"usage"`
+	ContextTokens   int64             `json:"context_tokens"`
+	Error           string            `json:"error,omitempty"`
+	Result          string            `json:"result,omitempty"`
+	CancelRequested bool              `json:"cancel_requested,omitempty"`
+	CreatedAt       time.Time         `json:"created_at"`
+	UpdatedAt       time.Time         `json:"updated_at"`
+	StartedAt       time.Time         `json:"started_at,omitzero"`
+	EndedAt         time.Time         `json:"ended_at,omitzero"`
+	Links           Links             `json:"links"`
+}
+
+// Usage is what a job consumed from its model, and what that cost.
+type Usage struct {
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens"`
+	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+// JobList is one page of GET /v1/jobs, newest first.
+type JobList struct {
+	Jobs []Job `json:"jobs"`
+	// NextCursor is passed as ?cursor= to get the next page; empty on the last.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// Event is one entry of a job's log. Payload is a JSON object whose shape
+// depends on Type (see docs/api.md).
+type Event struct {
+	JobID   string          `json:"job_id"`
+	Seq     int64           `json:"seq"`
+	Time    time.Time       `json:"time"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// EventPage is one page of GET /v1/jobs/{id}/events.
+type EventPage struct {
+	Events []Event `json:"events"`
+	// NextAfter is passed as ?after= to read on: the last seq returned, or the
+	// request's own after when the page is empty.
+	NextAfter int64 `json:"next_after"`
+	// HasMore is true when the page is full and more events may follow now.
+	HasMore bool `json:"has_more"`
+}
+
+// ErrorResponse is the body of every error response.
+type ErrorResponse struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail says what went wrong: a stable code and a message for people.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// LegacySubmitResponse is the answer of the POST /schedule and /submit aliases.
+type LegacySubmitResponse struct {
+	JobID string `json:"job_id"`
+}
+
+// LegacyStatus is the answer of the GET /status/{id} alias.
+type LegacyStatus struct {
+	Status string `json:"status"`
+	// Result is the download URL of the job's artifacts once it completed.
+	Result string `json:"result,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Health is the answer of GET /healthz.
+type Health struct {
+	Status string `json:"status"`
+}

@@ -1,0 +1,97 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// Error codes of the JSON error body. Clients branch on the code; the
+// message is for people.
+const (
+	CodeBadRequest          = "bad_request"          // 400: unparseable body, unknown field, wrong type, bad path
+	CodeUnauthorized        = "unauthorized"         // 401: missing or wrong bearer token
+	CodeForbidden           = "forbidden"            // 403: Host header refused (no-auth mode)
+	CodeNotFound            = "not_found"            // 404: unknown job, file or route
+	CodeMethodNotAllowed    = "method_not_allowed"   // 405
+	CodeNotEnded            = "not_ended"            // 409: results asked for while the job runs
+	CodeAlreadyEnded        = "already_ended"        // 409: cancel of an ended job
+	CodeTooLarge            = "body_too_large"       // 413
+	CodeValidation          = "validation_failed"    // 422: well-formed request with invalid values
+	CodeIdempotencyConflict = "idempotency_conflict" // 422: Idempotency-Key reused with another body
+	CodeInternal            = "internal"             // 500
+)
+
+// apiError is an error the API itself raises with a status and a message fit
+// for the client.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func errorf(status int, code, format string, args ...any) error {
+	return &apiError{status: status, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) error {
+	return errorf(http.StatusBadRequest, CodeBadRequest, format, args...)
+}
+
+// errNoFile hides why a workspace path could not be opened (absent, escapes
+// the workspace, a dangling symlink): all look the same to the client.
+var errNoFile = errors.New("no such file in the job's workspace")
+
+// errorStatus maps an error to its HTTP status, code and client message.
+// It is the only place that knows which sentinel means which status; internal
+// reports whether the error is the server's fault (the message is then generic).
+func errorStatus(err error) (status int, code, msg string, internal bool) {
+	var ae *apiError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		return ae.status, ae.code, ae.msg, false
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit), false
+	case errors.Is(err, errNoFile):
+		return http.StatusNotFound, CodeNotFound, errNoFile.Error(), false
+	case errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound, CodeNotFound, "no such job", false
+	case errors.Is(err, store.ErrConflict):
+		return http.StatusUnprocessableEntity, CodeIdempotencyConflict, "Idempotency-Key was already used with a different request", false
+	case errors.Is(err, jobs.ErrInvalid):
+		return http.StatusUnprocessableEntity, CodeValidation, err.Error(), false
+	case errors.Is(err, store.ErrInvalid):
+		return http.StatusBadRequest, CodeBadRequest, err.Error(), false
+	case errors.Is(err, jobs.ErrNotEnded):
+		return http.StatusConflict, CodeNotEnded, err.Error(), false
+	case errors.Is(err, jobs.ErrEnded):
+		return http.StatusConflict, CodeAlreadyEnded, err.Error(), false
+	}
+	return http.StatusInternalServerError, CodeInternal, "internal error", true
+}
+
+// writeJSON encodes v with status. An encoding failure after the header is
+// out cannot be reported to the client; the connection simply ends.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	h := w.Header()
+	for _, k := range []string{"Content-Disposition", "Content-Length", "Last-Modified", "Etag"} {
+		h.Del(k)
+	}
+	if status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="agentbox"`)
+	}
+	writeJSON(w, status, ErrorResponse{Error: ErrorDetail{Code: code, Message: msg}})
+}

@@ -1,0 +1,87 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// fakeService is a hand-written api.Service for failures a real store does
+// not produce on demand. Unset functions panic.
+type fakeService struct {
+	get func(id string) (store.Job, error)
+}
+
+func (f fakeService) Submit(context.Context, jobs.SubmitRequest) (store.Job, bool, error) {
+	panic("not used")
+}
+func (f fakeService) Get(_ context.Context, id string) (store.Job, error) { return f.get(id) }
+func (f fakeService) List(context.Context, store.ListOptions) (store.JobPage, error) {
+	return store.JobPage{}, errors.New("database is locked")
+}
+func (f fakeService) Cancel(context.Context, string) (store.Job, error) { panic("not used") }
+func (f fakeService) Events(context.Context, string, int64, int) ([]store.Event, error) {
+	panic("not used")
+}
+func (f fakeService) WaitEvents(context.Context, string, int64, time.Duration) error {
+	panic("not used")
+}
+func (f fakeService) Workspace(context.Context, string) (string, error) { panic("not used") }
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServerFaultsAreGenericLogged500s(t *testing.T) {
+	var logs syncBuffer
+	svc := fakeService{get: func(id string) (store.Job, error) {
+		if id == "job_panic" {
+			panic("nil map somewhere")
+		}
+		return store.Job{}, errors.New("disk on fire")
+	}}
+	srv := httptest.NewServer(api.New(api.Config{NoAuth: true}, svc, nil, slog.New(slog.NewTextHandler(&logs, nil))))
+	defer srv.Close()
+	e := envFor(srv)
+	for _, tt := range []struct{ path, secret, logged string }{
+		{"/v1/jobs/job_panic", "nil map", "panicked"},
+		{"/v1/jobs/job_broken", "disk on fire", "disk on fire"},
+		{"/v1/jobs", "database is locked", "database is locked"},
+	} {
+		resp, b := do(t, e, req{method: "GET", path: tt.path, noAuth: true})
+		got := wantError(t, resp, b, 500, api.CodeInternal)
+		if strings.Contains(got.Message, tt.secret) {
+			t.Errorf("%s: message %q leaks the cause", tt.path, got.Message)
+		}
+		if l := logs.String(); !strings.Contains(l, tt.logged) {
+			t.Errorf("%s: log lacks %q:\n%s", tt.path, tt.logged, l)
+		}
+	}
+	if l := logs.String(); !strings.Contains(l, "job_id=job_broken") {
+		t.Errorf("log lacks the job id:\n%s", l)
+	}
+}

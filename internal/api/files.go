@@ -1,0 +1,159 @@
+package api
+
+import (
+	"archive/zip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"os"
+	"path"
+	"syscall"
+
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// openFlags opens workspace files without blocking on a FIFO the agent may
+// have left behind.
+const openFlags = os.O_RDONLY | syscall.O_NONBLOCK
+
+// file handles GET /v1/jobs/{id}/files/{path...}: one regular file of an
+// ended job's workspace. Every access goes through os.Root, so neither
+// "..", an absolute path nor a symlink can reach outside the workspace.
+func (s *server) file(w http.ResponseWriter, r *http.Request) error {
+	p := r.PathValue("path")
+	if !fs.ValidPath(p) || p == "." {
+		return badRequest("file path must be relative to the workspace, without '.' or '..' segments")
+	}
+	root, err := s.openWorkspace(r)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(p, openFlags, 0)
+	if err != nil {
+		return errNoFile
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	switch {
+	case err != nil:
+		return errNoFile
+	case info.IsDir():
+		return badRequest("%s is a directory; download artifacts.zip for the whole workspace", p)
+	case !info.Mode().IsRegular():
+		return badRequest("%s is not a regular file", p)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
+	http.ServeContent(w, r, "", info.ModTime(), f)
+	return nil
+}
+
+// artifacts handles GET /v1/jobs/{id}/artifacts.zip: the ended job's whole
+// workspace as a zip, streamed. Symlinks are stored as symlinks (their
+// target text), never followed; devices, sockets and FIFOs are left out.
+func (s *server) artifacts(w http.ResponseWriter, r *http.Request) error {
+	root, err := s.openWorkspace(r)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	id := pathID(r)
+	w.Header().Set("Content-Type", "application/zip")
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": id + ".zip"}))
+	zw := zip.NewWriter(w)
+	err = fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			s.log.Warn("artifacts: skipping unreadable entry", "job_id", id, "path", name, "err", err)
+			return nil
+		}
+		return addToZip(zw, root, name, d)
+	})
+	if err == nil {
+		err = zw.Close()
+	}
+	if err != nil {
+		if r.Context().Err() == nil {
+			s.log.Error("artifacts: zip stream failed", "job_id", id, "err", err)
+		}
+		panic(http.ErrAbortHandler) // cut the connection: the client must not take a truncated zip for whole
+	}
+	return nil
+}
+
+func (s *server) openWorkspace(r *http.Request) (*os.Root, error) {
+	dir, err := s.svc.Workspace(r.Context(), pathID(r))
+	if errors.Is(err, store.ErrNotFound) {
+		if _, gerr := s.svc.Get(r.Context(), pathID(r)); gerr == nil {
+			return nil, errorf(http.StatusNotFound, CodeNotFound, "job %s has no workspace: it ended before its sandbox started", pathID(r))
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	return root, nil
+}
+
+// addToZip adds one walked entry: a directory, a symlink or a regular file.
+func addToZip(zw *zip.Writer, root *os.Root, name string, d fs.DirEntry) error {
+	if name == "." {
+		return nil
+	}
+	switch t := d.Type(); {
+	case t.IsDir():
+		_, err := zw.CreateHeader(&zip.FileHeader{Name: name + "/", Method: zip.Store})
+		return err
+	case t&fs.ModeSymlink != 0:
+		return addSymlink(zw, root, name)
+	case t.IsRegular():
+		return addFile(zw, root, name)
+	}
+	return nil
+}
+
+func addSymlink(zw *zip.Writer, root *os.Root, name string) error {
+	target, err := root.Readlink(name)
+	if err != nil {
+		return nil // gone since the walk listed it
+	}
+	fh := &zip.FileHeader{Name: name, Method: zip.Store}
+	fh.SetMode(fs.ModeSymlink | 0o777)
+	zf, err := zw.CreateHeader(fh)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(zf, target)
+	return err
+}
+
+func addFile(zw *zip.Writer, root *os.Root, name string) error {
+	f, err := root.OpenFile(name, openFlags, 0)
+	if err != nil {
+		return nil // gone or replaced since the walk listed it
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		return nil
+	}
+	fh, err := zip.FileInfoHeader(info)
+	if err != nil {
+		return err
+	}
+	fh.Name, fh.Method = name, zip.Deflate
+	zf, err := zw.CreateHeader(fh)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(zf, f)
+	return err
+}

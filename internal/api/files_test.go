@@ -1,0 +1,172 @@
+package api_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/api/apitest"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// endedJobWithWorkspace makes a complete job whose workspace holds files, a
+// directory, symlinks inside and out (to /etc) and a FIFO.
+func endedJobWithWorkspace(t *testing.T, e *apitest.Env) string {
+	t.Helper()
+	id := e.Submit("x").ID
+	e.Start(id)
+	e.Finish(id, store.StatusComplete, "")
+	e.WriteFile(id, "hello.txt", "hello\n")
+	e.WriteFile(id, "src/app/main.py", "print(42)\n")
+	ws := e.Workspace(id)
+	for name, target := range map[string]string{"etc": "/etc", "passwd": "/etc/passwd", "up": "../..", "inside": "hello.txt"} {
+		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+const etcPasswdMarker = "root:"
+
+func TestFileTraversal(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	id := endedJobWithWorkspace(t, e)
+	base := "/v1/jobs/" + id + "/files/"
+	tests := []struct {
+		path   string
+		status int
+	}{
+		{"../../../../../../etc/passwd", 400},
+		{"%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/etc/passwd", 400},
+		{"%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2fetc%2fpasswd", 400},
+		{"..%2F..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd", 400},
+		{"src/..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd", 400},
+		{"%2Fetc%2Fpasswd", 400},
+		{"/etc/passwd", 400},
+		{"./hello.txt", 400},
+		{"etc/passwd", 404},
+		{"passwd", 404},
+		{"up/up/etc/passwd", 404},
+		{"up", 404},
+		{"missing.txt", 404},
+		{"src", 400},
+		{"src/app", 400},
+		{"fifo", 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			resp, b := do(t, e, req{method: "GET", path: base + tt.path})
+			if resp.StatusCode != tt.status {
+				t.Errorf("status %d, want %d: %s", resp.StatusCode, tt.status, b)
+			}
+			if resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("Content-Type %q, want a JSON error", resp.Header.Get("Content-Type"))
+			}
+			if strings.Contains(string(b), etcPasswdMarker) {
+				t.Fatalf("body holds /etc/passwd data: %s", b)
+			}
+		})
+	}
+}
+
+func TestFileDownload(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	id := endedJobWithWorkspace(t, e)
+	for path, want := range map[string]string{"hello.txt": "hello\n", "src/app/main.py": "print(42)\n", "inside": "hello\n", "src%2Fapp%2Fmain.py": "print(42)\n"} {
+		resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/files/" + path})
+		if resp.StatusCode != 200 || string(b) != want {
+			t.Errorf("%s: %d %q, want %q", path, resp.StatusCode, b, want)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/octet-stream" {
+			t.Errorf("%s: Content-Type %q", path, ct)
+		}
+	}
+	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/files/hello.txt", header: map[string]string{"Range": "bytes=1-3"}})
+	if resp.StatusCode != http.StatusPartialContent || string(b) != "ell" {
+		t.Errorf("range: %d %q", resp.StatusCode, b)
+	}
+}
+
+func TestArtifactsZip(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	id := endedJobWithWorkspace(t, e)
+	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/artifacts.zip"})
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/zip" {
+		t.Fatalf("status %d, type %q: %.200s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	if !strings.Contains(resp.Header.Get("Content-Disposition"), id+".zip") {
+		t.Errorf("Content-Disposition %q", resp.Header.Get("Content-Disposition"))
+	}
+	entries := readZip(t, b)
+	want := map[string]string{
+		"hello.txt": "hello\n", "src/": "", "src/app/": "", "src/app/main.py": "print(42)\n",
+		"etc": "link:/etc", "passwd": "link:/etc/passwd", "up": "link:../..", "inside": "link:hello.txt",
+	}
+	for name, content := range want {
+		if got, ok := entries[name]; !ok || got != content {
+			t.Errorf("entry %s = %q (present %v), want %q", name, got, ok, content)
+		}
+	}
+	if len(entries) != len(want) {
+		t.Errorf("entries %v, want exactly %v (no FIFO, nothing followed)", keys(entries), keys(want))
+	}
+	if bytes.Contains(b, []byte(etcPasswdMarker)) {
+		t.Error("zip holds /etc/passwd data")
+	}
+}
+
+// readZip returns each entry's content, or "link:<target>" for symlinks.
+func readZip(t *testing.T, b []byte) map[string]string {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("not a zip: %v", err)
+	}
+	out := map[string]string{}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Mode()&fs.ModeSymlink != 0 {
+			data = append([]byte("link:"), data...)
+		}
+		out[f.Name] = string(data)
+	}
+	return out
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestArtifactsOfEndedJobWithoutWorkspace(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	id := e.Submit("x").ID
+	e.Finish(id, store.StatusError, "sandbox never started")
+	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/artifacts.zip"})
+	if got := wantError(t, resp, b, http.StatusNotFound, api.CodeNotFound); !strings.Contains(got.Message, "no workspace") {
+		t.Errorf("message %q", got.Message)
+	}
+}

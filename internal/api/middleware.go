@@ -1,0 +1,184 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// wrap puts the route's handler behind panic recovery, request metrics and
+// the auth check, and encodes the error it returns.
+func (s *server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &recorder{ResponseWriter: w}
+		defer s.done(rt.pattern, rec, r, time.Now())
+		defer s.recoverPanic(rec, r, rt.pattern)
+		if err := s.guard(rt, r); err != nil {
+			s.fail(rec, r, rt.pattern, err)
+			return
+		}
+		if err := rt.h(rec, r); err != nil {
+			s.fail(rec, r, rt.pattern, err)
+		}
+	})
+}
+
+// done records the request in the metrics and the debug log.
+func (s *server) done(pattern string, w *recorder, r *http.Request, start time.Time) {
+	status := w.status
+	if !w.wrote {
+		status = http.StatusOK
+	}
+	elapsed := time.Since(start)
+	s.metrics.observe(pattern, status, elapsed)
+	if s.log.Enabled(r.Context(), slog.LevelDebug) {
+		s.log.Debug("api request", "method", r.Method, "path", r.URL.Path, "route", pattern, "status", status, "duration", elapsed)
+	}
+}
+
+// fail writes err as a JSON error. Server faults are logged with the job id;
+// their message to the client stays generic.
+func (s *server) fail(w *recorder, r *http.Request, pattern string, err error) {
+	if r.Context().Err() != nil && errors.Is(err, context.Cause(r.Context())) {
+		return // the client went away
+	}
+	status, code, msg, internal := errorStatus(err)
+	if internal {
+		s.log.Error("api request failed", "route", pattern, "job_id", pathID(r), "err", err)
+	}
+	if w.wrote {
+		return // too late to send a status; the stream just ends
+	}
+	writeError(w, status, code, msg)
+}
+
+func (s *server) recoverPanic(w *recorder, r *http.Request, pattern string) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	s.log.Error("api handler panicked", "route", pattern, "job_id", pathID(r), "panic", v, "stack", string(debug.Stack()))
+	if !w.wrote {
+		writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
+	}
+}
+
+// guard enforces the bearer token (or, without auth, a loopback Host).
+func (s *server) guard(rt route, r *http.Request) error {
+	if !rt.auth {
+		return nil
+	}
+	if s.cfg.NoAuth {
+		return checkLocalRequest(r)
+	}
+	if !s.validToken(r.Header.Get("Authorization")) {
+		return errorf(http.StatusUnauthorized, CodeUnauthorized, "missing or invalid bearer token")
+	}
+	return nil
+}
+
+func hashTokens(tokens []string) [][32]byte {
+	var out [][32]byte
+	for _, t := range tokens {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, sha256.Sum256([]byte(t)))
+		}
+	}
+	return out
+}
+
+// validToken compares digests in constant time, so neither a token's
+// content nor its length leaks through timing.
+func (s *server) validToken(header string) bool {
+	const prefix = "bearer "
+	if len(header) <= len(prefix) || !strings.EqualFold(header[:len(prefix)], prefix) {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(header[len(prefix):])))
+	ok := 0
+	for _, want := range s.tokens {
+		ok |= subtle.ConstantTimeCompare(got[:], want[:])
+	}
+	return ok == 1
+}
+
+// checkLocalRequest guards a server without auth against web pages: the
+// Host must be one a DNS-rebinding page cannot produce, and a browser's
+// Origin, when sent, must be local too (no cross-site POST from a page).
+func checkLocalRequest(r *http.Request) error {
+	if !loopbackHost(r.Host) {
+		return errorf(http.StatusForbidden, CodeForbidden,
+			"this server runs without auth and only answers requests addressed to localhost or an IP address")
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || !isLoopbackName(u.Hostname()) {
+			return errorf(http.StatusForbidden, CodeForbidden,
+				"this server runs without auth and refuses requests from web pages of other origins")
+		}
+	}
+	return nil
+}
+
+// isLoopbackName reports whether host is localhost or a loopback IP.
+func isLoopbackName(host string) bool {
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
+}
+
+// loopbackHost accepts IP literals and localhost names: a DNS-rebinding page
+// can only make a browser send a Host it controls, which is neither.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	return net.ParseIP(host) != nil || isLoopbackName(host)
+}
+
+// recorder remembers the status a handler wrote.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *recorder) WriteHeader(code int) {
+	if !w.wrote && code >= 200 {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets streaming handlers (SSE, zip) push what they wrote.
+func (w *recorder) Flush() {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,170 @@
+package api
+
+import (
+	"encoding/json"
+	"maps"
+	"net/http/httptest"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// openAPIDoc is the part of the document the tests read.
+type openAPIDoc struct {
+	OpenAPI    string                                `json:"openapi"`
+	Paths      map[string]map[string]json.RawMessage `json:"paths"`
+	Components struct {
+		Schemas map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		} `json:"schemas"`
+	} `json:"components"`
+}
+
+func loadDoc(t *testing.T) openAPIDoc {
+	t.Helper()
+	var d openAPIDoc
+	if err := json.Unmarshal(OpenAPI(), &d); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	if d.OpenAPI != "3.1.0" {
+		t.Errorf("openapi = %q, want 3.1.0", d.OpenAPI)
+	}
+	return d
+}
+
+var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+// TestOpenAPIRoutesMatchTheMux: every route registered on the mux is in the
+// document and every documented operation is served by exactly that route.
+func TestOpenAPIRoutesMatchTheMux(t *testing.T) {
+	d := loadDoc(t)
+	s := New(Config{NoAuth: true}, nil, nil, nil).(*server)
+	var registered, documented []string
+	for _, rt := range s.routes() {
+		registered = append(registered, strings.Replace(rt.pattern, "{path...}", "{path}", 1))
+	}
+	for p, ops := range d.Paths {
+		for m := range ops {
+			if slices.Contains(httpMethods, m) {
+				documented = append(documented, strings.ToUpper(m)+" "+p)
+			}
+		}
+	}
+	slices.Sort(registered)
+	slices.Sort(documented)
+	if !slices.Equal(registered, documented) {
+		t.Errorf("routes differ:\n mux: %v\n doc: %v", registered, documented)
+	}
+	param := regexp.MustCompile(`\{[^}]+\}`)
+	for _, op := range documented {
+		method, p, _ := strings.Cut(op, " ")
+		r := httptest.NewRequest(method, param.ReplaceAllString(p, "x1"), nil)
+		if _, pattern := s.mux.Handler(r); strings.Replace(pattern, "{path...}", "{path}", 1) != op {
+			t.Errorf("%s is served by pattern %q", op, pattern)
+		}
+	}
+}
+
+// TestOpenAPISchemasMatchDTOs: each DTO's JSON field names are its schema's
+// properties, and the fields always present are the schema's required ones.
+func TestOpenAPISchemasMatchDTOs(t *testing.T) {
+	d := loadDoc(t)
+	dtos := map[string]reflect.Type{
+		"SubmitRequest": reflect.TypeFor[SubmitRequest](), "Limits": reflect.TypeFor[Limits](),
+		"SubmitResponse": reflect.TypeFor[SubmitResponse](), "Links": reflect.TypeFor[Links](),
+		"Job": reflect.TypeFor[Job](), "Usage": reflect.TypeFor[Usage](), "JobList": reflect.TypeFor[JobList](),
+		"Event": reflect.TypeFor[Event](), "EventPage": reflect.TypeFor[EventPage](),
+		"ErrorResponse": reflect.TypeFor[ErrorResponse](), "ErrorDetail": reflect.TypeFor[ErrorDetail](),
+		"LegacySubmitResponse": reflect.TypeFor[LegacySubmitResponse](), "LegacyStatus": reflect.TypeFor[LegacyStatus](),
+		"Health": reflect.TypeFor[Health](),
+	}
+	notDTOs := []string{"Status"} // an enum, not a struct
+	for name, schema := range d.Components.Schemas {
+		typ, ok := dtos[name]
+		if !ok {
+			if !slices.Contains(notDTOs, name) {
+				t.Errorf("schema %s has no DTO", name)
+			}
+			continue
+		}
+		all, required := jsonFields(typ)
+		if props := slices.Sorted(maps.Keys(schema.Properties)); !slices.Equal(props, all) {
+			t.Errorf("%s: schema properties %v, DTO fields %v", name, props, all)
+		}
+		if req := slices.Sorted(slices.Values(schema.Required)); !slices.Equal(req, required) {
+			t.Errorf("%s: schema requires %v, DTO always sends %v", name, req, required)
+		}
+	}
+	for name := range dtos {
+		if _, ok := d.Components.Schemas[name]; !ok {
+			t.Errorf("DTO %s has no schema", name)
+		}
+	}
+}
+
+// jsonFields returns a struct's JSON names, all and those never omitted.
+func jsonFields(t reflect.Type) (all, required []string) {
+	for f := range t.Fields() {
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		all = append(all, name)
+		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+			required = append(required, name)
+		}
+	}
+	slices.Sort(all)
+	slices.Sort(required)
+	return all, required
+}
+
+// TestOpenAPIRefsResolve: every $ref points at a component that exists.
+func TestOpenAPIRefsResolve(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	refs := regexp.MustCompile(`"\$ref":\s*"#/components/(\w+)/(\w+)"`).FindAllStringSubmatch(string(OpenAPI()), -1)
+	if len(refs) == 0 {
+		t.Fatal("no $refs found")
+	}
+	comps := doc["components"].(map[string]any)
+	for _, m := range refs {
+		kind, _ := comps[m[1]].(map[string]any)
+		if _, ok := kind[m[2]]; !ok {
+			t.Errorf("$ref #/components/%s/%s does not resolve", m[1], m[2])
+		}
+	}
+}
+
+// TestOpenAPIErrorCodes: the document lists exactly the codes the API uses.
+func TestOpenAPIErrorCodes(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				ErrorDetail struct {
+					Properties struct {
+						Code struct {
+							Enum []string `json:"enum"`
+						} `json:"code"`
+					} `json:"properties"`
+				} `json:"ErrorDetail"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	codes := []string{CodeBadRequest, CodeUnauthorized, CodeForbidden, CodeNotFound, CodeMethodNotAllowed,
+		CodeNotEnded, CodeAlreadyEnded, CodeTooLarge, CodeValidation, CodeIdempotencyConflict, CodeInternal}
+	got := doc.Components.Schemas.ErrorDetail.Properties.Code.Enum
+	slices.Sort(codes)
+	slices.Sort(got)
+	if !slices.Equal(got, codes) {
+		t.Errorf("documented codes %v, API codes %v", got, codes)
+	}
+}

@@ -1,0 +1,80 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// TokenFile is the name of the generated token's file in the data directory.
+const TokenFile = "token"
+
+// LoadOrCreateToken returns the API token kept in <dataDir>/token, creating
+// it (32 random bytes, hex; file mode 0600, directory 0700) if it does not
+// exist. created reports whether this call wrote it. Two processes racing to
+// create it end up with the same token: the file appears whole, once.
+func LoadOrCreateToken(dataDir string) (token, path string, created bool, err error) {
+	path = filepath.Join(dataDir, TokenFile)
+	token, err = readToken(path)
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		return token, path, false, err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", path, false, fmt.Errorf("token: %w", err)
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", path, false, fmt.Errorf("token: %w", err)
+	}
+	token = hex.EncodeToString(b[:])
+	switch err := writeNew(path, token+"\n"); {
+	case errors.Is(err, os.ErrExist):
+		token, err = readToken(path)
+		return token, path, false, err
+	case err != nil:
+		return "", path, false, fmt.Errorf("token: %w", err)
+	}
+	return token, path, true, nil
+}
+
+func readToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	t := strings.TrimSpace(string(b))
+	if t == "" {
+		return "", fmt.Errorf("token file %s is empty; delete it to have a new token generated", path)
+	}
+	return t, nil
+}
+
+// writeNew writes content to a temporary file and links it into place, so
+// the file never exists half-written and an existing one is never replaced.
+func writeNew(path, content string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".token-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.WriteString(content); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Link(tmp.Name(), path)
+}

@@ -1,0 +1,235 @@
+// Package client is the Go client of agentbox's HTTP API (internal/api):
+// jobs, their event stream (followed over SSE, resuming after a dropped
+// connection), and downloads of their workspaces. The CLI's submit, status,
+// list, logs, cancel and download commands are built on it.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/api"
+)
+
+// Client talks to one agentbox server. It is safe for concurrent use.
+type Client struct {
+	base  string // scheme://host[/prefix], no trailing slash
+	token string
+	// HTTP is the underlying client; it must not time out whole requests,
+	// since event streams last as long as their job.
+	HTTP *http.Client
+	// RetryDelay is the first wait before Follow reconnects; it doubles up
+	// to 5s. Default 500ms.
+	RetryDelay time.Duration
+	// MaxRetries is how many reconnects in a row without receiving anything
+	// Follow makes before giving up. Default 5.
+	MaxRetries int
+}
+
+// New returns a client of the server at baseURL (http or https) that sends
+// token as a bearer token (none if empty).
+func New(baseURL, token string) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server URL %q: want http://host:port or https://host", baseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("server URL %q: no credentials, query or fragment allowed", baseURL)
+	}
+	return &Client{base: strings.TrimRight(u.String(), "/"), token: token, HTTP: &http.Client{}}, nil
+}
+
+// URL returns the server's base URL.
+func (c *Client) URL() string { return c.base }
+
+// ErrUnreachable means no connection to the server could be made.
+var ErrUnreachable = errors.New("cannot reach the agentbox server")
+
+// Error is an error answer of the server.
+type Error struct {
+	StatusCode int
+	Code       string // one of the api.Code* constants; empty if the body was not a JSON error
+	Message    string
+	URL        string
+}
+
+func (e *Error) Error() string {
+	if e.StatusCode == http.StatusUnauthorized {
+		return fmt.Sprintf("the server at %s refused the token (401 %s): set AGENTBOX_TOKEN or --token", e.URL, e.Message)
+	}
+	if e.Code == "" {
+		return fmt.Sprintf("server answered %d: %s", e.StatusCode, e.Message)
+	}
+	return fmt.Sprintf("%s (%d %s)", e.Message, e.StatusCode, e.Code)
+}
+
+// IsNotFound reports whether err is the server saying the job (or file) does
+// not exist.
+func IsNotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.StatusCode == http.StatusNotFound
+}
+
+// do sends a request and returns the response if its status is want;
+// otherwise it returns the server's error. The caller closes the body.
+func (c *Client) do(ctx context.Context, method, path string, body any, hdr http.Header, want int) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	copyHeader(req.Header, hdr)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, c.transportError(ctx, err)
+	}
+	if resp.StatusCode != want {
+		defer resp.Body.Close()
+		return nil, c.serverError(resp)
+	}
+	return resp, nil
+}
+
+func copyHeader(dst, src http.Header) {
+	for k, v := range src {
+		dst[k] = v
+	}
+}
+
+func (c *Client) transportError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	var op *net.OpError
+	if errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial") {
+		return fmt.Errorf("%w at %s: is agentbox serve running at %s? (%v)", ErrUnreachable, c.base, c.base, err)
+	}
+	return fmt.Errorf("request to %s: %w", c.base, err)
+}
+
+func (c *Client) serverError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	e := &Error{StatusCode: resp.StatusCode, URL: c.base}
+	var body api.ErrorResponse
+	if json.Unmarshal(b, &body) == nil && body.Error.Code != "" {
+		e.Code, e.Message = body.Error.Code, body.Error.Message
+		return e
+	}
+	e.Message = http.StatusText(resp.StatusCode)
+	if s := strings.TrimSpace(string(b)); s != "" {
+		e.Message += ": " + truncate(s, 200)
+	}
+	return e
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// getJSON decodes the answer of a request into out.
+func (c *Client) getJSON(ctx context.Context, method, path string, body any, hdr http.Header, want int, out any) error {
+	resp, err := c.do(ctx, method, path, body, hdr, want)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+func jobPath(id string) string { return "/v1/jobs/" + url.PathEscape(id) }
+
+// Submit submits a job. A non-empty idempotencyKey makes retries safe: the
+// server returns the job it created for the key the first time.
+func (c *Client) Submit(ctx context.Context, req api.SubmitRequest, idempotencyKey string) (api.SubmitResponse, error) {
+	var hdr http.Header
+	if idempotencyKey != "" {
+		hdr = http.Header{"Idempotency-Key": {idempotencyKey}}
+	}
+	var out api.SubmitResponse
+	err := c.getJSON(ctx, "POST", "/v1/jobs", req, hdr, http.StatusCreated, &out)
+	return out, err
+}
+
+// Get returns a job.
+func (c *Client) Get(ctx context.Context, id string) (api.Job, error) {
+	var out api.Job
+	err := c.getJSON(ctx, "GET", jobPath(id), nil, nil, http.StatusOK, &out)
+	return out, err
+}
+
+// ListOptions filter and page List.
+type ListOptions struct {
+	Status string // empty: all
+	Limit  int    // 0: the server's default
+	Cursor string // NextCursor of the previous page
+}
+
+// List returns a page of jobs, newest first.
+func (c *Client) List(ctx context.Context, opts ListOptions) (api.JobList, error) {
+	q := url.Values{}
+	if opts.Status != "" {
+		q.Set("status", opts.Status)
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.Cursor != "" {
+		q.Set("cursor", opts.Cursor)
+	}
+	path := "/v1/jobs"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out api.JobList
+	err := c.getJSON(ctx, "GET", path, nil, nil, http.StatusOK, &out)
+	return out, err
+}
+
+// Cancel asks the server to cancel a job and returns the job as it is then.
+func (c *Client) Cancel(ctx context.Context, id string) (api.Job, error) {
+	var out api.Job
+	err := c.getJSON(ctx, "POST", jobPath(id)+"/cancel", nil, nil, http.StatusAccepted, &out)
+	return out, err
+}
+
+// Events returns up to limit (0: the server's default) events with seq
+// greater than after.
+func (c *Client) Events(ctx context.Context, id string, after int64, limit int) (api.EventPage, error) {
+	path := jobPath(id) + "/events?after=" + strconv.FormatInt(after, 10)
+	if limit > 0 {
+		path += "&limit=" + strconv.Itoa(limit)
+	}
+	var out api.EventPage
+	err := c.getJSON(ctx, "GET", path, nil, nil, http.StatusOK, &out)
+	return out, err
+}

@@ -1,0 +1,173 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/api"
+)
+
+// maxEventBytes bounds one SSE event (an output event can be large).
+const maxEventBytes = 32 << 20
+
+// EventStatus returns the job status a "state" event records, and whether
+// it is a final one (complete, error, canceled).
+func EventStatus(ev api.Event) (status string, final bool) {
+	if ev.Type != "state" {
+		return "", false
+	}
+	var p struct {
+		Status string `json:"status"`
+	}
+	if json.Unmarshal(ev.Payload, &p) != nil {
+		return "", false
+	}
+	return p.Status, p.Status == "complete" || p.Status == "error" || p.Status == "canceled"
+}
+
+// callbackError carries an error of Follow's callback out unchanged.
+type callbackError struct{ err error }
+
+func (e callbackError) Error() string { return e.err.Error() }
+
+// Follow calls fn for each event of the job with seq greater than after, as
+// the server streams them, and returns nil once the job has ended and its
+// final state event was delivered. A dropped connection is resumed with
+// Last-Event-ID, so fn sees each event once, in order. An error of fn stops
+// the stream and is returned as is.
+func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(api.Event) error) error {
+	delay, failures := c.retryDelay(), 0
+	for {
+		got, final, err := c.followOnce(ctx, id, &after, fn)
+		var cbErr callbackError
+		var srvErr *Error
+		switch {
+		case final:
+			return nil
+		case errors.As(err, &cbErr):
+			return cbErr.err
+		case errors.As(err, &srvErr) && srvErr.StatusCode < 500, ctx.Err() != nil:
+			return err // 4xx will not change by retrying; 5xx may (a restart)
+		case err == nil && got == 0:
+			// The server ended a stream with nothing new: done if the job
+			// ended (without a final state event), else reconnect.
+			if ended, gerr := c.jobEnded(ctx, id); gerr != nil || ended {
+				return gerr
+			}
+		}
+		if got > 0 {
+			delay, failures = c.retryDelay(), 0
+		} else if failures++; failures > c.maxRetries() {
+			return fmt.Errorf("follow job %s: giving up after %d attempts: %w", id, failures, err)
+		}
+		if err := wait(ctx, delay); err != nil {
+			return err
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+func (c *Client) retryDelay() time.Duration {
+	if c.RetryDelay > 0 {
+		return c.RetryDelay
+	}
+	return 500 * time.Millisecond
+}
+
+func (c *Client) maxRetries() int {
+	if c.MaxRetries > 0 {
+		return c.MaxRetries
+	}
+	return 5
+}
+
+func (c *Client) jobEnded(ctx context.Context, id string) (bool, error) {
+	j, err := c.Get(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	return j.Status == "complete" || j.Status == "error" || j.Status == "canceled", nil
+}
+
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// followOnce reads one SSE connection to its end. It advances *after past
+// each delivered event and reports how many it delivered and whether the
+// final state event was among them.
+func (c *Client) followOnce(ctx context.Context, id string, after *int64, fn func(api.Event) error) (got int, final bool, err error) {
+	hdr := http.Header{"Accept": {"text/event-stream"}}
+	if *after > 0 {
+		hdr.Set("Last-Event-ID", strconv.FormatInt(*after, 10))
+	}
+	resp, err := c.do(ctx, "GET", jobPath(id)+"/events", nil, hdr, http.StatusOK)
+	if err != nil {
+		return 0, false, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), maxEventBytes)
+	var data strings.Builder
+	for sc.Scan() {
+		line := sc.Text()
+		if line != "" {
+			addField(&data, line)
+			continue
+		}
+		if data.Len() == 0 {
+			continue // a comment (keep-alive) or an event without data
+		}
+		ev, err := deliver(data.String(), fn)
+		data.Reset()
+		if err != nil {
+			return got, final, err
+		}
+		got++
+		*after = ev.Seq
+		_, isFinal := EventStatus(ev)
+		final = final || isFinal
+	}
+	if err := sc.Err(); err != nil && !final {
+		return got, false, fmt.Errorf("event stream of job %s: %w", id, err)
+	}
+	return got, final, nil
+}
+
+// addField adds the data of one SSE line; id and event are also in the
+// data's JSON, and comments are skipped.
+func addField(data *strings.Builder, line string) {
+	v, ok := strings.CutPrefix(line, "data:")
+	if !ok {
+		return
+	}
+	if data.Len() > 0 {
+		data.WriteByte('\n')
+	}
+	data.WriteString(strings.TrimPrefix(v, " "))
+}
+
+func deliver(data string, fn func(api.Event) error) (api.Event, error) {
+	var ev api.Event
+	if err := json.Unmarshal([]byte(data), &ev); err != nil {
+		return ev, fmt.Errorf("bad event from server: %w", err)
+	}
+	if err := fn(ev); err != nil {
+		return ev, callbackError{err}
+	}
+	return ev, nil
+}
