@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,17 +19,7 @@ import (
 
 var guestBinary string
 
-func TestMain(m *testing.M) {
-	bin, cleanup, err := testenv.BuildGuest()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	guestBinary = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.MainWithGuest(m, &guestBinary) }
 
 // run executes the CLI in-process with args and returns its output.
 func run(ctx context.Context, args ...string) (stdout, stderr string, err error) {

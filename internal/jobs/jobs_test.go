@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -23,17 +22,7 @@ import (
 
 var guestBinary string
 
-func TestMain(m *testing.M) {
-	bin, cleanup, err := testenv.BuildGuest()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	guestBinary = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.MainWithGuest(m, &guestBinary) }
 
 var bg = context.Background()
 

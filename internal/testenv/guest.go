@@ -32,3 +32,18 @@ func Image() string {
 	}
 	return "agentbox-sandbox:latest"
 }
+
+// MainWithGuest is a package's TestMain for tests that start sandboxes: it
+// builds the guest binary, stores its path in *path, runs the tests and
+// removes the binary.
+func MainWithGuest(m interface{ Run() int }, path *string) {
+	bin, cleanup, err := BuildGuest()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*path = bin
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}

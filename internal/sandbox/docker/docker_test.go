@@ -3,7 +3,6 @@ package docker_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,18 +22,7 @@ import (
 
 var guestBinary string
 
-// TestMain builds the static agentbox binary that sandboxes run as their guest.
-func TestMain(m *testing.M) {
-	bin, cleanup, err := testenv.BuildGuest()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	guestBinary = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.MainWithGuest(m, &guestBinary) }
 
 // newDriver returns a driver on the test engine with a short state dir.
 func newDriver(t *testing.T, mod ...func(*docker.Config)) *docker.Driver {
