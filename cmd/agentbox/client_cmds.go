@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,8 +32,8 @@ const clientEnvHelp = `
 
 The server is --url, else AGENTBOX_URL, else http://127.0.0.1:8080. The token
 is --token, else AGENTBOX_TOKEN, else the token file that 'agentbox serve'
-wrote to its data directory (AGENTBOX_DATA_DIR), so a local server needs no
-setup.`
+wrote to its data directory (AGENTBOX_DATA_DIR) when the server is on a
+loopback address, so a local server needs no setup.`
 
 // clientFlags are the connection options of every client command.
 type clientFlags struct{ url, token string }
@@ -45,10 +47,19 @@ func (f *clientFlags) add(cmd *cobra.Command) {
 func (a *app) newClient(f clientFlags) (*client.Client, error) {
 	url := firstNonEmpty(f.url, a.cfg.Client.URL, "http://127.0.0.1:8080")
 	token := firstNonEmpty(f.token, a.cfg.Client.Token)
-	if token == "" {
+	if token == "" && loopbackURL(url) {
+		// The local server's own token never goes to another host.
 		token = a.localToken()
 	}
 	return client.New(url, token)
+}
+
+func loopbackURL(raw string) bool {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return false
+	}
+	return isLoopback(net.JoinHostPort(u.Hostname(), "0"))
 }
 
 // localToken reads the token a local server generated, if this user can.

@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/jobs"
@@ -93,6 +95,11 @@ func (a *app) serve(ctx context.Context) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	tokens, err := a.serverTokens()
 	if err != nil {
 		return err
@@ -117,7 +124,7 @@ func (a *app) serve(ctx context.Context) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	sched := jobs.NewScheduler(jobs.SchedulerConfig{
 		WorkerID: workerID(cfg.DataDir), Concurrency: cfg.Server.Concurrency, Lease: cfg.Server.Lease,
-		DefaultTimeout: cfg.Server.JobTimeout, Grace: cfg.Server.Grace, DataDir: cfg.DataDir, Log: a.log,
+		DefaultTimeout: cfg.Server.JobTimeout, Grace: schedulerGrace(cfg.Server.Grace), DataDir: cfg.DataDir, Log: a.log,
 	}, st, drv, jobs.ShellAgent{}, jobs.NewMetrics(reg, st))
 	svc := jobs.NewService(st, cfg.DataDir, cfg.Server.MaxAttempts, sched)
 	// Long-lived requests (event streams) end when shutdown begins, so they do
@@ -139,27 +146,54 @@ func (a *app) serve(ctx context.Context) error {
 
 // runServer serves until ctx ends, lets the scheduler wind down (the API
 // keeps answering meanwhile, so clients see jobs finish), then stops HTTP.
+// If HTTP fails first, the scheduler is wound down the same way.
 func runServer(ctx context.Context, srv *http.Server, l net.Listener, sched *jobs.Scheduler) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	httpErr := make(chan error, 1)
-	go func() { httpErr <- srv.Serve(l) }()
-	schedDone := make(chan error, 1)
-	go func() { schedDone <- sched.Run(ctx) }()
-	var err error
-	select {
-	case err = <-httpErr:
-		err = fmt.Errorf("http: %w", err)
-		<-schedDone // ctx is not done: this only returns on a signal; report the HTTP failure after it
-	case err = <-schedDone:
-	}
+	go func() {
+		err := srv.Serve(l)
+		stop(fmt.Errorf("http: %w", err))
+		httpErr <- err
+	}()
+	_ = sched.Run(ctx)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if serr := srv.Shutdown(sctx); serr != nil && err == nil {
-		err = serr
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		srv.Close() // requests still open must not outlive the store
 	}
-	if e := <-httpErr; err == nil && !errors.Is(e, http.ErrServerClosed) {
-		err = e
+	if herr := <-httpErr; !errors.Is(herr, http.ErrServerClosed) {
+		return fmt.Errorf("http: %w", herr)
 	}
 	return err
+}
+
+// schedulerGrace maps the configured grace (0 = none) to the scheduler's
+// (0 = default, negative = none).
+func schedulerGrace(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// lockDataDir makes sure one server at a time uses a data dir: the worker ID
+// is derived from it, and two servers with one ID would take each other's jobs.
+func lockDataDir(dir string) (func(), error) {
+	path := filepath.Join(dir, "serve.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock data dir: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		pid, _ := os.ReadFile(path)
+		f.Close()
+		return nil, fmt.Errorf("another agentbox serve (pid %s) is using the data dir %s; stop it or use another --data-dir", strings.TrimSpace(string(pid)), dir)
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return func() { f.Close() }, nil
 }
 
 // serverTokens decides the tokens the API accepts, generating one on first
@@ -182,9 +216,11 @@ func (a *app) serverTokens() ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("token file: %w", err)
 		}
-		if t := strings.TrimSpace(string(b)); t != "" {
-			tokens = append(tokens, t)
+		t := strings.TrimSpace(string(b))
+		if t == "" {
+			return nil, fmt.Errorf("token file %s is empty", s.TokenFile)
 		}
+		tokens = append(tokens, t)
 	}
 	if len(tokens) > 0 {
 		return tokens, nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -196,6 +197,22 @@ func TestServeEndToEnd(t *testing.T) {
 	if n := s.sandboxes(); n != 0 {
 		t.Errorf("%d sandboxes left", n)
 	}
+	metrics := string(s.get(t, "/metrics", 200))
+	for _, want := range []string{`agentbox_jobs{state="complete"} 1`, `agentbox_queue_depth 0`,
+		`agentbox_job_duration_seconds_count{status="complete"} 1`, `agentbox_sandbox_start_seconds_count 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	// A second server on the same data dir is refused.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	second := exec.CommandContext(ctx, guestBinary, "serve", "--addr", "127.0.0.1:0")
+	second.Env = s.env
+	out, err := second.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another agentbox serve") {
+		t.Errorf("second server on one data dir: %v: %s", err, out)
+	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	if err := s.cmd.Wait(); err != nil {
 		t.Errorf("serve did not exit cleanly on SIGTERM: %v\n%s", err, s.logs)
@@ -275,19 +292,23 @@ func TestServeSurvivesKill9(t *testing.T) {
 	s.cmd.Wait()
 	close(stop)
 	wg.Wait()
-	if n := s.sandboxes(); n == 0 {
-		t.Log("no sandbox was running at the kill")
-	}
 
 	s.start()
 	mu.Lock()
 	ids := append([]string(nil), accepted...)
 	mu.Unlock()
 	final := s.awaitFinal(ids)
+	takenOver := 0
 	for id, j := range final {
 		if j.Status != "complete" {
 			t.Errorf("job %s ended %s: %s", id, j.Status, j.Error)
 		}
+		if j.Attempts > 1 {
+			takenOver++
+		}
+	}
+	if takenOver == 0 {
+		t.Errorf("no job was run again after the kill, yet %d were running", 2)
 	}
 	var page struct {
 		Jobs []jobDTO `json:"jobs"`
@@ -303,7 +324,7 @@ func TestServeSurvivesKill9(t *testing.T) {
 		}
 	}
 	waitUntil(t, time.Minute, func() bool { return s.sandboxes() == 0 })
-	t.Logf("%d jobs accepted across the crash, all complete", len(ids))
+	t.Logf("%d jobs accepted across the crash, all complete, %d run again", len(ids), takenOver)
 }
 
 func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
@@ -315,6 +336,59 @@ func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
 		case <-ctx.Done():
 			t.Fatalf("condition not met within %v", d)
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func TestServerTokens(t *testing.T) {
+	tests := []struct {
+		name, addr string
+		noAuth     bool
+		tokenFile  string
+		want       string // in the error; empty: a token is generated
+	}{
+		{name: "generated on a public address", addr: "0.0.0.0:8080"},
+		{name: "generated on loopback", addr: "127.0.0.1:8080"},
+		{name: "no-auth refused off loopback", addr: "0.0.0.0:8080", noAuth: true, want: "only loopback"},
+		{name: "empty token file", addr: "127.0.0.1:8080", tokenFile: "empty", want: "is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &app{log: slog.New(slog.DiscardHandler)}
+			a.cfg.DataDir = t.TempDir()
+			a.cfg.Server.Addr, a.cfg.Server.NoAuth = tt.addr, tt.noAuth
+			if tt.tokenFile != "" {
+				a.cfg.Server.TokenFile = filepath.Join(t.TempDir(), "tok")
+				os.WriteFile(a.cfg.Server.TokenFile, nil, 0o600)
+			}
+			tokens, err := a.serverTokens()
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("err = %v, want %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil || len(tokens) != 1 || len(tokens[0]) < 32 {
+				t.Fatalf("tokens %q, %v", tokens, err)
+			}
+			fi, err := os.Stat(filepath.Join(a.cfg.DataDir, "token"))
+			if err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("token file: %v %v, want mode 0600", fi, err)
+			}
+		})
+	}
+	a := &app{log: slog.New(slog.DiscardHandler)}
+	a.cfg.Server.Addr, a.cfg.Server.NoAuth = "localhost:8080", true
+	if tokens, err := a.serverTokens(); err != nil || tokens != nil {
+		t.Errorf("no-auth on loopback: %q %v", tokens, err)
+	}
+}
+
+func TestLocalTokenStaysLocal(t *testing.T) {
+	for url, want := range map[string]bool{"http://127.0.0.1:8080": true, "http://localhost:9": true, "http://[::1]:8080": true,
+		"https://agentbox.example.com": false, "http://10.0.0.5:8080": false} {
+		if got := loopbackURL(url); got != want {
+			t.Errorf("loopbackURL(%q) = %v, want %v", url, got, want)
 		}
 	}
 }

@@ -44,6 +44,9 @@ type Config struct {
 	// Poll bounds how long an SSE stream waits before re-reading the store,
 	// for events written by another server process. Default 2s.
 	Poll time.Duration
+	// MaxStreams caps concurrent SSE streams server-wide (503 beyond), as
+	// each holds a goroutine and polls the store. Default 256.
+	MaxStreams int
 }
 
 func (c Config) withDefaults() Config {
@@ -55,6 +58,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Poll <= 0 {
 		c.Poll = DefaultPoll
+	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = 256
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	return c
@@ -83,6 +89,7 @@ type server struct {
 	tokens  [][32]byte // sha256 of each accepted token
 	mux     *http.ServeMux
 	unclean http.Handler
+	streams chan struct{} // one token per open SSE stream
 }
 
 // New returns the API handler. reg is served at /metrics (the job
@@ -97,6 +104,7 @@ func New(cfg Config, svc Service, reg *prometheus.Registry, log *slog.Logger) ht
 	}
 	s := &server{cfg: cfg.withDefaults(), svc: svc, log: log, prom: newPromHandler(reg), metrics: newHTTPMetrics(reg)}
 	s.tokens = hashTokens(cfg.Tokens)
+	s.streams = make(chan struct{}, s.cfg.MaxStreams)
 	if len(s.tokens) == 0 && !cfg.NoAuth {
 		log.Warn("api: no token configured and auth not disabled; every request but /healthz will be refused")
 	}

@@ -24,6 +24,7 @@ const (
 	CodeValidation          = "validation_failed"    // 422: well-formed request with invalid values
 	CodeIdempotencyConflict = "idempotency_conflict" // 422: Idempotency-Key reused with another body
 	CodeInternal            = "internal"             // 500
+	CodeUnavailable         = "unavailable"          // 503: too many event streams
 )
 
 // apiError is an error the API itself raises with a status and a message fit

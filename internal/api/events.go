@@ -73,6 +73,12 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, after int6
 	if _, err := s.svc.Get(r.Context(), id); err != nil {
 		return err // 404 before the stream starts
 	}
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "too many open event streams (%d); retry later or read JSON pages", s.cfg.MaxStreams)
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")

@@ -203,3 +203,38 @@ func TestStreamStopsWhenClientLeaves(t *testing.T) {
 	s.cancel()
 	e.Server.Close() // waits for the handler: it must notice the client left
 }
+
+func TestStreamsAreCapped(t *testing.T) {
+	e := apitest.New(t, api.Config{MaxStreams: 1, Poll: time.Hour})
+	id := e.Submit("x").ID
+	first := openStream(t, e, "/v1/jobs/"+id+"/events", nil)
+	first.next() // the stream is open and counted
+	r, _ := http.NewRequest("GET", e.URL+"/v1/jobs/"+id+"/events", nil)
+	r.Header.Set("Authorization", "Bearer "+apitest.Token)
+	r.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("second stream: %d, want 503", resp.StatusCode)
+	}
+	first.cancel()
+	first.resp.Body.Close()
+	// Once the first stream is gone, a new one is accepted.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.DefaultClient.Do(r.Clone(context.Background()))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream slot never freed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -42,6 +42,13 @@ func LoadOrCreateToken(dataDir string) (token, path string, created bool, err er
 }
 
 func readToken(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("token file %s is readable by others (mode %v); fix it with: chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err

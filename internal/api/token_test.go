@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -69,5 +70,20 @@ func TestLoadOrCreateTokenRace(t *testing.T) {
 		if tok != toks[0] {
 			t.Fatalf("racing callers got different tokens: %v", toks)
 		}
+	}
+}
+
+func TestLoadTokenRefusesReadableFile(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, _, err := api.LoadOrCreateToken(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, api.TokenFile)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err := api.LoadOrCreateToken(dir)
+	if err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("err = %v, want a refusal naming chmod 600", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -263,9 +264,16 @@ func TestRecoveryRequeuesAndReaps(t *testing.T) {
 	}
 	h, _ := json.Marshal(stale.Handle())
 	e.st.UpdateJob(bg, again.ID, func(x *store.Job) error { x.Sandbox = h; return nil })
-	if _, err := e.driver.Create(bg, sandbox.Spec{JobID: "job_ghost"}); err != nil {
+	// This worker's orphan: its job does not exist.
+	if _, err := e.driver.Create(bg, sandbox.Spec{JobID: "job_ghost", Owner: "w1"}); err != nil {
 		t.Fatal(err)
 	}
+	// Not this worker's (agentbox exec's, or another server's): never reaped.
+	foreign, err := e.driver.Create(bg, sandbox.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer foreign.Destroy(bg)
 
 	svc, _ := e.start(t, jobs.ShellAgent{})
 	j := await(t, svc, again.ID)
@@ -279,7 +287,80 @@ func TestRecoveryRequeuesAndReaps(t *testing.T) {
 	if j.Status != store.StatusError || !strings.Contains(j.Error, "lease expired after 1 attempts") {
 		t.Errorf("job at its last attempt: %s %q", j.Status, j.Error)
 	}
-	waitFor(t, func() bool { hs, _ := e.driver.List(bg); return len(hs) == 0 })
+	waitFor(t, func() bool { hs, _ := e.driver.List(bg); return len(hs) == 1 })
+	if hs, _ := e.driver.List(bg); len(hs) != 1 || hs[0].ID != foreign.Handle().ID {
+		t.Errorf("left %+v, want only the foreign sandbox", hs)
+	}
+}
+
+func TestPeriodicReapLeavesRunningJobsAlone(t *testing.T) {
+	e := newEnv(t)
+	svc, _ := e.start(t, jobs.ShellAgent{}, func(c *jobs.SchedulerConfig) { c.ReapInterval = 100 * time.Millisecond })
+	j := await(t, svc, submit(t, svc, "sleep 2; echo survived > s.txt", store.Limits{}))
+	if j.Status != store.StatusComplete || j.Attempts != 1 {
+		t.Errorf("job %s after %d attempts: %q", j.Status, j.Attempts, j.Error)
+	}
+	running := 0
+	for _, ev := range eventsOf(t, svc, j.ID) {
+		if ev.Type == jobs.EventState && strings.Contains(string(ev.Payload), `"running"`) {
+			running++
+		}
+	}
+	if running != 1 {
+		t.Errorf("the job was started %d times", running)
+	}
+}
+
+func TestEngineOutageHandsJobsBack(t *testing.T) {
+	e := newEnv(t)
+	down, err := docker.New(docker.Config{Host: "unix:///nonexistent/docker.sock", Image: testenv.Image(),
+		GuestBinary: guestBinary, StateDir: filepath.Join(e.dir, "sandboxes"), Instance: "down"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.driver = down
+	svc, _ := e.start(t, jobs.ShellAgent{})
+	id := submit(t, svc, "true", store.Limits{})
+	waitFor(t, func() bool {
+		for _, ev := range eventsOf(t, svc, id) {
+			if strings.Contains(string(ev.Payload), "engine was unavailable") {
+				return true
+			}
+		}
+		return false
+	})
+	if j, _ := svc.Get(bg, id); j.Status != store.StatusPending && j.Status != store.StatusRunning || j.Attempts > 1 {
+		t.Errorf("job after an engine outage: %s, %d attempts; want it back in the queue", j.Status, j.Attempts)
+	}
+}
+
+// flakyStore fails the first n writes of a final status, like a full disk.
+type flakyStore struct {
+	store.Store
+	n atomic.Int32
+}
+
+func (f *flakyStore) UpdateJob(ctx context.Context, id string, fn func(*store.Job) error) (store.Job, error) {
+	return f.Store.UpdateJob(ctx, id, func(j *store.Job) error {
+		if err := fn(j); err != nil {
+			return err
+		}
+		if j.Status.Final() && f.n.Add(-1) >= 0 {
+			return errors.New("disk full")
+		}
+		return nil
+	})
+}
+
+func TestFinalWriteIsRetried(t *testing.T) {
+	e := newEnv(t)
+	flaky := &flakyStore{Store: e.st}
+	flaky.n.Store(2)
+	e.st = flaky
+	svc, _ := e.start(t, jobs.ShellAgent{})
+	if j := await(t, svc, submit(t, svc, "true", store.Limits{})); j.Status != store.StatusComplete || j.Attempts != 1 {
+		t.Errorf("job %s after %d attempts: %q", j.Status, j.Attempts, j.Error)
+	}
 }
 
 func TestShutdownReleasesRunningJobs(t *testing.T) {

@@ -10,15 +10,14 @@ import (
 	"github.com/agentbox/agentbox/internal/store"
 )
 
-// recover puts jobs whose worker died (lease expired, or this worker's
-// previous life) back to pending or ends them after their last attempt,
-// destroys their stale sandboxes, and removes orphaned sandboxes: those of
-// this installation whose job is not running in them.
-func (s *Scheduler) recover(ctx context.Context) {
+// reclaim puts jobs whose worker died (lease expired, or, with own set, this
+// worker's previous life) back to pending or ends them, destroys their stale
+// sandboxes, and removes this worker's orphaned sandboxes.
+func (s *Scheduler) reclaim(ctx context.Context, own string) {
 	if ctx.Err() != nil {
 		return
 	}
-	jobs, err := s.store.RequeueExpired(ctx, time.Now(), s.cfg.WorkerID)
+	jobs, err := s.store.RequeueExpired(ctx, time.Now(), own)
 	if err != nil {
 		s.log.Error("requeue expired jobs", "err", err)
 	}
@@ -55,7 +54,9 @@ func (s *Scheduler) destroyStale(ctx context.Context, j store.Job) {
 	}
 }
 
-// reapOrphans destroys sandboxes no running job owns.
+// reapOrphans destroys the sandboxes this worker made whose job is no
+// longer running. Sandboxes of other servers and of agentbox exec are never
+// touched.
 func (s *Scheduler) reapOrphans(ctx context.Context) {
 	hs, err := s.driver.List(ctx)
 	if err != nil {
@@ -63,7 +64,7 @@ func (s *Scheduler) reapOrphans(ctx context.Context) {
 		return
 	}
 	for _, h := range hs {
-		if s.isRunning(h.JobID) || s.owned(ctx, h) {
+		if h.Owner != s.cfg.WorkerID || s.isRunning(h.JobID) || s.live(ctx, h.JobID) {
 			continue
 		}
 		if err := s.driver.Remove(ctx, h); err != nil {
@@ -74,20 +75,15 @@ func (s *Scheduler) reapOrphans(ctx context.Context) {
 	}
 }
 
-// owned reports whether h is the current sandbox of a job that is running
-// under a live lease (possibly on another server).
-func (s *Scheduler) owned(ctx context.Context, h sandbox.Handle) bool {
-	j, err := s.store.GetJob(ctx, h.JobID)
-	if errors.Is(err, store.ErrNotFound) || err == nil && j.Status != store.StatusRunning {
+// live reports whether the job runs under a live lease: its sandbox, even
+// one still starting or left from an earlier attempt, is not an orphan yet.
+func (s *Scheduler) live(ctx context.Context, id string) bool {
+	j, err := s.store.GetJob(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
 		return false
 	}
 	if err != nil {
 		return true // unsure: keep it, the next pass decides
 	}
-	var cur sandbox.Handle
-	if json.Unmarshal(j.Sandbox, &cur) != nil {
-		// Running but no handle saved yet: the sandbox may be starting.
-		return j.LeaseOwner != s.cfg.WorkerID && time.Now().Before(j.LeaseUntil)
-	}
-	return cur.ID == h.ID && time.Now().Before(j.LeaseUntil)
+	return j.Status == store.StatusRunning && time.Now().Before(j.LeaseUntil)
 }

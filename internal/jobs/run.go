@@ -40,31 +40,34 @@ type Outcome struct {
 	Usage  store.Usage
 }
 
-// runJob runs one claimed job to its end.
+// runJob runs one claimed job to its end. The heartbeat lasts until the
+// outcome is recorded, so the lease cannot lapse while a sandbox is torn down.
 func (s *Scheduler) runJob(ctx context.Context, cancel context.CancelCauseFunc, j store.Job) {
 	log := s.log.With("job_id", j.ID, "attempt", j.Attempts)
 	begin := time.Now()
 	if j.CancelRequested {
 		cancel(errCanceled)
 	}
+	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		s.heartbeat(hbCtx, cancel, j.ID)
+	}()
+	defer func() {
+		stopHB()
+		<-hbDone
+	}()
 	timeout := j.Limits.Timeout
 	if timeout <= 0 {
 		timeout = s.cfg.DefaultTimeout
 	}
 	ctx, stop := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%w after %s", errTimeout, durationText(timeout)))
 	defer stop()
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		s.heartbeat(ctx, cancel, j.ID)
-	}()
 	s.emit(ctx, j.ID, EventState, map[string]any{"status": store.StatusRunning, "attempt": j.Attempts, "worker": s.cfg.WorkerID})
 	log.Info("job started")
-	out, err := s.execute(ctx, cancel, j)
-	cause := context.Cause(ctx)
-	stop()
-	<-hbDone
-	s.finish(context.WithoutCancel(ctx), j, out, err, cause, time.Since(begin))
+	out, runErr, cause := s.execute(ctx, cancel, j)
+	s.finish(context.WithoutCancel(ctx), j, out, runErr, cause, time.Since(begin))
 }
 
 // heartbeat extends the lease until ctx ends; it cancels the job when the
@@ -92,18 +95,22 @@ func (s *Scheduler) heartbeat(ctx context.Context, cancel context.CancelCauseFun
 }
 
 // execute gives the job a sandbox on its workspace, runs the agent with a
-// watchdog on the guest, and destroys the sandbox.
-func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc, j store.Job) (Outcome, error) {
+// watchdog on the guest, and destroys the sandbox. cause is why ctx ended, if
+// it had when the agent returned: read before the teardown, so a job that
+// completed is not reported as timed out while its sandbox was removed.
+func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc, j store.Job) (out Outcome, err, cause error) {
 	ws := WorkspaceDir(s.cfg.DataDir, j.ID)
 	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return Outcome{}, fmt.Errorf("workspace: %w", err)
+		return Outcome{}, fmt.Errorf("workspace: %w", err), context.Cause(ctx)
 	}
 	begin := time.Now()
-	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, WorkspaceDir: ws, Limits: sandbox.Limits{
-		MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs,
-	}})
+	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, Owner: s.cfg.WorkerID, WorkspaceDir: ws,
+		Limits: sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs}})
 	if err != nil {
-		return Outcome{}, fmt.Errorf("start sandbox: %w", err)
+		if errors.Is(err, sandbox.ErrEngineUnavailable) {
+			return Outcome{}, err, fmt.Errorf("%w: %w", errEngineDown, err)
+		}
+		return Outcome{}, fmt.Errorf("start sandbox: %w", err), context.Cause(ctx)
 	}
 	defer func() {
 		if err := sb.Destroy(context.WithoutCancel(ctx)); err != nil {
@@ -112,7 +119,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	}()
 	s.metrics.sandboxStarted(time.Since(begin))
 	if err := s.saveHandle(ctx, j.ID, sb.Handle()); err != nil {
-		return Outcome{}, err
+		return Outcome{}, err, context.Cause(ctx)
 	}
 	s.emit(ctx, j.ID, EventSandbox, map[string]any{"sandbox_id": sb.Handle().ID, "ready_ms": time.Since(begin).Milliseconds()})
 	wctx, stopWatch := context.WithCancel(ctx)
@@ -125,9 +132,10 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		stopWatch()
 		<-watched
 	}()
-	return s.agent.Run(ctx, &Run{Job: j, Sandbox: sb, emit: func(ctx context.Context, typ string, p any) {
+	out, err = s.agent.Run(ctx, &Run{Job: j, Sandbox: sb, emit: func(ctx context.Context, typ string, p any) {
 		s.emit(ctx, j.ID, typ, p)
 	}})
+	return out, err, context.Cause(ctx)
 }
 
 func (s *Scheduler) saveHandle(ctx context.Context, id string, h sandbox.Handle) error {
@@ -177,30 +185,28 @@ func (s *Scheduler) finish(ctx context.Context, j store.Job, out Outcome, runErr
 	log := s.log.With("job_id", j.ID)
 	switch {
 	case errors.Is(cause, errShutdown):
-		if err := s.store.Release(ctx, j.ID, s.cfg.WorkerID); err != nil {
-			log.Error("release job", "err", err)
-			return
-		}
-		s.emit(ctx, j.ID, EventState, map[string]any{"status": store.StatusPending, "reason": "server shut down before the job ended; it will run again"})
-		log.Info("job released")
+		s.release(ctx, j.ID, "server shut down before the job ended; it will run again")
+		return
+	case errors.Is(cause, errEngineDown):
+		log.Error("container engine unavailable; job handed back, claims paused", "err", runErr, "pause", engineBackoff)
+		s.pause(engineBackoff)
+		s.release(ctx, j.ID, "the container engine was unavailable; the job will run again")
 		return
 	case errors.Is(cause, errLeaseLost):
 		log.Warn("lease lost; another worker owns the job now")
 		return
 	}
 	status, msg := outcomeOf(out, runErr, cause)
-	j2, err := s.store.UpdateJob(ctx, j.ID, func(x *store.Job) error {
-		if x.LeaseOwner != s.cfg.WorkerID || x.Status != store.StatusRunning {
-			return store.ErrLeaseLost
-		}
-		x.Status, x.Error, x.Result, x.EndedAt = status, msg, out.Result, time.Now().UTC()
-		x.Steps += out.Steps
-		x.Usage = addUsage(x.Usage, out.Usage)
-		x.LeaseOwner, x.LeaseUntil = "", time.Time{}
-		return nil
-	})
+	j2, err := s.record(ctx, j, status, msg, out)
+	if errors.Is(err, store.ErrLeaseLost) {
+		log.Warn("lease lost before the outcome was recorded; another worker owns the job now")
+		return
+	}
 	if err != nil {
+		// The outcome could not be written: hand the job back rather than
+		// leave it running without a heartbeat.
 		log.Error("record job end", "err", err)
+		s.release(ctx, j.ID, "its outcome could not be recorded; it will run again")
 		return
 	}
 	ev := map[string]any{"status": status}
@@ -210,6 +216,44 @@ func (s *Scheduler) finish(ctx context.Context, j store.Job, out Outcome, runErr
 	s.emit(ctx, j.ID, EventState, ev)
 	s.metrics.jobEnded(status, took)
 	log.Info("job ended", "status", status, "error", msg, "steps", j2.Steps, "took", durationText(took))
+}
+
+// record writes the outcome, retrying a failing store with backoff for about
+// 30s; ErrLeaseLost is final.
+func (s *Scheduler) record(ctx context.Context, j store.Job, status store.Status, msg string, out Outcome) (store.Job, error) {
+	delay := 100 * time.Millisecond
+	for try := 0; ; try++ {
+		j2, err := s.store.UpdateJob(ctx, j.ID, func(x *store.Job) error {
+			if x.LeaseOwner != s.cfg.WorkerID || x.Status != store.StatusRunning || x.Attempts != j.Attempts {
+				return store.ErrLeaseLost
+			}
+			x.Status, x.Error, x.Result, x.EndedAt = status, msg, out.Result, time.Now().UTC()
+			x.Steps += out.Steps
+			x.Usage = addUsage(x.Usage, out.Usage)
+			x.LeaseOwner, x.LeaseUntil = "", time.Time{}
+			return nil
+		})
+		if err == nil || errors.Is(err, store.ErrLeaseLost) || try >= 8 {
+			return j2, err
+		}
+		s.log.Warn("record job end: retrying", "job_id", j.ID, "err", err)
+		time.Sleep(delay) // backing off a failing store; nothing to await
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// release hands a job back to pending (or canceled, if that was asked).
+func (s *Scheduler) release(ctx context.Context, id, reason string) {
+	if err := s.store.Release(ctx, id, s.cfg.WorkerID); err != nil {
+		s.log.Error("release job", "job_id", id, "err", err)
+		return
+	}
+	j, err := s.store.GetJob(ctx, id)
+	if err != nil {
+		return
+	}
+	s.emit(ctx, id, EventState, map[string]any{"status": j.Status, "reason": reason})
+	s.log.Info("job released", "job_id", id, "status", j.Status, "reason", reason)
 }
 
 // outcomeOf decides a job's final status: what stopped it first wins.

@@ -19,7 +19,11 @@ var (
 	errSandboxDied = errors.New("sandbox stopped answering")
 	errLeaseLost   = errors.New("lease lost to another worker")
 	errShutdown    = errors.New("server shutting down")
+	errEngineDown  = errors.New("container engine unavailable")
 )
+
+// engineBackoff is how long claiming pauses after the engine was unreachable.
+const engineBackoff = 5 * time.Second
 
 // SchedulerConfig configures the worker pool.
 type SchedulerConfig struct {
@@ -35,7 +39,8 @@ type SchedulerConfig struct {
 	// DefaultTimeout applies to jobs that set none; default 30m.
 	DefaultTimeout time.Duration
 	// Grace is how long running jobs may finish after shutdown begins; then
-	// they are stopped and their leases released. Default 30s.
+	// they are stopped and their leases released. Zero means the default,
+	// 30s; a negative value means no grace.
 	Grace time.Duration
 	// WatchdogInterval and WatchdogFailures: a job whose guest fails this
 	// many health checks in a row ends in error. Defaults 5s and 3.
@@ -58,7 +63,10 @@ func (c *SchedulerConfig) defaults() {
 	def(&c.Heartbeat, c.Lease/3)
 	def(&c.Poll, time.Second)
 	def(&c.DefaultTimeout, 30*time.Minute)
-	def(&c.Grace, 30*time.Second)
+	if c.Grace == 0 {
+		c.Grace = 30 * time.Second
+	}
+	c.Grace = max(c.Grace, 0)
 	def(&c.WatchdogInterval, 5*time.Second)
 	def(&c.ReapInterval, time.Minute)
 	if c.WatchdogFailures <= 0 {
@@ -81,9 +89,10 @@ type Scheduler struct {
 	log     *slog.Logger
 	wakeCh  chan struct{}
 
-	mu      sync.Mutex
-	running map[string]context.CancelCauseFunc
-	jobs    sync.WaitGroup
+	mu         sync.Mutex
+	running    map[string]context.CancelCauseFunc
+	pauseUntil time.Time // no claims before this (engine outage)
+	jobs       sync.WaitGroup
 }
 
 // NewScheduler returns a scheduler; Run starts it. metrics may be nil.
@@ -99,25 +108,54 @@ func NewScheduler(cfg SchedulerConfig, st store.Store, d sandbox.Driver, agent A
 // ctx ends; it then stops claiming, gives running jobs the grace period,
 // stops the rest and releases their leases, and returns when all are done.
 func (s *Scheduler) Run(ctx context.Context) error {
-	s.recover(ctx)
+	if s.cfg.Concurrency > 0 {
+		// Only a worker reclaims its previous life's jobs: an API-only node
+		// must not take over a worker's jobs.
+		s.reclaim(ctx, s.cfg.WorkerID)
+	}
+	var reaper sync.WaitGroup
+	reaper.Add(1)
+	go func() {
+		defer reaper.Done()
+		s.reapLoop(ctx)
+	}()
 	if s.cfg.Concurrency > 0 {
 		s.claimLoop(ctx)
 	} else {
 		<-ctx.Done()
 	}
+	reaper.Wait()
 	s.shutdown()
 	return nil
 }
 
+// reapLoop periodically requeues jobs whose worker died and removes this
+// worker's orphaned sandboxes, also while every slot is busy.
+func (s *Scheduler) reapLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.ReapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.reclaim(ctx, "")
+		}
+	}
+}
+
 func (s *Scheduler) claimLoop(ctx context.Context) {
 	slots := make(chan struct{}, s.cfg.Concurrency)
-	reap := time.NewTicker(s.cfg.ReapInterval)
-	defer reap.Stop()
 	for {
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
 			return
+		}
+		if wait := s.paused(); wait > 0 {
+			<-slots
+			s.idle(ctx, wait)
+			continue
 		}
 		j, err := s.store.ClaimJob(ctx, s.cfg.WorkerID, s.cfg.Lease)
 		if err != nil {
@@ -125,24 +163,35 @@ func (s *Scheduler) claimLoop(ctx context.Context) {
 			if !errors.Is(err, store.ErrNoJob) && ctx.Err() == nil {
 				s.log.Error("claim job", "err", err)
 			}
-			s.idle(ctx, reap.C)
+			s.idle(ctx, s.cfg.Poll)
 			continue
 		}
 		s.start(ctx, j, func() { <-slots })
 	}
 }
 
-// idle waits for a wake-up, the poll interval or the reaper's tick.
-func (s *Scheduler) idle(ctx context.Context, reap <-chan time.Time) {
-	t := time.NewTimer(s.cfg.Poll)
+// idle waits for a wake-up, d, or the end of ctx.
+func (s *Scheduler) idle(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-s.wakeCh:
 	case <-t.C:
-	case <-reap:
-		s.recover(ctx)
 	case <-ctx.Done():
 	}
+}
+
+// pause stops claiming for a while; paused says how much of it is left.
+func (s *Scheduler) pause(d time.Duration) {
+	s.mu.Lock()
+	s.pauseUntil = time.Now().Add(d)
+	s.mu.Unlock()
+}
+
+func (s *Scheduler) paused() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Until(s.pauseUntil)
 }
 
 // start runs a claimed job in its own goroutine, owned by s.jobs. The job's

@@ -23,7 +23,7 @@ func (ShellAgent) Run(ctx context.Context, r *Run) (Outcome, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		req.TimeoutMS = max(time.Until(dl).Milliseconds(), 1)
 	}
-	out := newOutputBatcher(ctx, r)
+	out := newOutputBatcher(func(p map[string]any) { r.Emit(context.WithoutCancel(ctx), EventOutput, p) })
 	res, err := r.Sandbox.Guest().ExecStream(ctx, req, out.write)
 	out.close()
 	if err != nil {
@@ -41,16 +41,15 @@ func (ShellAgent) Run(ctx context.Context, r *Run) (Outcome, error) {
 // one per stream every 100ms or 32 KiB, so a chatty command does not cost
 // one durable write per line.
 type outputBatcher struct {
-	ctx  context.Context
-	r    *Run
+	emit func(payload map[string]any)
 	mu   sync.Mutex
 	buf  map[string][]byte
 	stop chan struct{}
 	done chan struct{}
 }
 
-func newOutputBatcher(ctx context.Context, r *Run) *outputBatcher {
-	b := &outputBatcher{ctx: ctx, r: r, buf: map[string][]byte{}, stop: make(chan struct{}), done: make(chan struct{})}
+func newOutputBatcher(emit func(payload map[string]any)) *outputBatcher {
+	b := &outputBatcher{emit: emit, buf: map[string][]byte{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go b.loop()
 	return b
 }
@@ -85,7 +84,7 @@ func (b *outputBatcher) flush() {
 	defer b.mu.Unlock()
 	for _, stream := range []string{"stdout", "stderr"} {
 		if p := b.buf[stream]; len(p) > 0 {
-			b.r.Emit(context.WithoutCancel(b.ctx), EventOutput, map[string]any{"stream": stream, "text": string(p)})
+			b.emit(map[string]any{"stream": stream, "text": string(p)})
 			b.buf[stream] = nil
 		}
 	}

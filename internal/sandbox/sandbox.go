@@ -62,6 +62,9 @@ type Sandbox interface {
 type Spec struct {
 	// JobID names the job the sandbox belongs to; it is put on the engine object.
 	JobID string
+	// Owner names who may reap the sandbox as an orphan (a server's worker
+	// ID); empty for sandboxes no reaper may touch, like agentbox exec's.
+	Owner string
 	// Image overrides the driver's default sandbox image.
 	Image string
 	// WorkspaceDir is a host directory mounted at /workspace. The caller owns
@@ -87,6 +90,7 @@ type Handle struct {
 	ID     string `json:"id"`
 	Driver string `json:"driver"`
 	JobID  string `json:"job_id,omitempty"`
+	Owner  string `json:"owner,omitempty"`
 	// Ref is the engine's own identifier (a container ID for Docker).
 	Ref string `json:"ref"`
 	// StateDir is the host directory holding the guest's socket.

@@ -146,14 +146,16 @@ type Store interface {
 	// ErrNotFound for an unknown job.
 	// It returns the job, so the worker sees CancelRequested.
 	Heartbeat(ctx context.Context, id, owner string, lease time.Duration) (Job, error)
-	// Release gives a running job back: status pending, lease cleared,
-	// Attempts-1 (the run was interrupted, not failed). ErrLeaseLost if owner
+	// Release gives a running job back: status pending (canceled if a cancel
+	// was requested), lease cleared, Attempts-1 (the run was interrupted, not
+	// failed). ErrLeaseLost if owner
 	// no longer holds it, ErrNotFound for an unknown job.
 	Release(ctx context.Context, id, owner string) error
 	// RequeueExpired finds running jobs whose lease ended before now (or whose
 	// owner is reclaim, e.g. this worker's previous life) and puts each back
-	// to pending, or ends it in error when it has used MaxAttempts. It returns
-	// the jobs as they were before, so their stale sandboxes can be destroyed.
+	// to pending, or ends it: canceled if a cancel was requested, in error
+	// when it has used MaxAttempts. It returns the jobs as they were before,
+	// so their stale sandboxes can be destroyed.
 	RequeueExpired(ctx context.Context, now time.Time, reclaim string) ([]Job, error)
 	// AppendEvent adds an event with the next sequence number of its job.
 	AppendEvent(ctx context.Context, jobID, typ string, payload json.RawMessage) (Event, error)

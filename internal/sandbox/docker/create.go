@@ -63,7 +63,7 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 // the socket directory the guest writes to, and the scratch workspace if the
 // caller brought none.
 func (d *Driver) prepareDirs(spec sandbox.Spec) (sandbox.Handle, error) {
-	h := sandbox.Handle{ID: newID(), Driver: "docker", JobID: spec.JobID}
+	h := sandbox.Handle{ID: newID(), Driver: "docker", JobID: spec.JobID, Owner: spec.Owner}
 	h.StateDir = filepath.Join(d.cfg.StateDir, h.ID)
 	if n := len(socketPath(h.StateDir)); n > maxSocketPath {
 		return h, fmt.Errorf("%w: state dir %s gives a %d-byte socket path, over the %d Linux allows; use a shorter data dir", sandbox.ErrInvalidSpec, d.cfg.StateDir, n, maxSocketPath)
@@ -167,7 +167,7 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h sandbox.Handle) (*containe
 		WorkingDir: WorkspacePath,
 		Hostname:   "sandbox",
 		Labels: map[string]string{
-			LabelManaged: "true", LabelInstance: d.cfg.Instance, LabelSandbox: h.ID, LabelJob: h.JobID,
+			LabelManaged: "true", LabelInstance: d.cfg.Instance, LabelSandbox: h.ID, LabelJob: h.JobID, LabelOwner: h.Owner,
 			LabelStateDir: h.StateDir, LabelWorkspace: h.WorkspaceDir, LabelOwnsWS: strconv.FormatBool(h.OwnsWorkspace),
 		},
 	}

@@ -41,6 +41,7 @@ const (
 	LabelInstance  = "io.agentbox.instance"
 	LabelSandbox   = "io.agentbox.sandbox"
 	LabelJob       = "io.agentbox.job"
+	LabelOwner     = "io.agentbox.owner"
 	LabelStateDir  = "io.agentbox.state-dir"
 	LabelWorkspace = "io.agentbox.workspace"
 	LabelOwnsWS    = "io.agentbox.owns-workspace"
@@ -235,7 +236,7 @@ func (d *Driver) List(ctx context.Context) ([]sandbox.Handle, error) {
 
 func handleFromLabels(ref string, l map[string]string, running bool) sandbox.Handle {
 	return sandbox.Handle{
-		ID: l[LabelSandbox], Driver: "docker", JobID: l[LabelJob], Ref: ref,
+		ID: l[LabelSandbox], Driver: "docker", JobID: l[LabelJob], Owner: l[LabelOwner], Ref: ref,
 		StateDir: l[LabelStateDir], WorkspaceDir: l[LabelWorkspace],
 		OwnsWorkspace: l[LabelOwnsWS] == "true", Running: running,
 	}

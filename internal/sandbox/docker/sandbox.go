@@ -61,7 +61,10 @@ func (s *Sandbox) emptyWorkspace(ctx context.Context) {
 // state directory and, if the sandbox made it, its workspace. It runs to the
 // end even if ctx is cancelled; removing what is already gone is no error.
 func (d *Driver) Remove(ctx context.Context, h sandbox.Handle) error {
-	ctx = context.WithoutCancel(ctx)
+	// Not cancelled with the caller, but bounded: a hung engine must not hang
+	// a server's shutdown.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
 	if h.Ref != "" {
 		err := d.cli.ContainerRemove(ctx, h.Ref, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {

@@ -246,7 +246,7 @@ func testPathEscapes(t *testing.T, d sandbox.Driver) {
 }
 
 func testRecover(t *testing.T, d sandbox.Driver) {
-	s := create(t, d, sandbox.Spec{})
+	s := create(t, d, sandbox.Spec{Owner: "conformance-owner"})
 	ok(t, s, "echo remembered > note")
 	r, err := d.Recover(bg, s.Handle())
 	if err != nil {
@@ -262,11 +262,11 @@ func testRecover(t *testing.T, d sandbox.Driver) {
 	}
 	for _, h := range hs {
 		if h.ID == s.Handle().ID {
-			found = h.Running && h.JobID == s.Handle().JobID
+			found = h.Running && h.JobID == s.Handle().JobID && h.Owner == "conformance-owner"
 		}
 	}
 	if !found {
-		t.Errorf("List does not report the running sandbox %s with its job", s.Handle().ID)
+		t.Errorf("List does not report the running sandbox %s with its job and owner", s.Handle().ID)
 	}
 }
 

@@ -59,8 +59,12 @@ func (s *Store) Heartbeat(ctx context.Context, id, owner string, lease time.Dura
 // Release gives owner's running job back to pending, not counting the run.
 func (s *Store) Release(ctx context.Context, id, owner string) error {
 	err := s.leased(ctx, id, owner, func(j *store.Job) {
+		t := now()
 		j.Status, j.Attempts = store.StatusPending, max(0, j.Attempts-1)
-		j.LeaseOwner, j.LeaseUntil, j.UpdatedAt = "", time.Time{}, now()
+		if j.CancelRequested {
+			j.Status, j.Error, j.EndedAt = store.StatusCanceled, "canceled by request", t
+		}
+		j.LeaseOwner, j.LeaseUntil, j.UpdatedAt = "", time.Time{}, t
 	})
 	if err != nil {
 		return fmt.Errorf("release job %s: %w", id, err)
@@ -118,10 +122,13 @@ func (s *Store) RequeueExpired(ctx context.Context, now time.Time, reclaim strin
 
 // requeue ends a lease that expired at now.
 func requeue(j *store.Job, now time.Time) {
-	if j.Attempts >= j.MaxAttempts {
+	switch {
+	case j.CancelRequested:
+		j.Status, j.EndedAt, j.Error = store.StatusCanceled, now, "canceled by request"
+	case j.Attempts >= j.MaxAttempts:
 		j.Status, j.EndedAt = store.StatusError, now
 		j.Error = fmt.Sprintf("lease expired after %d attempts (worker died or lost contact)", j.Attempts)
-	} else {
+	default:
 		j.Status = store.StatusPending
 	}
 	j.LeaseOwner, j.LeaseUntil, j.UpdatedAt = "", time.Time{}, now

@@ -146,6 +146,16 @@ func testRelease(t *testing.T, h *harness) {
 	if !sameTime(again.StartedAt, first.StartedAt) {
 		t.Errorf("StartedAt moved from %v to %v on a second claim", first.StartedAt, again.StartedAt)
 	}
+	// A job whose cancel was requested is not handed back to run again.
+	if _, err := s.UpdateJob(t.Context(), again.ID, func(j *store.Job) error { j.CancelRequested = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(t.Context(), again.ID, "w2"); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if j := get(t, s, again.ID); j.Status != store.StatusCanceled || j.EndedAt.IsZero() {
+		t.Errorf("released job with a cancel requested: %s, ended %v; want canceled", j.Status, j.EndedAt)
+	}
 }
 
 func testRequeueExpired(t *testing.T, h *harness) {
@@ -162,12 +172,18 @@ func testRequeueExpired(t *testing.T, h *harness) {
 		{"w", time.Hour, 1, store.StatusError},               // expired, out of attempts
 		{"old-life", 10 * time.Hour, 3, store.StatusPending}, // reclaimed
 		{"w", 10 * time.Hour, 1, store.StatusRunning},        // still leased
+		{"w", time.Hour, 3, store.StatusCanceled},            // expired with a cancel requested
 	}
 	for i, sp := range specs {
 		j := newJob(jobID(i), b.Add(time.Duration(i)*time.Millisecond))
 		j.MaxAttempts = sp.maxAttempts
 		create(t, s, j)
-		claim(t, s, sp.owner, sp.lease)
+		c := claim(t, s, sp.owner, sp.lease)
+		if sp.want == store.StatusCanceled {
+			if _, err := s.UpdateJob(t.Context(), c.ID, func(j *store.Job) error { j.CancelRequested = true; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	create(t, s, newJob("pending", b.Add(time.Second)))
 	now := time.Now().Add(2 * time.Hour)
@@ -175,8 +191,8 @@ func testRequeueExpired(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatalf("RequeueExpired: %v", err)
 	}
-	if len(before) != 3 {
-		t.Errorf("RequeueExpired returned %d jobs, want 3", len(before))
+	if len(before) != 4 {
+		t.Errorf("RequeueExpired returned %d jobs, want 4", len(before))
 	}
 	for _, j := range before {
 		if j.Status != store.StatusRunning || j.LeaseOwner == "" {
