@@ -142,9 +142,9 @@ func (a *app) modelCheck() check {
 	switch {
 	case m.Name != "":
 		return check{"model", "ok", "AGENTBOX_MODEL=" + m.Name, ""}
-	case m.AnthropicKey:
+	case m.AnthropicKey != "":
 		return check{"model", "ok", "ANTHROPIC_API_KEY is set", ""}
-	case m.OpenAIKey || m.OpenAIBaseURL != "":
+	case m.OpenAIKey != "" || m.OpenAIBaseURL != "":
 		return check{"model", "ok", "OpenAI-compatible endpoint configured", ""}
 	}
 	return check{"model", "warn", "no model configured: sandboxes work, agent jobs will not",

@@ -82,13 +82,19 @@ type Sandbox struct {
 	Instance string
 }
 
-// Model is the language-model configuration (used from the agent issue on).
+// Model is the language-model configuration. Keys are passed to the SDKs
+// explicitly; nothing else reads them from the environment.
 type Model struct {
 	Name             string // provider:name, from AGENTBOX_MODEL
-	AnthropicKey     bool   // whether ANTHROPIC_API_KEY is set
-	OpenAIKey        bool   // whether OPENAI_API_KEY is set
-	OpenAIBaseURL    string
-	AnthropicBaseURL string
+	AnthropicKey     string // ANTHROPIC_API_KEY
+	AnthropicBaseURL string // ANTHROPIC_BASE_URL
+	OpenAIKey        string // OPENAI_API_KEY
+	OpenAIBaseURL    string // OPENAI_BASE_URL (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter)
+}
+
+// Configured reports whether any model can be chosen.
+func (m Model) Configured() bool {
+	return m.Name != "" || m.AnthropicKey != "" || m.OpenAIKey != "" || m.OpenAIBaseURL != ""
 }
 
 // Default returns the configuration used when nothing is set.
@@ -147,8 +153,8 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 		durEnv(lookup, "AGENTBOX_LEASE", &c.Server.Lease),
 		durEnv(lookup, "AGENTBOX_JOB_TIMEOUT", &c.Server.JobTimeout),
 		durEnv(lookup, "AGENTBOX_GRACE", &c.Server.Grace))
-	_, c.Model.AnthropicKey = lookup("ANTHROPIC_API_KEY")
-	_, c.Model.OpenAIKey = lookup("OPENAI_API_KEY")
+	str("ANTHROPIC_API_KEY", &c.Model.AnthropicKey)
+	str("OPENAI_API_KEY", &c.Model.OpenAIKey)
 	if v, ok := lookup("AGENTBOX_SANDBOX_MEMORY"); ok && v != "" {
 		n, err := ParseMemory(v)
 		errs = append(errs, wrapEnv("AGENTBOX_SANDBOX_MEMORY", err))

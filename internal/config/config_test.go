@@ -22,7 +22,7 @@ func TestFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.DataDir != "/srv/agentbox" || c.Sandbox.MemoryBytes != 512<<20 || c.Sandbox.NanoCPUs != 5e8 ||
-		c.Sandbox.PidsLimit != 64 || c.Docker.Host != "unix:///run/podman/podman.sock" || !c.Model.AnthropicKey {
+		c.Sandbox.PidsLimit != 64 || c.Docker.Host != "unix:///run/podman/podman.sock" || c.Model.AnthropicKey != "k" {
 		t.Errorf("config %+v", c)
 	}
 }

@@ -1,0 +1,46 @@
+// Package tools holds the agent's tools, one file each: its name, its
+// description and input schema for the model, and how it runs in the job's
+// sandbox through the guest. A tool's failure the model should see (a bad
+// path, a non-zero exit, an edit that matches nothing) is a Result with
+// IsError set, never a Go error; a Go error means the sandbox broke.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/llm"
+)
+
+// Tool is one capability offered to the model.
+type Tool interface {
+	// Spec is what the model is told about the tool.
+	Spec() llm.Tool
+	// Run executes one call with the model's JSON input.
+	Run(ctx context.Context, env *Env, input json.RawMessage) (Result, error)
+}
+
+// Env is what a tool runs against.
+type Env struct {
+	Guest *guest.Client
+	// Timeout is the default command timeout (bash, run_code); default 2m.
+	Timeout time.Duration
+	// MaxOutput caps the text of one result shown to the model (default 30,000 bytes).
+	MaxOutput int
+}
+
+// Result is what the model sees of a call.
+type Result struct {
+	Text    string
+	IsError bool
+	Images  []llm.Image
+	// Finish is set by the finish tool: the job ends complete with it.
+	Finish *Finish
+}
+
+// Finish is the model's closing summary.
+type Finish struct {
+	Summary string
+}
