@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/client"
+	"github.com/agentbox/agentbox/internal/llm"
 )
 
 // logsOptions are the options of `agentbox logs` (and submit --follow).
@@ -118,10 +119,23 @@ func (p *eventPrinter) print(ev api.Event) error {
 	if p.json {
 		return json.NewEncoder(p.out).Encode(ev)
 	}
+	return p.show(ev.Type, ev.Payload)
+}
+
+// show prints one event: what the job did on stdout, bookkeeping on stderr.
+func (p *eventPrinter) show(typ string, payload json.RawMessage) error {
 	var pl map[string]any
-	_ = json.Unmarshal(ev.Payload, &pl)
+	_ = json.Unmarshal(payload, &pl)
 	var err error
-	switch ev.Type {
+	switch typ {
+	case "model":
+		err = p.showModel(payload)
+	case "tool_call":
+		_, err = fmt.Fprintf(p.errw, "▶ %s %s\n", str(pl["name"]), firstLine(compactJSON(pl["input"]), 300))
+	case "tool_result":
+		err = p.showResult(pl)
+	case "notice":
+		_, err = fmt.Fprintf(p.errw, "[agentbox] %s\n", str(pl["text"]))
 	case "output":
 		text, _ := pl["text"].(string)
 		_, err = io.WriteString(p.out, text)
@@ -136,9 +150,49 @@ func (p *eventPrinter) print(ev api.Event) error {
 	case "log":
 		_, err = fmt.Fprintf(p.errw, "[%s] %s\n", firstNonEmpty(str(pl["level"]), "log"), str(pl["message"]))
 	default:
-		_, err = fmt.Fprintf(p.errw, "[%s] %s\n", ev.Type, firstLine(string(ev.Payload), 200))
+		_, err = fmt.Fprintf(p.errw, "[%s] %s\n", typ, firstLine(string(payload), 200))
 	}
 	return err
+}
+
+// showModel prints the model's text of a step.
+func (p *eventPrinter) showModel(payload json.RawMessage) error {
+	var ev struct {
+		Message llm.Message `json:"message"`
+	}
+	if json.Unmarshal(payload, &ev) != nil {
+		return nil
+	}
+	if text := strings.TrimSpace(ev.Message.PlainText()); text != "" {
+		_, err := fmt.Fprintf(p.out, "%s\n", text)
+		return err
+	}
+	return nil
+}
+
+// showResult prints a tool's result, at most resultLines lines of it.
+func (p *eventPrinter) showResult(pl map[string]any) error {
+	const resultLines = 20
+	lines := strings.Split(strings.TrimRight(str(pl["text"]), "\n"), "\n")
+	mark := "│"
+	if pl["is_error"] == true {
+		mark = "✗"
+	}
+	var sb strings.Builder
+	for i, l := range lines {
+		if i == resultLines {
+			fmt.Fprintf(&sb, "  %s … %d more lines\n", mark, len(lines)-resultLines)
+			break
+		}
+		fmt.Fprintf(&sb, "  %s %s\n", mark, l)
+	}
+	_, err := io.WriteString(p.out, sb.String())
+	return err
+}
+
+func compactJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func exitNotes(pl map[string]any) string {

@@ -113,6 +113,8 @@ AGENTBOX_SANDBOX_PIDS, DOCKER_HOST, ...); see docs/configuration.md.`,
 		newDoctorCmd(a),
 		newBenchCmd(a),
 		newServeCmd(a),
+		newRunCmd(a),
+		newChatCmd(a),
 	)
 	root.AddCommand(newClientCmds(a)...)
 	return root

@@ -55,6 +55,7 @@ period, then stops them and hands them back (pending) for the next start.`,
 	f.DurationVar(&s.Lease, "lease", 0, "job lease without a heartbeat (AGENTBOX_LEASE; default 30s)")
 	f.DurationVar(&s.JobTimeout, "job-timeout", 0, "default job timeout (AGENTBOX_JOB_TIMEOUT; default 30m)")
 	f.DurationVar(&s.Grace, "grace", -1, "time running jobs get on shutdown (AGENTBOX_GRACE; default 30s)")
+	f.StringVar(&a.flagCfg.Agent.Kind, "agent", "", "what works on jobs: model (a language model with tools) or shell (the task as a bash script) (AGENTBOX_AGENT; default model)")
 	return cmd
 }
 
@@ -83,6 +84,9 @@ func (a *app) applyServeFlags() error {
 	}
 	if f.Grace >= 0 {
 		c.Grace = f.Grace
+	}
+	if k := a.flagCfg.Agent.Kind; k != "" {
+		a.cfg.Agent.Kind = k
 	}
 	return a.cfg.Validate()
 }
@@ -125,7 +129,7 @@ func (a *app) serve(ctx context.Context) error {
 	sched := jobs.NewScheduler(jobs.SchedulerConfig{
 		WorkerID: workerID(cfg.DataDir), Concurrency: cfg.Server.Concurrency, Lease: cfg.Server.Lease,
 		DefaultTimeout: cfg.Server.JobTimeout, Grace: schedulerGrace(cfg.Server.Grace), DataDir: cfg.DataDir, Log: a.log,
-	}, st, drv, jobs.ShellAgent{}, jobs.NewMetrics(reg, st))
+	}, st, drv, a.newJobAgent(), jobs.NewMetrics(reg, st))
 	svc := jobs.NewService(st, cfg.DataDir, cfg.Server.MaxAttempts, sched)
 	// Long-lived requests (event streams) end when shutdown begins, so they do
 	// not hold it up; clients resume from Last-Event-ID. No WriteTimeout: it
@@ -140,7 +144,10 @@ func (a *app) serve(ctx context.Context) error {
 	}
 	srv.RegisterOnShutdown(endStreams)
 	a.log.Info("agentbox serving", "addr", "http://"+l.Addr().String(), "data_dir", cfg.DataDir,
-		"concurrency", cfg.Server.Concurrency, "auth", !cfg.Server.NoAuth)
+		"concurrency", cfg.Server.Concurrency, "auth", !cfg.Server.NoAuth, "agent", cfg.Agent.Kind)
+	if cfg.Agent.Kind == "model" && !cfg.Model.Configured() {
+		a.log.Warn("no model configured: jobs will end in error until one is (set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL; see docs/models.md)")
+	}
 	return runServer(ctx, srv, l, sched)
 }
 

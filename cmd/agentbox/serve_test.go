@@ -51,7 +51,7 @@ func newServer(t *testing.T, extraEnv ...string) *server {
 	l.Close()
 	s := &server{t: t, url: "http://" + addr, dataDir: data}
 	s.env = append(os.Environ(), "AGENTBOX_DATA_DIR="+data, "AGENTBOX_ADDR="+addr, "AGENTBOX_TOKEN="+testToken,
-		"AGENTBOX_INSTANCE=servetest-"+filepath.Base(data), "AGENTBOX_GUEST_BINARY="+guestBinary)
+		"AGENTBOX_INSTANCE=servetest-"+filepath.Base(data), "AGENTBOX_GUEST_BINARY="+guestBinary, "AGENTBOX_AGENT=shell")
 	s.env = append(s.env, extraEnv...)
 	return s
 }
@@ -105,6 +105,7 @@ type jobDTO struct {
 	Status   string `json:"status"`
 	Error    string `json:"error"`
 	Attempts int    `json:"attempts"`
+	Steps    int    `json:"steps"`
 }
 
 func (s *server) submit(task string) (string, int) {

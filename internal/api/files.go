@@ -1,10 +1,8 @@
 package api
 
 import (
-	"archive/zip"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -12,6 +10,7 @@ import (
 	"path"
 	"syscall"
 
+	"github.com/agentbox/agentbox/internal/artifact"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -66,17 +65,9 @@ func (s *server) artifacts(w http.ResponseWriter, r *http.Request) error {
 	id := pathID(r)
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": id + ".zip"}))
-	zw := zip.NewWriter(w)
-	err = fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			s.log.Warn("artifacts: skipping unreadable entry", "job_id", id, "path", name, "err", err)
-			return nil
-		}
-		return addToZip(zw, root, name, d)
+	err = artifact.WriteZip(w, root, func(name string, err error) {
+		s.log.Warn("artifacts: skipping unreadable entry", "job_id", id, "path", name, "err", err)
 	})
-	if err == nil {
-		err = zw.Close()
-	}
 	if err != nil {
 		if r.Context().Err() == nil {
 			s.log.Error("artifacts: zip stream failed", "job_id", id, "err", err)
@@ -101,59 +92,4 @@ func (s *server) openWorkspace(r *http.Request) (*os.Root, error) {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
 	return root, nil
-}
-
-// addToZip adds one walked entry: a directory, a symlink or a regular file.
-func addToZip(zw *zip.Writer, root *os.Root, name string, d fs.DirEntry) error {
-	if name == "." {
-		return nil
-	}
-	switch t := d.Type(); {
-	case t.IsDir():
-		_, err := zw.CreateHeader(&zip.FileHeader{Name: name + "/", Method: zip.Store})
-		return err
-	case t&fs.ModeSymlink != 0:
-		return addSymlink(zw, root, name)
-	case t.IsRegular():
-		return addFile(zw, root, name)
-	}
-	return nil
-}
-
-func addSymlink(zw *zip.Writer, root *os.Root, name string) error {
-	target, err := root.Readlink(name)
-	if err != nil {
-		return nil // gone since the walk listed it
-	}
-	fh := &zip.FileHeader{Name: name, Method: zip.Store}
-	fh.SetMode(fs.ModeSymlink | 0o777)
-	zf, err := zw.CreateHeader(fh)
-	if err != nil {
-		return err
-	}
-	_, err = io.WriteString(zf, target)
-	return err
-}
-
-func addFile(zw *zip.Writer, root *os.Root, name string) error {
-	f, err := root.OpenFile(name, openFlags, 0)
-	if err != nil {
-		return nil // gone or replaced since the walk listed it
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil || !info.Mode().IsRegular() {
-		return nil
-	}
-	fh, err := zip.FileInfoHeader(info)
-	if err != nil {
-		return err
-	}
-	fh.Name, fh.Method = name, zip.Deflate
-	zf, err := zw.CreateHeader(fh)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(zf, f)
-	return err
 }

@@ -27,6 +27,20 @@ type Config struct {
 	Model   Model
 	Server  Server
 	Client  Client
+	Agent   Agent
+}
+
+// Agent configures how jobs are worked on.
+type Agent struct {
+	// Kind is "model" (a language model drives the tools) or "shell" (the
+	// task is run as a bash script; for scripting and tests). AGENTBOX_AGENT.
+	Kind string
+	// MaxSteps applies to jobs that set none (AGENTBOX_MAX_STEPS).
+	MaxSteps int
+	// MaxTokens and MaxCostUSD are per-job budgets, 0 for none
+	// (AGENTBOX_MAX_TOKENS, AGENTBOX_MAX_COST).
+	MaxTokens  int64
+	MaxCostUSD float64
 }
 
 // Server configures `agentbox serve`.
@@ -114,6 +128,7 @@ func Default() Config {
 			JobTimeout: 30 * time.Minute, MaxAttempts: 3, Grace: 30 * time.Second,
 		},
 		Client: Client{URL: "http://127.0.0.1:8080"},
+		Agent:  Agent{Kind: "model", MaxSteps: 100},
 	}
 }
 
@@ -153,6 +168,18 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 		durEnv(lookup, "AGENTBOX_LEASE", &c.Server.Lease),
 		durEnv(lookup, "AGENTBOX_JOB_TIMEOUT", &c.Server.JobTimeout),
 		durEnv(lookup, "AGENTBOX_GRACE", &c.Server.Grace))
+	str("AGENTBOX_AGENT", &c.Agent.Kind)
+	errs = append(errs, intEnv(lookup, "AGENTBOX_MAX_STEPS", &c.Agent.MaxSteps))
+	if v, ok := lookup("AGENTBOX_MAX_TOKENS"); ok && v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		errs = append(errs, wrapEnv("AGENTBOX_MAX_TOKENS", err))
+		c.Agent.MaxTokens = n
+	}
+	if v, ok := lookup("AGENTBOX_MAX_COST"); ok && v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		errs = append(errs, wrapEnv("AGENTBOX_MAX_COST", err))
+		c.Agent.MaxCostUSD = f
+	}
 	str("ANTHROPIC_API_KEY", &c.Model.AnthropicKey)
 	str("OPENAI_API_KEY", &c.Model.OpenAIKey)
 	if v, ok := lookup("AGENTBOX_SANDBOX_MEMORY"); ok && v != "" {
@@ -215,7 +242,7 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir: empty (set AGENTBOX_DATA_DIR)"))
 	}
-	errs = append(errs, c.Sandbox.Validate(), c.Server.Validate())
+	errs = append(errs, c.Sandbox.Validate(), c.Server.Validate(), c.Agent.Validate())
 	return errors.Join(errs...)
 }
 
@@ -287,4 +314,16 @@ func defaultDataDir() string {
 		return filepath.Join(h, ".local", "share", "agentbox")
 	}
 	return filepath.Join(os.TempDir(), "agentbox")
+}
+
+// Validate checks the agent settings.
+func (a Agent) Validate() error {
+	var errs []error
+	if a.Kind != "model" && a.Kind != "shell" {
+		errs = append(errs, fmt.Errorf("agent %q: want model or shell (AGENTBOX_AGENT)", a.Kind))
+	}
+	if a.MaxSteps < 1 || a.MaxTokens < 0 || a.MaxCostUSD < 0 {
+		errs = append(errs, fmt.Errorf("max steps %d must be at least 1, budgets not negative", a.MaxSteps))
+	}
+	return errors.Join(errs...)
 }

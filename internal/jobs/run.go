@@ -26,10 +26,28 @@ type Run struct {
 	Job     store.Job
 	Sandbox sandbox.Sandbox
 	emit    func(ctx context.Context, typ string, payload any)
+	// progress records the attempt's totals so far on the job (nil: ignored).
+	progress func(ctx context.Context, p Progress) error
 }
 
 // Emit appends an event to the job's log and wakes its followers.
 func (r *Run) Emit(ctx context.Context, typ string, payload any) { r.emit(ctx, typ, payload) }
+
+// Progress is what an attempt has done so far.
+type Progress struct {
+	Steps         int
+	Usage         store.Usage
+	ContextTokens int64
+}
+
+// Report records the attempt's progress on the job, so its status shows
+// steps, usage and context size while it runs.
+func (r *Run) Report(ctx context.Context, p Progress) error {
+	if r.progress == nil {
+		return nil
+	}
+	return r.progress(ctx, p)
+}
 
 // Outcome is how an attempt ended.
 type Outcome struct {
@@ -132,9 +150,10 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		stopWatch()
 		<-watched
 	}()
-	out, err = s.agent.Run(ctx, &Run{Job: j, Sandbox: sb, emit: func(ctx context.Context, typ string, p any) {
-		s.emit(ctx, j.ID, typ, p)
-	}})
+	out, err = s.agent.Run(ctx, &Run{Job: j, Sandbox: sb,
+		emit:     func(ctx context.Context, typ string, p any) { s.emit(ctx, j.ID, typ, p) },
+		progress: func(ctx context.Context, p Progress) error { return s.progress(ctx, j, p) },
+	})
 	return out, err, context.Cause(ctx)
 }
 
@@ -228,8 +247,10 @@ func (s *Scheduler) record(ctx context.Context, j store.Job, status store.Status
 				return store.ErrLeaseLost
 			}
 			x.Status, x.Error, x.Result, x.EndedAt = status, msg, out.Result, time.Now().UTC()
-			x.Steps += out.Steps
-			x.Usage = addUsage(x.Usage, out.Usage)
+			// Totals are the job's as claimed plus this attempt's, so progress
+			// reported along the way is not counted twice.
+			x.Steps = j.Steps + out.Steps
+			x.Usage = addUsage(j.Usage, out.Usage)
 			x.LeaseOwner, x.LeaseUntil = "", time.Time{}
 			return nil
 		})
@@ -240,6 +261,21 @@ func (s *Scheduler) record(ctx context.Context, j store.Job, status store.Status
 		time.Sleep(delay) // backing off a failing store; nothing to await
 		delay = min(2*delay, 5*time.Second)
 	}
+}
+
+// progress records an attempt's totals so far, under this worker's lease.
+func (s *Scheduler) progress(ctx context.Context, j store.Job, p Progress) error {
+	_, err := s.store.UpdateJob(ctx, j.ID, func(x *store.Job) error {
+		if x.LeaseOwner != s.cfg.WorkerID || x.Status != store.StatusRunning || x.Attempts != j.Attempts {
+			return store.ErrLeaseLost
+		}
+		x.Steps, x.Usage, x.ContextTokens = j.Steps+p.Steps, addUsage(j.Usage, p.Usage), p.ContextTokens
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record progress: %w", err)
+	}
+	return nil
 }
 
 // release hands a job back to pending (or canceled, if that was asked).

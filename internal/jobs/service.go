@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -131,6 +132,11 @@ func validate(req SubmitRequest) error {
 	}
 	if len(req.Metadata) > MaxMetadataKeys || size > MaxMetadataBytes {
 		problems = append(problems, fmt.Sprintf("metadata: at most %d keys and %d bytes", MaxMetadataKeys, MaxMetadataBytes))
+	}
+	if req.Model != "" {
+		if _, _, err := llm.ParseSpec(req.Model); err != nil {
+			problems = append(problems, fmt.Sprintf("model %q: want anthropic:NAME or openai:NAME", req.Model))
+		}
 	}
 	if len(req.IdempotencyKey) > 255 {
 		problems = append(problems, "Idempotency-Key: at most 255 bytes")

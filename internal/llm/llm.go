@@ -66,10 +66,13 @@ type Block struct {
 	Text string `json:"text,omitempty"`
 	// ID is a tool call's ID; on a tool result, the ID of the call it answers.
 	ID string `json:"id,omitempty"`
-	// Name and Input are a tool call's tool and JSON arguments.
+	// Name and Input are a tool call's tool and JSON arguments. Input is
+	// always valid JSON: a model's malformed arguments arrive as a JSON
+	// string, for the tool to refuse as bad input.
 	Name  string          `json:"name,omitempty"`
 	Input json.RawMessage `json:"input,omitempty"`
-	// IsError marks a tool result that reports a failure.
+	// IsError marks a tool result that reports a failure. Wire formats
+	// without such a flag (OpenAI) prefix the result's text with "Error: ".
 	IsError bool `json:"is_error,omitempty"`
 	// Images are an image block's image, or images a tool result carries.
 	Images []Image `json:"images,omitempty"`
@@ -154,7 +157,9 @@ type Response struct {
 	Usage      Usage
 }
 
-// Usage counts the tokens of one call.
+// Usage counts the tokens of one call. InputTokens excludes cache reads and
+// writes (the Anthropic meaning; OpenAI clients subtract cached tokens), so
+// the prompt's size is InputTokens + CacheReadTokens + CacheWriteTokens.
 type Usage struct {
 	InputTokens      int64 `json:"input_tokens"`
 	OutputTokens     int64 `json:"output_tokens"`

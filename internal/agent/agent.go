@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/agent/tools"
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// Config configures the job agent.
+type Config struct {
+	// Resolve returns the model for a job's model spec; "" means the
+	// server's default. Its error (e.g. no model configured) ends the job.
+	Resolve func(spec string) (llm.Model, error)
+	// Tools default to tools.Default().
+	Tools []tools.Tool
+	// MaxSteps applies to jobs that set none (default 100).
+	MaxSteps int
+	// MaxTokens and MaxCostUSD are per-job budgets; 0 means none.
+	MaxTokens  int64
+	MaxCostUSD float64
+	// ToolTimeout is the default timeout of a command (default 2m).
+	ToolTimeout time.Duration
+	Log         *slog.Logger
+}
+
+// maxIdleAnswers is how many answers in a row without a tool call end a job:
+// the model has stopped working but not called finish.
+const maxIdleAnswers = 3
+
+// Agent does jobs with a language model; it implements jobs.Agent.
+type Agent struct{ cfg Config }
+
+var _ jobs.Agent = (*Agent)(nil)
+
+// New returns an agent.
+func New(cfg Config) *Agent {
+	if cfg.Tools == nil {
+		cfg.Tools = tools.Default()
+	}
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = 100
+	}
+	if cfg.ToolTimeout <= 0 {
+		cfg.ToolTimeout = 2 * time.Minute
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Agent{cfg: cfg}
+}
+
+// Run works on the job until the model calls finish or a limit stops it.
+func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
+	model, err := a.cfg.Resolve(r.Job.Model)
+	if err != nil {
+		return jobs.Outcome{Status: store.StatusError, Error: err.Error()}, nil
+	}
+	l := &Loop{
+		Model: model, Tools: a.cfg.Tools, System: SystemPrompt(),
+		Env:  &tools.Env{Guest: r.Sandbox.Guest(), Timeout: a.cfg.ToolTimeout},
+		Emit: func(typ string, p any) { r.Emit(context.WithoutCancel(ctx), typ, p) },
+	}
+	l.Say(TaskMessage(r.Job.Task))
+	maxSteps := r.Job.Limits.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = a.cfg.MaxSteps
+	}
+	return a.drive(ctx, r, l, maxSteps)
+}
+
+// drive runs steps until the job ends.
+func (a *Agent) drive(ctx context.Context, r *jobs.Run, l *Loop, maxSteps int) (jobs.Outcome, error) {
+	price := l.Model.Info().Price
+	idle := 0
+	for {
+		if why := a.overBudget(l, price, maxSteps); why != "" {
+			return outcome(l, price, store.StatusError, why, ""), nil
+		}
+		res, err := l.Step(ctx)
+		_ = r.Report(context.WithoutCancel(ctx), jobs.Progress{Steps: l.Steps, Usage: storeUsage(l.Usage, price), ContextTokens: l.LastInput})
+		switch {
+		case err != nil && ctx.Err() == nil && IsModelError(err):
+			return outcome(l, price, store.StatusError, err.Error(), ""), nil
+		case err != nil:
+			return outcome(l, price, store.StatusError, err.Error(), ""), err
+		case res.Finish != nil:
+			return outcome(l, price, store.StatusComplete, "", res.Finish.Summary), nil
+		case res.ToolCalls > 0:
+			idle = 0
+			continue
+		}
+		if idle++; idle >= maxIdleAnswers {
+			return outcome(l, price, store.StatusError, fmt.Sprintf("the model answered %d times in a row without using a tool or calling finish", idle), ""), nil
+		}
+		l.Say(nudge)
+		l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": nudge})
+	}
+}
+
+// overBudget says why the job must stop before another step, if it must.
+func (a *Agent) overBudget(l *Loop, price llm.Price, maxSteps int) string {
+	switch {
+	case l.Steps >= maxSteps:
+		return fmt.Sprintf("stopped after %d steps without calling finish (max_steps is %d)", l.Steps, maxSteps)
+	case a.cfg.MaxTokens > 0 && l.Usage.InputTokens+l.Usage.OutputTokens >= a.cfg.MaxTokens:
+		return fmt.Sprintf("stopped: the token budget of %d is used up", a.cfg.MaxTokens)
+	case a.cfg.MaxCostUSD > 0 && price.Cost(l.Usage) >= a.cfg.MaxCostUSD:
+		return fmt.Sprintf("stopped: the cost budget of $%.2f is used up", a.cfg.MaxCostUSD)
+	}
+	return ""
+}
+
+func outcome(l *Loop, price llm.Price, status store.Status, errMsg, result string) jobs.Outcome {
+	return jobs.Outcome{Status: status, Error: errMsg, Result: result, Steps: l.Steps, Usage: storeUsage(l.Usage, price)}
+}
+
+func storeUsage(u llm.Usage, p llm.Price) store.Usage {
+	return store.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: p.Cost(u)}
+}

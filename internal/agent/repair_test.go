@@ -1,0 +1,37 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/agentbox/agentbox/internal/llm"
+)
+
+func TestCloseDangling(t *testing.T) {
+	call := llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{
+		{Type: llm.BlockText, Text: "running two things"},
+		{Type: llm.BlockToolUse, ID: "a", Name: "bash"}, {Type: llm.BlockToolUse, ID: "b", Name: "bash"}}}
+	got := CloseDangling([]llm.Message{llm.Text(llm.RoleUser, "task"), call}, "interrupted")
+	if len(got) != 3 || got[2].Role != llm.RoleUser || len(got[2].Content) != 2 ||
+		got[2].Content[1].ID != "b" || !got[2].Content[1].IsError {
+		t.Fatalf("got %+v", got)
+	}
+	done := []llm.Message{llm.Text(llm.RoleUser, "task"), llm.Text(llm.RoleAssistant, "done")}
+	if len(CloseDangling(done, "x")) != 2 {
+		t.Error("a finished conversation was changed")
+	}
+}
+
+func TestRepeatTracker(t *testing.T) {
+	var r repeatTracker
+	c := llm.Block{Name: "bash", Input: []byte(`{"command": "make", "timeout_seconds": 5}`)}
+	same := llm.Block{Name: "bash", Input: []byte(`{"timeout_seconds":5,"command":"make"}`)}
+	if r.observe(c, true, 3) != "" || r.observe(same, true, 3) != "" {
+		t.Fatal("note before the limit")
+	}
+	if note := r.observe(c, true, 3); note == "" {
+		t.Fatal("no note at the third identical failure")
+	}
+	if r.observe(c, false, 3) != "" || r.observe(c, true, 3) != "" {
+		t.Error("a success must reset the count")
+	}
+}

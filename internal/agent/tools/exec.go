@@ -1,0 +1,118 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
+)
+
+// run executes req in the sandbox with the given timeout, capping each
+// output stream near max bytes. Only a broken guest or a canceled ctx is an
+// error; everything about the command itself is in the result.
+func run(ctx context.Context, g *guest.Client, req guest.ExecRequest, timeout time.Duration, max int) (guest.ExecResult, error) {
+	req.TimeoutMS = timeout.Milliseconds()
+	req.MaxOutput = int64(max)
+	res, err := g.Exec(ctx, req)
+	if err == nil {
+		err = canceled(ctx)
+	}
+	return res, err
+}
+
+// execText renders a command's result for the model: the exit code, what
+// happened to the command (timeout, out of memory, a signal, truncation) and
+// its stdout and stderr, each labelled, within max bytes in all.
+func execText(res guest.ExecResult, timeout time.Duration, max int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "exit code: %d%s\n", res.ExitCode, exitMeaning(res))
+	notes := execNotes(res, timeout)
+	for _, n := range notes {
+		b.WriteString(n + "\n")
+	}
+	stdout, stderr := string(res.Stdout), string(res.Stderr)
+	if stdout == "" && stderr == "" {
+		b.WriteString("(no output)\n")
+		return b.String()
+	}
+	room := max - b.Len() - 60 // the section labels
+	if len(stdout)+len(stderr) > room && !res.Truncated {
+		note := truncatedNote(int64(len(stdout)), int64(len(stderr)))
+		b.WriteString(note + "\n")
+		room -= len(note) + 1
+	}
+	outMax, errMax := share(room, len(stdout), len(stderr))
+	stdout, stderr = Truncate(stdout, outMax), Truncate(stderr, errMax)
+	section(&b, "stdout", stdout)
+	section(&b, "stderr", stderr)
+	return b.String()
+}
+
+func exitMeaning(res guest.ExecResult) string {
+	switch {
+	case res.ExitCode == 0:
+		return " (success)"
+	case res.Signal != "":
+		return " (killed by " + res.Signal + ")"
+	case res.ExitCode == 127 && res.StartError != "":
+		return " (command not found)"
+	}
+	return " (failure)"
+}
+
+func execNotes(res guest.ExecResult, timeout time.Duration) []string {
+	var notes []string
+	if res.TimedOut {
+		notes = append(notes, fmt.Sprintf("timed out after %s and was killed, with every process it started; the output up to then is below. Raise timeout_seconds (up to %d), or start long-running work in the background with its output redirected to a file.", seconds(timeout), int(MaxTimeout.Seconds())))
+	}
+	if res.OOMKilled {
+		notes = append(notes, "killed: out of memory. The sandbox's memory limit was reached; use less memory (process data in chunks or streams, fewer parallel jobs).")
+	}
+	if res.StartError != "" {
+		notes = append(notes, "could not start: "+res.StartError)
+	}
+	if res.Truncated {
+		notes = append(notes, truncatedNote(res.StdoutBytes, res.StderrBytes))
+	}
+	return notes
+}
+
+func truncatedNote(stdout, stderr int64) string {
+	return fmt.Sprintf("output truncated: stdout was %d bytes and stderr %d bytes, and the middle was cut. To see all of it, redirect the output to a file (cmd > out.txt 2>&1) and read it with read_file or search it with search_files.", stdout, stderr)
+}
+
+func section(b *strings.Builder, name, text string) {
+	if text == "" {
+		return
+	}
+	fmt.Fprintf(b, "<%s>\n%s", name, strings.ToValidUTF8(text, "\uFFFD"))
+	if !strings.HasSuffix(text, "\n") {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(b, "</%s>\n", name)
+}
+
+// share splits room bytes between two texts of lengths a and b: each gets
+// all it needs if both fit; otherwise the shorter gets up to half and the
+// longer the rest.
+func share(room, a, b int) (int, int) {
+	room = max(room, 200)
+	if a+b <= room {
+		return a, b
+	}
+	if a <= b {
+		a = min(a, room/2)
+		return a, room - a
+	}
+	b = min(b, room/2)
+	return room - b, b
+}
+
+func seconds(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	}
+	return d.String()
+}

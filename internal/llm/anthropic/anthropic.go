@@ -1,0 +1,161 @@
+// Package anthropic is the llm.Model of Anthropic's Messages API, built on
+// the official SDK (github.com/anthropics/anthropic-sdk-go): streaming, tool
+// calling, images in tool results, prompt caching and usage including cache
+// tokens. The SDK retries 408/409/429/5xx/529 with backoff honouring
+// Retry-After; what is left after the retries is mapped onto the llm
+// sentinels.
+//
+// Nothing here reads the environment: the key and base URL come in Config
+// (from internal/config), so the SDK's own environment defaults are off.
+package anthropic
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"net/http"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/agentbox/agentbox/internal/llm"
+)
+
+// Defaults for a model the caller says nothing about.
+const (
+	DefaultMaxRetries    = 4
+	DefaultContextWindow = 200_000
+	DefaultMaxOutput     = 8_192
+	// wholeTimeout bounds one attempt of a non-streamed call.
+	wholeTimeout = 10 * time.Minute
+	// headerTimeout bounds the wait for response headers.
+	headerTimeout = 10 * time.Minute
+)
+
+// Config says which model to use and how to reach it.
+type Config struct {
+	// Name is the model, e.g. claude-sonnet-4-5.
+	Name string
+	// APIKey is required unless BaseURL points at a gateway that needs none.
+	APIKey string
+	// BaseURL replaces https://api.anthropic.com (without /v1).
+	BaseURL string
+	// MaxRetries is how often a transient failure is retried: 0 means
+	// DefaultMaxRetries, a negative number none.
+	MaxRetries int
+	// HTTPClient replaces the default client (optional).
+	HTTPClient *http.Client
+	// NoStream asks for whole responses instead of streams; the iterator
+	// then yields everything at once. For gateways that cannot stream.
+	NoStream bool
+
+	// Price, ContextWindow and MaxOutput describe the model (zero values:
+	// no price, DefaultContextWindow, DefaultMaxOutput).
+	Price         llm.Price
+	ContextWindow int
+	MaxOutput     int
+}
+
+// Model talks to one Anthropic model.
+type Model struct {
+	cfg  Config
+	info llm.ModelInfo
+	msgs anthropic.MessageService
+}
+
+var _ llm.Model = (*Model)(nil)
+
+// New returns a client of the model cfg names. A missing key is
+// llm.ErrNotConfigured, naming the variable to set.
+func New(cfg Config) (*Model, error) {
+	if cfg.Name == "" {
+		return nil, fmt.Errorf("anthropic: %w: no model name: set AGENTBOX_MODEL=anthropic:NAME", llm.ErrNotConfigured)
+	}
+	if cfg.APIKey == "" && cfg.BaseURL == "" {
+		return nil, fmt.Errorf("anthropic: %w: no API key: export ANTHROPIC_API_KEY=…", llm.ErrNotConfigured)
+	}
+	client := anthropic.NewClient(clientOptions(cfg)...)
+	return &Model{cfg: cfg, info: info(cfg), msgs: client.Messages}, nil
+}
+
+func clientOptions(cfg Config) []option.RequestOption {
+	retries := cfg.MaxRetries
+	switch {
+	case retries == 0:
+		retries = DefaultMaxRetries
+	case retries < 0:
+		retries = 0
+	}
+	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(), option.WithMaxRetries(retries)}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = defaultHTTPClient()
+	}
+	return append(opts, option.WithHTTPClient(client))
+}
+
+// defaultHTTPClient bounds the wait for response headers, so that a server
+// that accepts a connection and never answers fails (and is retried)
+// instead of hanging; the body, a stream that may run long, is not bounded.
+func defaultHTTPClient() *http.Client {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = headerTimeout
+		return &http.Client{Transport: t}
+	}
+	return &http.Client{Transport: http.DefaultTransport}
+}
+
+func info(cfg Config) llm.ModelInfo {
+	i := llm.ModelInfo{
+		Provider: "anthropic", Name: cfg.Name, Price: cfg.Price,
+		ContextWindow: cfg.ContextWindow, MaxOutputTokens: cfg.MaxOutput,
+		NativeComputerUse: true,
+	}
+	if i.ContextWindow <= 0 {
+		i.ContextWindow = DefaultContextWindow
+	}
+	if i.MaxOutputTokens <= 0 {
+		i.MaxOutputTokens = DefaultMaxOutput
+	}
+	return i
+}
+
+// Info describes the model.
+func (m *Model) Info() llm.ModelInfo { return m.info }
+
+// Stream sends req. Failures before the response starts (a refused key, an
+// unknown model, retries exhausted) are returned at once; later ones, such
+// as an overloaded_error event mid-stream, through the iterator. The
+// iterator can be ranged over once and must be, to release the connection.
+func (m *Model) Stream(ctx context.Context, req llm.Request) (iter.Seq2[llm.Event, error], error) {
+	params, err := m.params(req)
+	if err != nil {
+		return nil, err
+	}
+	if m.cfg.NoStream {
+		return m.whole(ctx, params)
+	}
+	stream := m.msgs.NewStreaming(ctx, params)
+	if err := stream.Err(); err != nil {
+		_ = stream.Close()
+		return nil, m.wrap(ctx, err)
+	}
+	return m.events(ctx, stream), nil
+}
+
+// whole makes a non-streamed call and replays its answer as events.
+func (m *Model) whole(ctx context.Context, params anthropic.MessageNewParams) (iter.Seq2[llm.Event, error], error) {
+	msg, err := m.msgs.New(ctx, params, option.WithRequestTimeout(wholeTimeout))
+	if err != nil {
+		return nil, m.wrap(ctx, err)
+	}
+	return replay(response(*msg)), nil
+}
