@@ -1,0 +1,127 @@
+package main
+
+import (
+	"archive/zip"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/llm/llmtest"
+)
+
+// useModel points the CLI at a scripted model in the Anthropic format.
+func useModel(t *testing.T, script llmtest.Script) *llmtest.Server {
+	t.Helper()
+	fake := llmtest.New(t, script)
+	t.Setenv("ANTHROPIC_API_KEY", "test-key")
+	t.Setenv("ANTHROPIC_BASE_URL", fake.AnthropicURL())
+	t.Setenv("AGENTBOX_MODEL", "anthropic:claude-sonnet-4-5")
+	t.Setenv("AGENTBOX_AGENT", "model")
+	return fake
+}
+
+func TestRunWithoutModelSaysWhatToSet(t *testing.T) {
+	for _, k := range []string{"AGENTBOX_MODEL", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AGENTBOX_DATA_DIR", t.TempDir())
+	_, _, err := run(context.Background(), "run", "do something")
+	if err == nil || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") || !strings.Contains(err.Error(), "OPENAI_BASE_URL") {
+		t.Fatalf("err = %v, want it to name the variables to set", err)
+	}
+}
+
+func TestRunShowsStepsAndLeavesAZip(t *testing.T) {
+	instance := sandboxEnv(t)
+	useModel(t, helloScript())
+	out, errOut, err := run(context.Background(), "run", "Create a Python script that prints Hello, World!")
+	if err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	for _, want := range []string{"▶ write_file", "▶ bash", "▶ finish"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if !strings.Contains(out, "Hello, World!") {
+		t.Errorf("stdout lacks the command's output:\n%s", out)
+	}
+	i := strings.Index(errOut, "artifacts: ")
+	if i < 0 {
+		t.Fatalf("no artifacts path:\n%s", errOut)
+	}
+	path := strings.TrimSpace(strings.SplitN(errOut[i+len("artifacts: "):], "\n", 2)[0])
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	if len(zr.File) != 1 || zr.File[0].Name != "hello.py" {
+		t.Errorf("zip holds %v", zr.File)
+	}
+	assertNoSandboxes(t, instance)
+}
+
+func TestChatSession(t *testing.T) {
+	instance := sandboxEnv(t)
+	fake := useModel(t, llmtest.Script{Steps: []llmtest.Step{
+		step(llmtest.Call("bash", map[string]any{"command": "echo first > notes.txt"})),
+		step(llmtest.Say("Wrote notes.txt.")),
+		step(llmtest.Call("bash", map[string]any{"command": "cat notes.txt"})),
+		step(llmtest.Say("It says first.")),
+	}})
+	pasted := pasteStart + "please write\nnotes.txt\n" + pasteEnd + "\n"
+	root := newRootCmd()
+	var o, e strings.Builder
+	root.SetIn(strings.NewReader(pasted + "/help\n/quit\n"))
+	root.SetOut(&o)
+	root.SetErr(&e)
+	root.SetArgs([]string{"chat", "--session", "s1"})
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("chat: %v\n%s", err, e.String())
+	}
+	if !strings.Contains(o.String(), "Wrote notes.txt.") || !strings.Contains(e.String(), "/load SESSION") {
+		t.Errorf("stdout %q\nstderr %q", o.String(), e.String())
+	}
+	reqs := fake.Requests()
+	if first := reqs[0].Messages[0].PlainText(); first != "please write\nnotes.txt" {
+		t.Errorf("the pasted block reached the model as %q", first)
+	}
+	// Resume: the history is sent again and the workspace is the same.
+	root = newRootCmd()
+	root.SetIn(strings.NewReader("what does it say?\n"))
+	root.SetOut(&o)
+	root.SetErr(&e)
+	root.SetArgs([]string{"chat", "--session", "s1"})
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("chat resume: %v", err)
+	}
+	reqs = fake.Requests()
+	last := reqs[len(reqs)-1]
+	if len(last.Messages) < 5 || !strings.Contains(o.String(), "It says first.") {
+		t.Errorf("resumed conversation sent %d messages; stdout %q", len(last.Messages), o.String())
+	}
+	var h struct {
+		Messages []llm.Message `json:"messages"`
+	}
+	b, err := os.ReadFile(filepath.Join(os.Getenv("AGENTBOX_DATA_DIR"), "chats", "s1", "history.json"))
+	if err != nil || json.Unmarshal(b, &h) != nil || len(h.Messages) != 8 {
+		t.Errorf("history: %d messages, %v", len(h.Messages), err)
+	}
+	assertNoSandboxes(t, instance)
+}
+
+func TestChatRefusesBadSessionName(t *testing.T) {
+	sandboxEnv(t)
+	useModel(t, llmtest.Script{})
+	_, _, err := run(context.Background(), "chat", "--session", "../escape")
+	var ee exitError
+	if err == nil || errors.As(err, &ee) || !strings.Contains(err.Error(), "session name") {
+		t.Fatalf("err = %v", err)
+	}
+}
