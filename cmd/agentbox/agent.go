@@ -18,7 +18,6 @@ func (a *app) newJobAgent() jobs.Agent {
 	return agent.New(agent.Config{
 		Resolve:  a.modelResolver(),
 		MaxSteps: a.cfg.Agent.MaxSteps, MaxTokens: a.cfg.Agent.MaxTokens, MaxCostUSD: a.cfg.Agent.MaxCostUSD,
-		Log: a.log,
 	})
 }
 

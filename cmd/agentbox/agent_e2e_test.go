@@ -218,3 +218,26 @@ func TestAgentStopsAtMaxSteps(t *testing.T) {
 		t.Errorf("model called %d times, want 4", n)
 	}
 }
+
+func TestJobModelOverridesServerDefault(t *testing.T) {
+	fake := llmtest.New(t, helloScript())
+	s := newServer(t, "AGENTBOX_AGENT=model", "AGENTBOX_CONCURRENCY=1",
+		"ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL="+fake.AnthropicURL(), "AGENTBOX_MODEL=anthropic:claude-sonnet-4-5",
+		"OPENAI_API_KEY=test-key", "OPENAI_BASE_URL="+fake.OpenAIURL())
+	s.start()
+	var j jobDTO
+	if code := s.do("POST", "/v1/jobs", map[string]any{"task": "hello", "model": "openai:gpt-4.1-mini"}, &j); code != 201 {
+		t.Fatalf("submit: %d", code)
+	}
+	if got := s.awaitFinal([]string{j.JobID})[j.JobID]; got.Status != "complete" {
+		t.Fatalf("job %+v", got)
+	}
+	for _, r := range fake.Requests() {
+		if r.Format != "openai" || r.Model != "gpt-4.1-mini" {
+			t.Errorf("request in format %s for model %s, want openai gpt-4.1-mini", r.Format, r.Model)
+		}
+	}
+	if code := s.do("POST", "/v1/jobs", map[string]any{"task": "x", "model": "gpt-4"}, nil); code != 422 {
+		t.Errorf("a model without provider: %d, want 422", code)
+	}
+}

@@ -131,14 +131,14 @@ func (p *eventPrinter) show(typ string, payload json.RawMessage) error {
 	case "model":
 		err = p.showModel(payload)
 	case "tool_call":
-		_, err = fmt.Fprintf(p.errw, "▶ %s %s\n", str(pl["name"]), firstLine(compactJSON(pl["input"]), 300))
+		_, err = fmt.Fprintf(p.errw, "▶ %s %s\n", printable(str(pl["name"])), printable(firstLine(compactJSON(pl["input"]), 300)))
 	case "tool_result":
 		err = p.showResult(pl)
 	case "notice":
 		_, err = fmt.Fprintf(p.errw, "[agentbox] %s\n", str(pl["text"]))
 	case "output":
 		text, _ := pl["text"].(string)
-		_, err = io.WriteString(p.out, text)
+		_, err = io.WriteString(p.out, printable(text))
 	case "state":
 		_, err = fmt.Fprintf(p.errw, "[%s]%s%s\n", str(pl["status"]), prefixed(" attempt ", str(pl["attempt"])), prefixed(" ", str(pl["error"])))
 	case "command":
@@ -164,7 +164,7 @@ func (p *eventPrinter) showModel(payload json.RawMessage) error {
 		return nil
 	}
 	if text := strings.TrimSpace(ev.Message.PlainText()); text != "" {
-		_, err := fmt.Fprintf(p.out, "%s\n", text)
+		_, err := fmt.Fprintf(p.out, "%s\n", printable(text))
 		return err
 	}
 	return nil
@@ -184,10 +184,22 @@ func (p *eventPrinter) showResult(pl map[string]any) error {
 			fmt.Fprintf(&sb, "  %s … %d more lines\n", mark, len(lines)-resultLines)
 			break
 		}
-		fmt.Fprintf(&sb, "  %s %s\n", mark, l)
+		fmt.Fprintf(&sb, "  %s %s\n", mark, printable(l))
 	}
 	_, err := io.WriteString(p.out, sb.String())
 	return err
+}
+
+// printable drops control characters but newline and tab: text from the
+// sandbox or the model must not drive the terminal (escape sequences can
+// rewrite the screen or the clipboard).
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || (r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f)) {
+			return r
+		}
+		return -1
+	}, s)
 }
 
 func compactJSON(v any) string {

@@ -184,8 +184,9 @@ func (a *app) reportRun(j store.Job, dir string, w io.Writer) int {
 		zip = ""
 	}
 	fmt.Fprintf(w, "\njob %s %s after %d steps", j.ID, j.Status, j.Steps)
-	if j.Usage.InputTokens+j.Usage.OutputTokens > 0 {
-		fmt.Fprintf(w, ", %d tokens in, %d out, $%.4f", j.Usage.InputTokens, j.Usage.OutputTokens, j.Usage.CostUSD)
+	if u := j.Usage; u.InputTokens+u.CacheReadTokens+u.OutputTokens > 0 {
+		fmt.Fprintf(w, ", %d tokens in (%d from cache), %d out, $%.4f", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens,
+			u.CacheReadTokens, u.OutputTokens, u.CostUSD)
 	}
 	fmt.Fprintln(w)
 	if j.Result != "" {

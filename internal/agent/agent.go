@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/agent/tools"
@@ -26,7 +25,6 @@ type Config struct {
 	MaxCostUSD float64
 	// ToolTimeout is the default timeout of a command (default 2m).
 	ToolTimeout time.Duration
-	Log         *slog.Logger
 }
 
 // maxIdleAnswers is how many answers in a row without a tool call end a job:
@@ -48,9 +46,6 @@ func New(cfg Config) *Agent {
 	}
 	if cfg.ToolTimeout <= 0 {
 		cfg.ToolTimeout = 2 * time.Minute
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Agent{cfg: cfg}
 }
@@ -108,12 +103,18 @@ func (a *Agent) overBudget(l *Loop, price llm.Price, maxSteps int) string {
 	switch {
 	case l.Steps >= maxSteps:
 		return fmt.Sprintf("stopped after %d steps without calling finish (max_steps is %d)", l.Steps, maxSteps)
-	case a.cfg.MaxTokens > 0 && l.Usage.InputTokens+l.Usage.OutputTokens >= a.cfg.MaxTokens:
+	case a.cfg.MaxTokens > 0 && totalTokens(l.Usage) >= a.cfg.MaxTokens:
 		return fmt.Sprintf("stopped: the token budget of %d is used up", a.cfg.MaxTokens)
 	case a.cfg.MaxCostUSD > 0 && price.Cost(l.Usage) >= a.cfg.MaxCostUSD:
 		return fmt.Sprintf("stopped: the cost budget of $%.2f is used up", a.cfg.MaxCostUSD)
 	}
 	return ""
+}
+
+// totalTokens counts every token a job consumed, cached ones included
+// (InputTokens excludes cache reads and writes).
+func totalTokens(u llm.Usage) int64 {
+	return u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens + u.OutputTokens
 }
 
 func outcome(l *Loop, price llm.Price, status store.Status, errMsg, result string) jobs.Outcome {

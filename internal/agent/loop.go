@@ -72,13 +72,10 @@ func (l *Loop) Step(ctx context.Context) (StepResult, error) {
 	if len(calls) == 0 {
 		return res, nil
 	}
-	results, finish, err := l.runTools(ctx, calls)
-	if err != nil {
-		return res, err
-	}
+	results, finish, err := l.runTools(ctx, calls, resp.StopReason == "max_tokens")
 	l.Messages = append(l.Messages, llm.Message{Role: llm.RoleUser, Content: results})
 	res.Finish = finish
-	return res, nil
+	return res, err
 }
 
 // Say adds a user message to the conversation.
@@ -86,41 +83,88 @@ func (l *Loop) Say(text string) {
 	l.Messages = append(l.Messages, llm.Text(llm.RoleUser, text))
 }
 
+// Retries of a model call that failed transiently after the SDK's own
+// retries (which do not cover errors in the middle of a stream).
+var (
+	modelRetries = 4
+	retryDelay   = 2 * time.Second
+	// streamIdle is how long a stream may go without an event.
+	streamIdle = 3 * time.Minute
+)
+
+var errStalled = fmt.Errorf("%w: the stream stalled", llm.ErrUnavailable)
+
+// callModel asks the model, retrying transient failures with backoff.
 func (l *Loop) callModel(ctx context.Context) (llm.Response, error) {
 	begin := time.Now()
+	defer func() { l.ModelTime += time.Since(begin) }()
+	delay := retryDelay
+	for try := 0; ; try++ {
+		resp, err := l.callOnce(ctx)
+		if err == nil {
+			return l.account(resp, begin), nil
+		}
+		transient := errors.Is(err, llm.ErrUnavailable) || errors.Is(err, llm.ErrRateLimited)
+		if !transient || try >= modelRetries || ctx.Err() != nil {
+			return llm.Response{}, fmt.Errorf("model: %w", err)
+		}
+		l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": fmt.Sprintf("model call failed (%v); retrying in %v", err, delay)})
+		select {
+		case <-ctx.Done():
+			return llm.Response{}, fmt.Errorf("model: %w", context.Cause(ctx))
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+}
+
+// callOnce streams one response; a stream silent for streamIdle is cut.
+func (l *Loop) callOnce(ctx context.Context) (llm.Response, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(streamIdle, func() { cancel(errStalled) })
+	defer idle.Stop()
 	seq, err := l.Model.Stream(ctx, llm.Request{System: l.System, Messages: l.Messages, Tools: tools.Specs(l.Tools)})
 	if err != nil {
-		return llm.Response{}, fmt.Errorf("model: %w", err)
+		return llm.Response{}, err
 	}
 	resp, err := llm.Collect(seq, func(ev llm.Event) {
+		idle.Reset(streamIdle)
 		if ev.Type == llm.EventText && l.OnText != nil {
 			l.OnText(ev.Text)
 		}
 	})
-	l.ModelTime += time.Since(begin)
-	if err != nil {
-		return llm.Response{}, fmt.Errorf("model: %w", err)
+	if err != nil && errors.Is(context.Cause(ctx), errStalled) {
+		return llm.Response{}, errStalled
 	}
+	return resp, err
+}
+
+// account records a response's usage and emits it.
+func (l *Loop) account(resp llm.Response, begin time.Time) llm.Response {
 	l.Usage = l.Usage.Add(resp.Usage)
 	l.LastInput = resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens
 	l.Emit(EventModel, map[string]any{"step": l.Steps, "message": resp.Message, "stop_reason": resp.StopReason,
 		"usage": resp.Usage, "duration_ms": time.Since(begin).Milliseconds()})
-	return resp, nil
+	return resp
 }
 
-// runTools runs each call in order and returns the tool_result blocks.
-func (l *Loop) runTools(ctx context.Context, calls []llm.Block) ([]llm.Block, *tools.Finish, error) {
-	var out []llm.Block
+// runTools runs each call in order and returns the tool_result blocks, one
+// per call even when it fails partway (then with the error), so the
+// conversation and the event log never hold a call without its result.
+func (l *Loop) runTools(ctx context.Context, calls []llm.Block, cutOff bool) ([]llm.Block, *tools.Finish, error) {
+	out := make([]llm.Block, 0, len(calls))
 	var finish *tools.Finish
-	for _, c := range calls {
+	var failure error
+	for i, c := range calls {
 		l.Emit(EventToolCall, map[string]any{"step": l.Steps, "id": c.ID, "name": c.Name, "input": json.RawMessage(orEmpty(c.Input))})
 		begin := time.Now()
-		res, err := l.runTool(ctx, c)
+		res, err := l.result(ctx, c, skipReason(failure, finish, cutOff && i == len(calls)-1))
 		l.ToolTime += time.Since(begin)
 		if err != nil {
-			return nil, nil, err
+			failure, res = err, tools.Result{IsError: true, Text: "not completed: " + err.Error()}
 		}
-		if note := l.repeats.observe(c, res.IsError, l.repeatLimit()); note != "" {
+		if note := l.repeats.observe(c, res, l.repeatLimit()); note != "" {
 			res.Text += "\n\n" + note
 			l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": note})
 		}
@@ -131,17 +175,35 @@ func (l *Loop) runTools(ctx context.Context, calls []llm.Block) ([]llm.Block, *t
 			finish = res.Finish
 		}
 	}
-	return out, finish, nil
+	return out, finish, failure
+}
+
+// skipReason says why a call is not run, or "" to run it.
+func skipReason(failure error, finish *tools.Finish, cutOff bool) string {
+	switch {
+	case failure != nil:
+		return "not run: an earlier call in this step failed: " + failure.Error()
+	case finish != nil:
+		return "not run: finish was already called"
+	case cutOff:
+		return "not run: your answer hit the output token limit in the middle of this call, so its input is incomplete; " +
+			"send less per call (for example, write a large file in several smaller parts)"
+	}
+	return ""
+}
+
+// result runs a call, or reports why it was skipped.
+func (l *Loop) result(ctx context.Context, c llm.Block, skip string) (tools.Result, error) {
+	if skip != "" {
+		return tools.Result{IsError: true, Text: skip}, nil
+	}
+	return l.runTool(ctx, c)
 }
 
 // runTool runs one call; an unknown tool or bad input is the model's
 // mistake, shown to it as an error result.
 func (l *Loop) runTool(ctx context.Context, c llm.Block) (tools.Result, error) {
-	res, err := tools.Call(ctx, l.Env, l.Tools, c.Name, orEmpty(c.Input))
-	if err != nil {
-		return tools.Result{}, fmt.Errorf("tool %s: %w", c.Name, err)
-	}
-	return res, nil
+	return tools.Call(ctx, l.Env, l.Tools, c.Name, orEmpty(c.Input))
 }
 
 func (l *Loop) repeatLimit() int {

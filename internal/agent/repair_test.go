@@ -3,6 +3,8 @@ package agent
 import (
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/agent/tools"
+
 	"github.com/agentbox/agentbox/internal/llm"
 )
 
@@ -23,15 +25,22 @@ func TestCloseDangling(t *testing.T) {
 
 func TestRepeatTracker(t *testing.T) {
 	var r repeatTracker
-	c := llm.Block{Name: "bash", Input: []byte(`{"command": "make", "timeout_seconds": 5}`)}
-	same := llm.Block{Name: "bash", Input: []byte(`{"timeout_seconds":5,"command":"make"}`)}
-	if r.observe(c, true, 3) != "" || r.observe(same, true, 3) != "" {
+	fail := tools.Result{IsError: true, Text: "FAILED test_app.py::test_health"}
+	ok := tools.Result{Text: "fine"}
+	c := llm.Block{Name: "bash", Input: []byte(`{"command": "pytest", "timeout_seconds": 5}`)}
+	same := llm.Block{Name: "bash", Input: []byte(`{"timeout_seconds":5,"command":"pytest"}`)}
+	read := llm.Block{Name: "read_file", Input: []byte(`{"path":"app.py"}`)}
+	if r.observe(c, fail, 3) != "" || r.observe(read, ok, 3) != "" || r.observe(same, fail, 3) != "" {
 		t.Fatal("note before the limit")
 	}
-	if note := r.observe(c, true, 3); note == "" {
+	r.observe(read, ok, 3) // other calls in between do not reset the count
+	if note := r.observe(c, fail, 3); note == "" {
 		t.Fatal("no note at the third identical failure")
 	}
-	if r.observe(c, false, 3) != "" || r.observe(c, true, 3) != "" {
-		t.Error("a success must reset the count")
+	if r.observe(c, tools.Result{IsError: true, Text: "another error"}, 3) != "" {
+		t.Error("a different error must start a new count")
+	}
+	if r.observe(c, ok, 3) != "" || r.observe(c, fail, 3) != "" {
+		t.Error("the call succeeding must reset the count")
 	}
 }

@@ -2,37 +2,53 @@ package agent
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 
+	"github.com/agentbox/agentbox/internal/agent/tools"
 	"github.com/agentbox/agentbox/internal/llm"
 )
 
-// repeatTracker notices the model making the same failing call again and
-// again, which otherwise burns the step budget on a loop.
+// repeatTracker notices the model making the same failing call with the
+// same error again and again (typically: run the tests, read a file, run
+// the same tests again), which otherwise burns the step budget on a loop.
+// Calls in between do not reset it; only the same call succeeding does.
 type repeatTracker struct {
-	last  string
-	count int
+	failing map[string]failure // by call signature
 }
 
-// observe records a call and its outcome; it returns a note for the model
-// when the same call has failed limit times in a row.
-func (r *repeatTracker) observe(c llm.Block, failed bool, limit int) string {
+type failure struct {
+	errSum [32]byte
+	count  int
+}
+
+// maxTracked bounds the tracker's memory over a long job.
+const maxTracked = 256
+
+// observe records a call and its result; it returns a note for the model
+// when the same call has failed the same way limit times.
+func (r *repeatTracker) observe(c llm.Block, res tools.Result, limit int) string {
 	sig := c.Name + ":" + canonical(c.Input)
-	if !failed {
-		r.last, r.count = "", 0
+	if !res.IsError {
+		delete(r.failing, sig)
 		return ""
 	}
-	if sig == r.last {
-		r.count++
-	} else {
-		r.last, r.count = sig, 1
+	if r.failing == nil || len(r.failing) >= maxTracked {
+		r.failing = map[string]failure{}
 	}
-	if r.count < limit {
+	sum := sha256.Sum256([]byte(res.Text))
+	f := r.failing[sig]
+	if f.errSum != sum {
+		f = failure{errSum: sum}
+	}
+	f.count++
+	r.failing[sig] = f
+	if f.count < limit {
 		return ""
 	}
-	return fmt.Sprintf("[agentbox] This exact %s call has now failed %d times in a row with the same input. "+
-		"Repeating it will not help: read the error, inspect the files or environment, and try a different approach.", c.Name, r.count)
+	return fmt.Sprintf("[agentbox] This exact %s call has now failed %d times with the same error. "+
+		"Repeating it will not help: read the error, inspect the files or environment, and try a different approach.", c.Name, f.count)
 }
 
 // canonical re-encodes JSON so that key order and spacing do not matter.

@@ -31,7 +31,11 @@ type Run struct {
 }
 
 // Emit appends an event to the job's log and wakes its followers.
-func (r *Run) Emit(ctx context.Context, typ string, payload any) { r.emit(ctx, typ, payload) }
+func (r *Run) Emit(ctx context.Context, typ string, payload any) {
+	if r.emit != nil {
+		r.emit(ctx, typ, payload)
+	}
+}
 
 // Progress is what an attempt has done so far.
 type Progress struct {

@@ -68,9 +68,13 @@ func (EditFileTool) Run(ctx context.Context, env *Env, input json.RawMessage) (R
 	if fi.Size > EditMaxBytes {
 		return errorf("edit_file: %s is %d bytes, over edit_file's limit of %d; change it with bash (sed, python3) instead", fi.Path, fi.Size, EditMaxBytes), nil
 	}
-	data, err := g.ReadFile(ctx, in.Path)
+	// Bounded: the file may have grown since the stat.
+	data, err := g.ReadRange(ctx, in.Path, 0, EditMaxBytes+1)
 	if err != nil {
 		return failure(NameEditFile, err)
+	}
+	if len(data) > EditMaxBytes {
+		return errorf("edit_file: %s grew past edit_file's limit of %d bytes; change it with bash (sed, python3) instead", fi.Path, EditMaxBytes), nil
 	}
 	return applyEdit(ctx, g, fi, string(data), in)
 }

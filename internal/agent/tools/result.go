@@ -69,6 +69,9 @@ func decodeInput(tool string, s *schema, input json.RawMessage, dst any) (Result
 // guest that cannot be reached or a call canceled by ctx is a Go error.
 func failure(tool string, err error) (Result, error) {
 	var ge *guest.Error
+	if errors.Is(err, guest.ErrTooLarge) && !errors.As(err, &ge) {
+		return errorf("%s: the guest's answer was larger than allowed: %v", tool, err), nil
+	}
 	if !errors.As(err, &ge) {
 		return Result{}, fmt.Errorf("%s: %w", tool, err)
 	}
