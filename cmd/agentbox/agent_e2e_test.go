@@ -4,8 +4,12 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
 )
@@ -240,4 +244,70 @@ func TestJobModelOverridesServerDefault(t *testing.T) {
 	if code := s.do("POST", "/v1/jobs", map[string]any{"task": "x", "model": "gpt-4"}, nil); code != 422 {
 		t.Errorf("a model without provider: %d, want 422", code)
 	}
+}
+
+func TestAgentResumesAfterKill9(t *testing.T) {
+	loop := "if [ -e stop ]; then echo STOP; else sleep 0.3; echo go; fi"
+	s, fake := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{{Repeat: true, Branches: []llmtest.Turn{
+		when("STOP", llmtest.Call("finish", map[string]any{"summary": "stopped when asked"})),
+		llmtest.Call("bash", map[string]any{"command": loop}),
+	}}}})
+	var j jobDTO
+	if code := s.do("POST", "/v1/jobs", map[string]any{"task": "work until the stop file appears"}, &j); code != 201 {
+		t.Fatalf("submit: %d", code)
+	}
+	waitUntil(t, time.Minute, func() bool { return countType(s.events(j.JobID), "tool_result") >= 3 })
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	s.cmd.Wait()
+	before := len(fake.Requests())
+
+	s.start()
+	waitUntil(t, time.Minute, func() bool { return len(fake.Requests()) > before+1 }) // it is working again
+	os.WriteFile(filepath.Join(s.dataDir, "workspaces", j.JobID, "stop"), nil, 0o644)
+	final := s.awaitFinal([]string{j.JobID})[j.JobID]
+	if final.Status != "complete" || final.Attempts != 2 {
+		t.Fatalf("job %+v\n%s", final, s.logs)
+	}
+	evs := s.events(j.JobID)
+	step, resumed, recovered := 0, false, false
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: the log has a gap", i, ev.Seq)
+		}
+		var p struct {
+			Step      int    `json:"step"`
+			Text      string `json:"text"`
+			Recovered bool   `json:"recovered"`
+		}
+		json.Unmarshal(ev.Payload, &p)
+		switch ev.Type {
+		case "model":
+			if p.Step != step+1 {
+				t.Errorf("model step %d after step %d: a gap or a repeat", p.Step, step)
+			}
+			step = p.Step
+		case "notice":
+			resumed = resumed || strings.Contains(p.Text, "resumed after a restart")
+		case "sandbox":
+			recovered = recovered || p.Recovered
+		}
+	}
+	if !resumed || !recovered {
+		t.Errorf("resumed notice %v, same sandbox %v", resumed, recovered)
+	}
+	// The first request after the restart carried the conversation so far.
+	if r := fake.Requests()[before]; len(r.Messages) < 5 {
+		t.Errorf("the resumed job sent %d messages; its history was lost", len(r.Messages))
+	}
+	waitUntil(t, time.Minute, func() bool { return s.sandboxes() == 0 })
+}
+
+func countType(evs []eventDTO, typ string) int {
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
 }

@@ -61,7 +61,18 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 		Env:  &tools.Env{Guest: r.Sandbox.Guest(), Timeout: a.cfg.ToolTimeout},
 		Emit: func(typ string, p any) { r.Emit(context.WithoutCancel(ctx), typ, p) },
 	}
-	l.Say(TaskMessage(r.Job.Task))
+	history, err := r.History(ctx)
+	if err != nil {
+		return jobs.Outcome{}, err
+	}
+	l.Messages, l.Steps = Rebuild(r.Job.Task, history)
+	if l.Steps > 0 {
+		note := resumeText(l.Steps, r.Recovered)
+		l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": note})
+		if !r.Recovered {
+			l.Messages = tell(l.Messages, "[agentbox] The job was "+note+": files are kept, but processes started earlier (servers) are gone.")
+		}
+	}
 	maxSteps := r.Job.Limits.MaxSteps
 	if maxSteps <= 0 {
 		maxSteps = a.cfg.MaxSteps
@@ -94,7 +105,7 @@ func (a *Agent) drive(ctx context.Context, r *jobs.Run, l *Loop, maxSteps int) (
 			return outcome(l, price, store.StatusError, fmt.Sprintf("the model answered %d times in a row without using a tool or calling finish", idle), ""), nil
 		}
 		l.Say(nudge)
-		l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": nudge})
+		l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": nudge, "said": true})
 	}
 }
 
@@ -109,6 +120,25 @@ func (a *Agent) overBudget(l *Loop, price llm.Price, maxSteps int) string {
 		return fmt.Sprintf("stopped: the cost budget of $%.2f is used up", a.cfg.MaxCostUSD)
 	}
 	return ""
+}
+
+// tell adds text to the conversation as the user, after the last user
+// message's tool results if it ends with one (roles must alternate).
+func tell(msgs []llm.Message, text string) []llm.Message {
+	if n := len(msgs); n > 0 && msgs[n-1].Role == llm.RoleUser {
+		last := msgs[n-1]
+		last.Content = append(append([]llm.Block(nil), last.Content...), llm.Block{Type: llm.BlockText, Text: text})
+		return append(msgs[:n-1:n-1], last)
+	}
+	return append(msgs, llm.Text(llm.RoleUser, text))
+}
+
+func resumeText(step int, sameSandbox bool) string {
+	where := "in a new sandbox on the saved workspace"
+	if sameSandbox {
+		where = "in the same sandbox"
+	}
+	return fmt.Sprintf("resumed after a restart at step %d, %s", step, where)
 }
 
 // totalTokens counts every token a job consumed, cached ones included

@@ -22,10 +22,12 @@ func (s *Scheduler) reclaim(ctx context.Context, own string) {
 		s.log.Error("requeue expired jobs", "err", err)
 	}
 	for _, j := range jobs {
-		s.destroyStale(ctx, j)
 		now, err := s.store.GetJob(ctx, j.ID)
 		if err != nil {
 			continue
+		}
+		if now.Status.Final() {
+			s.destroyStale(ctx, j) // a job going back to pending keeps its sandbox for the next attempt
 		}
 		ev := map[string]any{"status": now.Status, "reason": "the worker running it stopped (lease expired)"}
 		if now.Error != "" {
@@ -64,7 +66,7 @@ func (s *Scheduler) reapOrphans(ctx context.Context) {
 		return
 	}
 	for _, h := range hs {
-		if h.Owner != s.cfg.WorkerID || s.isRunning(h.JobID) || s.live(ctx, h.JobID) {
+		if h.Owner != s.cfg.WorkerID || s.isRunning(h.JobID) || s.live(ctx, h) {
 			continue
 		}
 		if err := s.driver.Remove(ctx, h); err != nil {
@@ -75,15 +77,20 @@ func (s *Scheduler) reapOrphans(ctx context.Context) {
 	}
 }
 
-// live reports whether the job runs under a live lease: its sandbox, even
-// one still starting or left from an earlier attempt, is not an orphan yet.
-func (s *Scheduler) live(ctx context.Context, id string) bool {
-	j, err := s.store.GetJob(ctx, id)
+// live reports whether the sandbox is still wanted: its job runs under a
+// live lease (the sandbox may be starting, or left from an earlier attempt),
+// or waits to resume in it.
+func (s *Scheduler) live(ctx context.Context, h sandbox.Handle) bool {
+	j, err := s.store.GetJob(ctx, h.JobID)
 	if errors.Is(err, store.ErrNotFound) {
 		return false
 	}
 	if err != nil {
 		return true // unsure: keep it, the next pass decides
+	}
+	if j.Status == store.StatusPending {
+		var saved sandbox.Handle
+		return json.Unmarshal(j.Sandbox, &saved) == nil && saved.ID == h.ID
 	}
 	return j.Status == store.StatusRunning && time.Now().Before(j.LeaseUntil)
 }

@@ -28,6 +28,35 @@ type Run struct {
 	emit    func(ctx context.Context, typ string, payload any)
 	// progress records the attempt's totals so far on the job (nil: ignored).
 	progress func(ctx context.Context, p Progress) error
+	// events reads the job's log (nil: empty).
+	events func(ctx context.Context, after int64, limit int) ([]store.Event, error)
+	// Recovered is true when the sandbox outlived an earlier attempt (a
+	// restart): its processes and files are as that attempt left them.
+	Recovered bool
+}
+
+// History returns the job's whole event log so far, from earlier attempts
+// too, so an agent can pick up where a restart cut it off.
+func (r *Run) History(ctx context.Context) ([]store.Event, error) {
+	var all []store.Event
+	for r.events != nil {
+		evs, err := r.events(ctx, lastSeq(all), 5000)
+		if err != nil {
+			return nil, fmt.Errorf("job history: %w", err)
+		}
+		if len(evs) == 0 {
+			break
+		}
+		all = append(all, evs...)
+	}
+	return all, nil
+}
+
+func lastSeq(evs []store.Event) int64 {
+	if len(evs) == 0 {
+		return 0
+	}
+	return evs[len(evs)-1].Seq
 }
 
 // Emit appends an event to the job's log and wakes its followers.
@@ -126,8 +155,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		return Outcome{}, fmt.Errorf("workspace: %w", err), context.Cause(ctx)
 	}
 	begin := time.Now()
-	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, Owner: s.cfg.WorkerID, WorkspaceDir: ws,
-		Limits: sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs}})
+	sb, recovered, err := s.sandboxFor(ctx, j, ws)
 	if err != nil {
 		if errors.Is(err, sandbox.ErrEngineUnavailable) {
 			return Outcome{}, err, fmt.Errorf("%w: %w", errEngineDown, err)
@@ -143,7 +171,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	if err := s.saveHandle(ctx, j.ID, sb.Handle()); err != nil {
 		return Outcome{}, err, context.Cause(ctx)
 	}
-	s.emit(ctx, j.ID, EventSandbox, map[string]any{"sandbox_id": sb.Handle().ID, "ready_ms": time.Since(begin).Milliseconds()})
+	s.emit(ctx, j.ID, EventSandbox, map[string]any{"sandbox_id": sb.Handle().ID, "ready_ms": time.Since(begin).Milliseconds(), "recovered": recovered})
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
@@ -154,11 +182,31 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		stopWatch()
 		<-watched
 	}()
-	out, err = s.agent.Run(ctx, &Run{Job: j, Sandbox: sb,
+	out, err = s.agent.Run(ctx, &Run{Job: j, Sandbox: sb, Recovered: recovered,
 		emit:     func(ctx context.Context, typ string, p any) { s.emit(ctx, j.ID, typ, p) },
 		progress: func(ctx context.Context, p Progress) error { return s.progress(ctx, j, p) },
+		events: func(ctx context.Context, after int64, limit int) ([]store.Event, error) {
+			return s.store.Events(ctx, j.ID, after, limit)
+		},
 	})
 	return out, err, context.Cause(ctx)
+}
+
+// sandboxFor reattaches to the sandbox an earlier attempt left running (a
+// restart), or creates a new one on the job's workspace.
+func (s *Scheduler) sandboxFor(ctx context.Context, j store.Job, ws string) (sandbox.Sandbox, bool, error) {
+	var h sandbox.Handle
+	if len(j.Sandbox) > 0 && json.Unmarshal(j.Sandbox, &h) == nil && h.ID != "" {
+		if sb, err := s.driver.Recover(ctx, h); err == nil {
+			return sb, true, nil
+		}
+		if err := s.driver.Remove(ctx, h); err != nil {
+			s.log.Warn("remove stale sandbox", "job_id", j.ID, "sandbox_id", h.ID, "err", err)
+		}
+	}
+	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, Owner: s.cfg.WorkerID, WorkspaceDir: ws,
+		Limits: sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs}})
+	return sb, false, err
 }
 
 func (s *Scheduler) saveHandle(ctx context.Context, id string, h sandbox.Handle) error {

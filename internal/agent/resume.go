@@ -1,0 +1,60 @@
+package agent
+
+import (
+	"encoding/json"
+
+	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// Rebuild reconstructs a job's conversation from its event log, so a job
+// cut off by a restart goes on where it was: the task, then each step's
+// model message followed by its tool results, and what the loop said to
+// the model. A step cut off before its results is closed with an error
+// result. It returns the conversation and the last step number.
+func Rebuild(task string, events []store.Event) ([]llm.Message, int) {
+	msgs := []llm.Message{llm.Text(llm.RoleUser, TaskMessage(task))}
+	var results []llm.Block
+	steps := 0
+	flush := func() {
+		if len(results) > 0 {
+			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: results})
+			results = nil
+		}
+	}
+	for _, ev := range events {
+		switch ev.Type {
+		case EventModel:
+			var p struct {
+				Step    int         `json:"step"`
+				Message llm.Message `json:"message"`
+			}
+			if json.Unmarshal(ev.Payload, &p) != nil {
+				continue
+			}
+			flush()
+			msgs = append(msgs, p.Message)
+			steps = max(steps, p.Step)
+		case EventToolResult:
+			var p struct {
+				ID      string `json:"id"`
+				Text    string `json:"text"`
+				IsError bool   `json:"is_error"`
+			}
+			if json.Unmarshal(ev.Payload, &p) == nil {
+				results = append(results, llm.Block{Type: llm.BlockToolResult, ID: p.ID, Text: p.Text, IsError: p.IsError})
+			}
+		case EventNotice:
+			var p struct {
+				Text string `json:"text"`
+				Said bool   `json:"said"`
+			}
+			if json.Unmarshal(ev.Payload, &p) == nil && p.Said {
+				flush()
+				msgs = append(msgs, llm.Text(llm.RoleUser, p.Text))
+			}
+		}
+	}
+	flush()
+	return CloseDangling(msgs, "interrupted: the server restarted during this step; check the files before repeating it"), steps
+}
