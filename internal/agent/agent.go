@@ -27,6 +27,9 @@ type Config struct {
 	ToolTimeout time.Duration
 }
 
+// SpillDir is where, in the workspace, outputs too large to show are saved.
+const SpillDir = ".agentbox/outputs"
+
 // maxIdleAnswers is how many answers in a row without a tool call end a job:
 // the model has stopped working but not called finish.
 const maxIdleAnswers = 3
@@ -58,7 +61,7 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 	}
 	l := &Loop{
 		Model: model, Tools: a.cfg.Tools, System: SystemPrompt(),
-		Env:  &tools.Env{Guest: r.Sandbox.Guest(), Timeout: a.cfg.ToolTimeout},
+		Env:  &tools.Env{Guest: r.Sandbox.Guest(), Timeout: a.cfg.ToolTimeout, SpillDir: SpillDir},
 		Emit: func(typ string, p any) { r.Emit(context.WithoutCancel(ctx), typ, p) },
 	}
 	history, err := r.History(ctx)

@@ -13,10 +13,11 @@ import (
 // two lookups.
 type cache struct {
 	n      int
-	last   *llm.Block // &history[n-1].Content[0], to notice another history
-	full   []size     // full[i] is the size of history[:i]
-	masked []size     // the same with tool results masked
-	starts []int      // starts[s-1] is the index of step s's assistant message
+	last   *llm.Block          // &history[n-1].Content[0], to notice another history
+	full   []size              // full[i] is the size of history[:i]
+	masked []size              // the same with tool results masked
+	masks  map[int]llm.Message // the masked form of messages masking changes
+	starts []int               // starts[s-1] is the index of step s's assistant message
 }
 
 // update brings the cache up to history, starting over if it is not the
@@ -26,7 +27,7 @@ func (c *cache) update(history []llm.Message) {
 		*c = cache{}
 	}
 	if c.full == nil {
-		c.full, c.masked = []size{{}}, []size{{}}
+		c.full, c.masked, c.masks = []size{{}}, []size{{}}, map[int]llm.Message{}
 	}
 	for i := c.n; i < len(history); i++ {
 		m := history[i]
@@ -36,7 +37,10 @@ func (c *cache) update(history []llm.Message) {
 		full := messageSize(m)
 		masked := full
 		if step := len(c.starts); step > 0 && m.Role == llm.RoleUser {
-			masked = messageSize(maskMessage(m, step, history[c.starts[step-1]]))
+			if mm := maskMessage(m, step, history[c.starts[step-1]]); firstBlock(mm) != firstBlock(m) {
+				c.masks[i] = mm
+				masked = messageSize(mm)
+			}
 		}
 		c.full = append(c.full, c.full[i].add(full))
 		c.masked = append(c.masked, c.masked[i].add(masked))
@@ -71,6 +75,14 @@ func (c *cache) start(s int) int {
 func (c *cache) shown(from, masked int) size {
 	i, j := c.start(from), c.start(max(masked, from-1)+1)
 	return c.masked[j].sub(c.masked[i]).add(c.full[c.n].sub(c.full[j]))
+}
+
+// maskedMessage is history[i] (of a masked step) as shown.
+func (c *cache) maskedMessage(history []llm.Message, i int) llm.Message {
+	if m, ok := c.masks[i]; ok {
+		return m
+	}
+	return history[i]
 }
 
 // stepSize is the size of step s as shown.

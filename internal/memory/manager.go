@@ -149,11 +149,8 @@ func (a *assembly) appendStep(out []llm.Message, s int) []llm.Message {
 	if s > a.st.MaskedSteps {
 		return append(out, a.h[i:j]...)
 	}
-	for _, msg := range a.h[i:j] {
-		if msg.Role == llm.RoleUser {
-			msg = maskMessage(msg, s, a.h[i])
-		}
-		out = append(out, msg)
+	for k := i; k < j; k++ {
+		out = append(out, a.c.maskedMessage(a.h, k))
 	}
 	return out
 }

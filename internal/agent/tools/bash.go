@@ -54,10 +54,10 @@ func (BashTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 		return errorf("bash: command is empty"), nil
 	}
 	timeout := env.timeout(in.TimeoutSeconds)
-	res, err := run(ctx, g, guest.Shell(in.Command), timeout, env.maxOutput())
+	res, err := run(ctx, g, guest.Shell(in.Command), timeout, env.captureMax())
 	if err != nil {
 		return failure(NameBash, err)
 	}
-	text := execText(res, timeout, env.maxOutput())
+	text := execTextSpill(res, timeout, env.maxOutput(), spillOutput(ctx, env, res))
 	return Result{Text: text, IsError: res.ExitCode != 0 || res.TimedOut}, nil
 }

@@ -106,3 +106,21 @@ func TestBashCanceled(t *testing.T) {
 	res := call(t, env, tools.BashTool{}, obj{"command": "for i in $(seq 100); do kill -0 $(cat " + dir + "/pid) 2>/dev/null || exit 0; sleep 0.1; done; exit 1"})
 	wantText(t, res, false)
 }
+
+// TestBashSpillsLargeOutput: output too large to show is saved whole in the
+// workspace, and the model is told where.
+func TestBashSpillsLargeOutput(t *testing.T) {
+	t.Parallel()
+	env, dir := sandboxEnv(t)
+	spill := *env
+	spill.MaxOutput, spill.SpillDir = 3000, dir+"/spill"
+	res := call(t, &spill, tools.BashTool{}, obj{"command": "seq 1 100000"})
+	wantText(t, res, false, "output shortened", "/workspace/"+dir+"/spill/", "read_file")
+	if len(res.Text) > 3000 {
+		t.Errorf("text is %d bytes, over MaxOutput 3000", len(res.Text))
+	}
+	saved := sh(t, env, "cat "+dir+"/spill/*.txt | grep -c .")
+	if !strings.Contains(saved, "<stdout>\n100002\n") { // every line, plus the two section tags
+		t.Errorf("the spill file does not hold the whole output: %s", saved)
+	}
+}

@@ -26,6 +26,27 @@ func run(ctx context.Context, g *guest.Client, req guest.ExecRequest, timeout ti
 // happened to the command (timeout, out of memory, a signal, truncation) and
 // its stdout and stderr, each labelled, within max bytes in all.
 func execText(res guest.ExecResult, timeout time.Duration, max int) string {
+	return execTextSpill(res, timeout, max, "")
+}
+
+// spillOutput saves a command's whole output in the workspace when it is
+// too large to show, and returns the note naming the file ("" if not saved).
+func spillOutput(ctx context.Context, env *Env, res guest.ExecResult) string {
+	if env.SpillDir == "" || len(res.Stdout)+len(res.Stderr) <= env.maxOutput() {
+		return ""
+	}
+	path := strings.TrimSuffix(env.SpillDir, "/") + "/" + time.Now().UTC().Format("20060102-150405.000") + ".txt"
+	var b strings.Builder
+	section(&b, "stdout", string(res.Stdout))
+	section(&b, "stderr", string(res.Stderr))
+	if _, err := env.Guest.WriteFile(ctx, path, []byte(b.String()), 0o644); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("the whole output (%d bytes) is saved in /workspace/%s: read it with read_file or search it with search_files", b.Len(), path)
+}
+
+// execTextSpill is execText naming where the whole output was saved.
+func execTextSpill(res guest.ExecResult, timeout time.Duration, max int, spilled string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "exit code: %d%s\n", res.ExitCode, exitMeaning(res))
 	notes := execNotes(res, timeout)
@@ -38,8 +59,11 @@ func execText(res guest.ExecResult, timeout time.Duration, max int) string {
 		return b.String()
 	}
 	room := max - b.Len() - 60 // the section labels
-	if len(stdout)+len(stderr) > room && !res.Truncated {
+	if len(stdout)+len(stderr) > room && (!res.Truncated || spilled != "") {
 		note := truncatedNote(int64(len(stdout)), int64(len(stderr)))
+		if spilled != "" {
+			note = fmt.Sprintf("output shortened: stdout was %d bytes and stderr %d bytes, and the middle was cut; %s.", len(stdout), len(stderr), spilled)
+		}
 		b.WriteString(note + "\n")
 		room -= len(note) + 1
 	}

@@ -35,6 +35,15 @@ func (e *Env) timeout(seconds int) time.Duration {
 	return DefaultTimeout
 }
 
+// captureMax is how much output to ask the guest for: all that may be
+// spilled, or just what is shown.
+func (e *Env) captureMax() int {
+	if e.SpillDir != "" {
+		return max(SpillCapture, e.maxOutput())
+	}
+	return e.maxOutput()
+}
+
 func (e *Env) maxOutput() int {
 	if e.MaxOutput > 0 {
 		return e.MaxOutput

@@ -29,7 +29,14 @@ type Env struct {
 	Timeout time.Duration
 	// MaxOutput caps the text of one result shown to the model (default 30,000 bytes).
 	MaxOutput int
+	// SpillDir, when set (relative to /workspace), is where a command's
+	// output too large to show is saved whole (up to SpillCapture bytes a
+	// stream), and the model is told the file's path.
+	SpillDir string
 }
+
+// SpillCapture is how much of each output stream is captured for spilling.
+const SpillCapture = 1 << 20
 
 // Result is what the model sees of a call.
 type Result struct {
