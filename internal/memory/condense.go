@@ -60,7 +60,9 @@ func (a *assembly) mask() {
 		st.MaskedSteps = m
 		return a.tokens(st) <= a.target
 	})
-	a.record(Condensation{Kind: KindMask, FromStep: lo, ToStep: a.st.MaskedSteps}, before)
+	if a.tokens(a.st) < a.tokens(before) {
+		a.record(Condensation{Kind: KindMask, FromStep: lo, ToStep: a.st.MaskedSteps}, before)
+	}
 }
 
 // summarize folds the oldest steps, all but the recent ones kept whole, into

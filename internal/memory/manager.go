@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentbox/agentbox/internal/llm"
@@ -36,13 +37,14 @@ func (m *Manager) Config() Config { return m.cfg }
 func (m *Manager) Estimator() *Estimator { return m.est }
 
 // Assemble builds the prompt for the next call from the whole history
-// (which must pair every tool call with its result in the next message) and
-// the state the previous call returned. Under budget the history is sent as
-// it is, after the summary of condensed steps if any. Over budget it masks
-// old tool results, then summarizes the oldest steps with summarizer (nil:
+// (which must pair every tool call with its result in the next message,
+// and only grow: messages passed before must not change) and the state the
+// previous call returned. Under budget the history is sent as it is,
+// after the summary of condensed steps if any. Over budget it masks old
+// tool results, then summarizes the oldest steps with summarizer (nil:
 // never), then drops the oldest steps, and finally cuts the last step's
-// largest texts, until the prompt fits. It returns the prompt, the state to
-// keep, and what it did.
+// largest texts, until the prompt fits. It returns the prompt, the state
+// to keep, and what it did.
 //
 // The result is a function of its inputs and the estimator's ratio: the
 // same history, state and summaries give the same prompt. An error is
@@ -96,10 +98,13 @@ func (a *assembly) condense(ctx context.Context, summarizer Summarizer) error {
 		return nil
 	}
 	reason := "still over budget after summarizing"
-	if err := a.summarize(ctx, summarizer); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("summarize: %w", context.Cause(ctx))
-		}
+	switch err := a.summarize(ctx, summarizer); {
+	case err == nil:
+	case ctx.Err() != nil:
+		return fmt.Errorf("summarize: %w", context.Cause(ctx))
+	case errors.Is(err, errNoSummarizer), errors.Is(err, errTooRecent):
+		reason = err.Error()
+	default:
 		reason = "summarizing failed: " + err.Error()
 	}
 	if a.tokens(a.st) > a.budget {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -225,5 +226,32 @@ func TestDefaults(t *testing.T) {
 	}
 	if got := c.Budget(); got != 150_000-8192-2000 {
 		t.Fatalf("budget %d", got)
+	}
+}
+
+// TestLongSession is the loop's shape over 2,000 steps against a 16k
+// window: outputs up to 40 KB, spilled at 8 KB, a summarizer that fails one
+// time in ten. Every prompt fits, and condensing is occasional.
+func TestLongSession(t *testing.T) {
+	m := newManager(t, Config{Window: 16_000})
+	sum := &fakeSummarizer{}
+	h, st := []llm.Message{task()}, State{}
+	conds := 0
+	for s := 1; s <= 2000; s++ {
+		h = addStep(h, s, 1+s%2, (s*7919)%40_000)
+		for i, b := range h[len(h)-1].Content {
+			h[len(h)-1].Content[i].Text, _ = Spill(b.Text, 8000, fmt.Sprintf("/workspace/.out/%s.txt", b.ID))
+		}
+		sum.Fail = s%10 == 0
+		p, next, cs, err := m.Assemble(context.Background(), h, st, sum)
+		if err != nil {
+			t.Fatalf("step %d: %v", s, err)
+		}
+		checkPrompt(t, m, p)
+		st, conds = next, conds+len(cs)
+	}
+	t.Logf("%d condensations, %d summarizer calls, state %+v", conds, sum.Calls, st.CondensedSteps)
+	if sum.Calls > 2000/3 {
+		t.Fatalf("summarizer called %d times in 2,000 steps", sum.Calls)
 	}
 }

@@ -163,7 +163,9 @@ type Prompt struct {
 
 // Summarizer folds turns into a running summary (the loop implements it
 // with the model). It must answer within maxTokens; a longer answer is cut.
-// Turns keep their tool call pairs and may hold masking stubs.
+// Turns are whole steps, as the model last saw them (stubs included): they
+// begin with an assistant message and keep their tool call pairs, so a
+// summarizer sending them to a model puts a user message before them.
 type Summarizer interface {
 	Summarize(ctx context.Context, previousSummary string, turns []llm.Message, maxTokens int) (string, error)
 }
