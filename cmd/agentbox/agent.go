@@ -18,6 +18,7 @@ func (a *app) newJobAgent() jobs.Agent {
 	return agent.New(agent.Config{
 		Resolve:  a.modelResolver(),
 		MaxSteps: a.cfg.Agent.MaxSteps, MaxTokens: a.cfg.Agent.MaxTokens, MaxCostUSD: a.cfg.Agent.MaxCostUSD,
+		ContextWindow: a.cfg.Agent.ContextWindow,
 	})
 }
 

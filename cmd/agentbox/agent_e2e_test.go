@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,12 +52,19 @@ type eventDTO struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
+// events reads the job's whole log, page by page.
 func (s *server) events(id string) []eventDTO {
-	var page struct {
-		Events []eventDTO `json:"events"`
+	var all []eventDTO
+	for {
+		var page struct {
+			Events []eventDTO `json:"events"`
+		}
+		s.do("GET", fmt.Sprintf("/v1/jobs/%s/events?limit=1000&after=%d", id, len(all)), nil, &page)
+		if len(page.Events) == 0 {
+			return all
+		}
+		all = append(all, page.Events...)
 	}
-	s.do("GET", "/v1/jobs/"+id+"/events?limit=1000", nil, &page)
-	return page.Events
 }
 
 // toolResults returns the texts of the job's tool results, and which failed.

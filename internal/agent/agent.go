@@ -8,6 +8,7 @@ import (
 	"github.com/agentbox/agentbox/internal/agent/tools"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/memory"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -25,6 +26,9 @@ type Config struct {
 	MaxCostUSD float64
 	// ToolTimeout is the default timeout of a command (default 2m).
 	ToolTimeout time.Duration
+	// ContextWindow overrides the model's context window (0: the model's).
+	// A job's limits.context_window overrides both.
+	ContextWindow int
 }
 
 // SpillDir is where, in the workspace, outputs too large to show are saved.
@@ -64,11 +68,15 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 		Env:  &tools.Env{Guest: r.Sandbox.Guest(), Timeout: a.cfg.ToolTimeout, SpillDir: SpillDir},
 		Emit: func(typ string, p any) { r.Emit(context.WithoutCancel(ctx), typ, p) },
 	}
+	if err := a.withMemory(l, r.Job); err != nil {
+		return jobs.Outcome{Status: store.StatusError, Error: err.Error()}, nil
+	}
 	history, err := r.History(ctx)
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
 	l.Messages, l.Steps = Rebuild(r.Job.Task, history)
+	restoreMemory(l, history)
 	if l.Steps > 0 {
 		note := resumeText(l.Steps, r.Recovered)
 		l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": note})
@@ -123,6 +131,28 @@ func (a *Agent) overBudget(l *Loop, price llm.Price, maxSteps int) string {
 		return fmt.Sprintf("stopped: the cost budget of $%.2f is used up", a.cfg.MaxCostUSD)
 	}
 	return ""
+}
+
+// withMemory fits the loop's prompts into the job's context window and
+// gives it the recall tool.
+func (a *Agent) withMemory(l *Loop, j store.Job) error {
+	window := l.Model.Info().ContextWindow
+	if a.cfg.ContextWindow > 0 {
+		window = a.cfg.ContextWindow
+	}
+	if j.Limits.ContextWindow > 0 {
+		window = j.Limits.ContextWindow
+	}
+	l.Recall = &memory.Index{}
+	l.Tools = append(append([]tools.Tool(nil), l.Tools...), recallTool{l.Recall})
+	est := memory.NewEstimator(0)
+	cfg := memory.Config{Window: window, Overhead: est.Request(llm.Request{System: l.System, Tools: tools.Specs(l.Tools)})}.WithDefaults()
+	m, err := memory.NewManager(cfg, est)
+	if err != nil {
+		return fmt.Errorf("context window of %d tokens: %w", window, err)
+	}
+	l.Memory, l.MaxOutput = m, cfg.ReserveOutput
+	return nil
 }
 
 // tell adds text to the conversation as the user, after the last user

@@ -10,10 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/agent/tools"
 	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/memory"
 )
 
 // Event types the loop emits.
@@ -46,7 +48,15 @@ type Loop struct {
 	// ModelTime and ToolTime add up the time spent waiting for the model and
 	// in tools; the rest of a step is the loop's own overhead.
 	ModelTime, ToolTime time.Duration
-	repeats             repeatTracker
+	// Memory, if set, fits each prompt into the model's context window;
+	// MemState is its condensation state. Recall, if set, indexes every
+	// step for the recall tool.
+	Memory   *memory.Manager
+	MemState memory.State
+	// MaxOutput bounds each answer's tokens (0: the model's default).
+	MaxOutput int
+	Recall    *memory.Index
+	repeats   repeatTracker
 }
 
 // StepResult is what one step did.
@@ -124,7 +134,12 @@ func (l *Loop) callOnce(ctx context.Context) (llm.Response, error) {
 	defer cancel(nil)
 	idle := time.AfterFunc(streamIdle, func() { cancel(errStalled) })
 	defer idle.Stop()
-	seq, err := l.Model.Stream(ctx, llm.Request{System: l.System, Messages: l.Messages, Tools: tools.Specs(l.Tools)})
+	msgs, err := l.prompt(ctx)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	req := llm.Request{System: l.System, Messages: msgs, Tools: tools.Specs(l.Tools), MaxTokens: l.MaxOutput}
+	seq, err := l.Model.Stream(ctx, req)
 	if err != nil {
 		return llm.Response{}, err
 	}
@@ -137,6 +152,9 @@ func (l *Loop) callOnce(ctx context.Context) (llm.Response, error) {
 	if err != nil && errors.Is(context.Cause(ctx), errStalled) {
 		return llm.Response{}, errStalled
 	}
+	if err == nil {
+		l.calibrate(req, resp.Usage)
+	}
 	return resp, err
 }
 
@@ -144,6 +162,9 @@ func (l *Loop) callOnce(ctx context.Context) (llm.Response, error) {
 func (l *Loop) account(resp llm.Response, begin time.Time) llm.Response {
 	l.Usage = l.Usage.Add(resp.Usage)
 	l.LastInput = resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens
+	var sb strings.Builder
+	renderMessage(&sb, resp.Message)
+	l.index("model", sb.String())
 	l.Emit(EventModel, map[string]any{"step": l.Steps, "message": resp.Message, "stop_reason": resp.StopReason,
 		"usage": resp.Usage, "duration_ms": time.Since(begin).Milliseconds()})
 	return resp
@@ -168,6 +189,7 @@ func (l *Loop) runTools(ctx context.Context, calls []llm.Block, cutOff bool) ([]
 			res.Text += "\n\n" + note
 			l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": note})
 		}
+		l.index("tool_result "+c.Name, res.Text)
 		l.Emit(EventToolResult, map[string]any{"step": l.Steps, "id": c.ID, "name": c.Name, "is_error": res.IsError,
 			"text": res.Text, "images": len(res.Images), "duration_ms": time.Since(begin).Milliseconds()})
 		out = append(out, llm.Block{Type: llm.BlockToolResult, ID: c.ID, Text: res.Text, IsError: res.IsError, Images: res.Images})

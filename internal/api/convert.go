@@ -15,10 +15,11 @@ func submitRequest(in SubmitRequest, key string) jobs.SubmitRequest {
 	req := jobs.SubmitRequest{Task: in.Task, Model: in.Model, Metadata: in.Metadata, IdempotencyKey: key}
 	if in.Limits != nil {
 		req.Limits = store.Limits{
-			Timeout:     time.Duration(in.Limits.Timeout),
-			MaxSteps:    in.Limits.MaxSteps,
-			MemoryBytes: int64(in.Limits.Memory),
-			NanoCPUs:    nanoCPUs(in.Limits.CPUs),
+			Timeout:       time.Duration(in.Limits.Timeout),
+			MaxSteps:      in.Limits.MaxSteps,
+			MemoryBytes:   int64(in.Limits.Memory),
+			NanoCPUs:      nanoCPUs(in.Limits.CPUs),
+			ContextWindow: in.Limits.ContextWindow,
 		}
 	}
 	return req
@@ -38,10 +39,11 @@ func nanoCPUs(cpus float64) int64 {
 
 func limitsDTO(l store.Limits) Limits {
 	return Limits{
-		Timeout:  Duration(l.Timeout),
-		MaxSteps: l.MaxSteps,
-		Memory:   ByteSize(l.MemoryBytes),
-		CPUs:     float64(l.NanoCPUs) / 1e9,
+		Timeout:       Duration(l.Timeout),
+		MaxSteps:      l.MaxSteps,
+		Memory:        ByteSize(l.MemoryBytes),
+		CPUs:          float64(l.NanoCPUs) / 1e9,
+		ContextWindow: l.ContextWindow,
 	}
 }
 

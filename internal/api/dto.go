@@ -28,6 +28,8 @@ type Limits struct {
 	MaxSteps int      `json:"max_steps,omitzero"`
 	Memory   ByteSize `json:"memory,omitzero"`
 	CPUs     float64  `json:"cpus,omitzero"`
+	// ContextWindow overrides the model's context window, in tokens.
+	ContextWindow int `json:"context_window,omitzero"`
 }
 
 // SubmitResponse is the answer to POST /v1/jobs.

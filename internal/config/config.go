@@ -41,6 +41,9 @@ type Agent struct {
 	// (AGENTBOX_MAX_TOKENS, AGENTBOX_MAX_COST).
 	MaxTokens  int64
 	MaxCostUSD float64
+	// ContextWindow overrides the model's context window in tokens, 0 for
+	// the model's own (AGENTBOX_CONTEXT_WINDOW); a job's limits override it.
+	ContextWindow int
 }
 
 // Server configures `agentbox serve`.
@@ -169,7 +172,8 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 		durEnv(lookup, "AGENTBOX_JOB_TIMEOUT", &c.Server.JobTimeout),
 		durEnv(lookup, "AGENTBOX_GRACE", &c.Server.Grace))
 	str("AGENTBOX_AGENT", &c.Agent.Kind)
-	errs = append(errs, intEnv(lookup, "AGENTBOX_MAX_STEPS", &c.Agent.MaxSteps))
+	errs = append(errs, intEnv(lookup, "AGENTBOX_MAX_STEPS", &c.Agent.MaxSteps),
+		intEnv(lookup, "AGENTBOX_CONTEXT_WINDOW", &c.Agent.ContextWindow))
 	if v, ok := lookup("AGENTBOX_MAX_TOKENS"); ok && v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		errs = append(errs, wrapEnv("AGENTBOX_MAX_TOKENS", err))

@@ -123,6 +123,9 @@ func validate(req SubmitRequest) error {
 	if l.MemoryBytes != 0 && l.MemoryBytes < 64<<20 || l.MemoryBytes < 0 {
 		problems = append(problems, "limits.memory must be at least 64MiB")
 	}
+	if l.ContextWindow < 0 || l.ContextWindow > 10_000_000 || l.ContextWindow > 0 && l.ContextWindow < 2048 {
+		problems = append(problems, "limits.context_window must be 0 (the model's) or between 2048 and 10,000,000 tokens")
+	}
 	if l.NanoCPUs < 0 || l.NanoCPUs > 64e9 {
 		problems = append(problems, "limits.cpus must be between 0 and 64")
 	}

@@ -59,6 +59,8 @@ type Limits struct {
 	MaxSteps    int           `json:"max_steps,omitempty"`
 	MemoryBytes int64         `json:"memory_bytes,omitempty"`
 	NanoCPUs    int64         `json:"nano_cpus,omitempty"`
+	// ContextWindow overrides the model's context window, in tokens.
+	ContextWindow int `json:"context_window,omitempty"`
 }
 
 // Usage is what a job consumed from its model.

@@ -81,6 +81,9 @@ type Match struct {
 	ResultContains string
 	// ResultError, when set, must equal the result's IsError.
 	ResultError *bool
+	// NoTools matches a request that defines no tools (a summarizer's),
+	// whatever its messages.
+	NoTools bool
 }
 
 // Say returns a turn that answers text and ends the turn.
@@ -219,7 +222,7 @@ func (s *Server) next(rec Recorded) (Turn, []string, error) {
 	step := s.script.Steps[s.step]
 	result, found := lastToolResult(rec.Messages)
 	for _, t := range step.Branches {
-		if t.When.matches(result, found) {
+		if t.When.matches(rec, result, found) {
 			if !step.Repeat {
 				s.step++
 			}
@@ -244,9 +247,12 @@ func (s *Server) newIDs(format string, n int) []string {
 	return ids
 }
 
-func (m *Match) matches(result llm.Block, found bool) bool {
+func (m *Match) matches(rec Recorded, result llm.Block, found bool) bool {
 	if m == nil {
 		return true
+	}
+	if m.NoTools {
+		return len(rec.Tools) == 0
 	}
 	if !found {
 		return false

@@ -18,6 +18,7 @@ var jobColumns = []string{
 	"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd",
 	"error", "result", "context_tokens", "cancel_requested", "lease_owner",
 	"lease_until", "sandbox", "updated_at", "started_at", "ended_at",
+	"limit_context_window",
 }
 
 const immutableColumns = 5
@@ -47,6 +48,7 @@ func jobArgs(j *store.Job) ([]any, error) {
 		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD,
 		j.Error, j.Result, j.ContextTokens, j.CancelRequested, j.LeaseOwner,
 		nanos(j.LeaseUntil), string(j.Sandbox), nanos(j.UpdatedAt), nanos(j.StartedAt), nanos(j.EndedAt),
+		int64(l.ContextWindow),
 	}, nil
 }
 
@@ -68,7 +70,7 @@ func scanJob(sc scanner) (store.Job, error) {
 		j                                     store.Job
 		created, leaseUntil, updated, started int64
 		ended, timeout, maxSteps, att, maxAtt int64
-		steps                                 int64
+		steps, window                         int64
 		meta, status, sandbox                 string
 		l                                     = &j.Limits
 		u                                     = &j.Usage
@@ -80,11 +82,12 @@ func scanJob(sc scanner) (store.Job, error) {
 		&u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.CostUSD,
 		&j.Error, &j.Result, &j.ContextTokens, &j.CancelRequested, &j.LeaseOwner,
 		&leaseUntil, &sandbox, &updated, &started, &ended,
+		&window,
 	)
 	if err != nil {
 		return j, err
 	}
-	l.Timeout, l.MaxSteps = time.Duration(timeout), int(maxSteps)
+	l.Timeout, l.MaxSteps, l.ContextWindow = time.Duration(timeout), int(maxSteps), int(window)
 	j.Status, j.Attempts, j.MaxAttempts, j.Steps = store.Status(status), int(att), int(maxAtt), int(steps)
 	j.CreatedAt, j.UpdatedAt = fromNanos(created), fromNanos(updated)
 	j.StartedAt, j.EndedAt, j.LeaseUntil = fromNanos(started), fromNanos(ended), fromNanos(leaseUntil)

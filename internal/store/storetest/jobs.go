@@ -16,7 +16,7 @@ import (
 func fullJob(id string, b time.Time) store.Job {
 	return store.Job{
 		ID: id, Task: "write a haiku\nabout ünïcode ✓", Model: "claude-x",
-		Limits:   store.Limits{Timeout: 90 * time.Second, MaxSteps: 40, MemoryBytes: 1 << 30, NanoCPUs: 1.5e9},
+		Limits:   store.Limits{Timeout: 90 * time.Second, MaxSteps: 40, MemoryBytes: 1 << 30, NanoCPUs: 1.5e9, ContextWindow: 16000},
 		Metadata: map[string]string{"team": "infra", "ticket": "A-1", "empty": ""},
 		Status:   store.StatusRunning, Attempts: 2, MaxAttempts: 5, Steps: 17,
 		Usage: store.Usage{InputTokens: 1e6, OutputTokens: 2e5, CacheReadTokens: 3, CacheWriteTokens: 4, CostUSD: 1.2345},
