@@ -10,26 +10,50 @@ import (
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
 )
 
-// longScript runs the counter command until step `recallAt`, then recalls the
-// fact planted at step 5 and finishes once the recall finds it. Summarizer
-// requests (no tools) get summary, or an HTTP error when summaryStatus is set.
-func longScript(recallAt int, summaryStatus int) llmtest.Script {
+// longScript runs a counter command step after step, recalls the fact
+// planted at step 5 at step recallAt, and finishes at step total.
+// Summarizer requests (no tools) get a summary, or an HTTP error when
+// summaryStatus is set.
+func longScript(recallAt, total int, summaryStatus int) llmtest.Script {
+	// Written at step 1, run from step 2 on (step k is run n = k-1). The
+	// markers are built when it runs, so only its output holds them, not
+	// the model's calls that recall also searches.
 	counter := fmt.Sprintf(`n=$(( $(cat .n 2>/dev/null || echo 0) + 1 )); echo $n > .n
-[ $n = 5 ] && echo "the secret code is PURPLE-ELEPHANT-42"
-[ $n = %d ] && echo "REACHED-THE-END"
+[ $n = 4 ] && echo "the secret code is PURPLE-ELEPHANT-42"
+[ $n = %d ] && echo "TIME-TO-$(echo RECALL)"
+[ $n = %d ] && echo "TIME-TO-$(echo FINISH)"
 [ $((n %% 250)) = 0 ] && head -c 60000 /dev/zero | tr '\0' y
-head -c 3000 /dev/zero | tr '\0' x; echo`, recallAt)
+head -c 3000 /dev/zero | tr '\0' x; echo
+`, recallAt-2, total-3)
 	summary := llmtest.Say("Summary: ran the counter step after step; nothing failed.")
 	if summaryStatus != 0 {
 		summary = llmtest.Turn{Status: summaryStatus, ErrorType: "invalid_request_error"}
 	}
 	summary.When = &llmtest.Match{NoTools: true}
-	return llmtest.Script{Steps: []llmtest.Step{{Repeat: true, Branches: []llmtest.Turn{
-		summary,
-		when("step 5 (tool_result", llmtest.Call("finish", map[string]any{"summary": "recalled the code"})),
-		when("REACHED-THE-END", llmtest.Call("recall", map[string]any{"query": "secret code"})),
-		llmtest.Call("bash", map[string]any{"command": counter}),
-	}}}}
+	return llmtest.Script{Steps: []llmtest.Step{
+		{Branches: []llmtest.Turn{llmtest.Call("write_file", map[string]any{"path": "counter.sh", "content": counter})}},
+		{Repeat: true, Branches: []llmtest.Turn{
+			summary,
+			when("TIME-TO-FINISH", llmtest.Call("finish", map[string]any{"summary": "done"})),
+			when("TIME-TO-RECALL", llmtest.Call("recall", map[string]any{"query": "secret code"})),
+			llmtest.Call("bash", map[string]any{"command": "sh counter.sh"}),
+		}},
+	}}
+}
+
+// recallResult returns the text of the job's recall result and its step.
+func recallResult(evs []eventDTO) (string, int) {
+	for _, ev := range evs {
+		var p struct {
+			Step int    `json:"step"`
+			Name string `json:"name"`
+			Text string `json:"text"`
+		}
+		if ev.Type == "tool_result" && json.Unmarshal(ev.Payload, &p) == nil && p.Name == "recall" {
+			return p.Text, p.Step
+		}
+	}
+	return "", 0
 }
 
 // checkPrompts makes the fake model refuse any prompt over the window or
@@ -61,11 +85,11 @@ func condensations(evs []eventDTO) map[string]int {
 }
 
 func TestLongJobFitsSmallWindowAndRecalls(t *testing.T) {
-	const window, steps = 16000, 1900
-	s, fake := modelServer(t, "anthropic", longScript(steps, 0))
+	const window, steps, recallAt = 16000, 2000, 1900
+	s, fake := modelServer(t, "anthropic", longScript(recallAt, steps, 0))
 	var biggest atomic.Int64
 	checkPrompts(fake, window, &biggest)
-	j := s.runJob(t, "Run the counter until it says so, then tell me the secret code from the beginning.",
+	j := s.runJob(t, "Run the counter until it says so; recall the secret code when told.",
 		map[string]any{"max_steps": steps + 50, "context_window": window})
 	if j.Status != "complete" {
 		t.Fatalf("job %+v", j)
@@ -75,13 +99,13 @@ func TestLongJobFitsSmallWindowAndRecalls(t *testing.T) {
 		ContextTokens int64 `json:"context_tokens"`
 	}
 	s.do("GET", "/v1/jobs/"+j.JobID, nil, &full)
-	if full.Steps != steps+2 || full.ContextTokens <= 0 || full.ContextTokens > window {
-		t.Errorf("steps %d (want %d), context %d tokens", full.Steps, steps+2, full.ContextTokens)
+	if full.Steps != steps || full.ContextTokens <= 0 || full.ContextTokens > window {
+		t.Errorf("steps %d (want %d), context %d tokens", full.Steps, steps, full.ContextTokens)
 	}
 	evs := s.events(j.JobID)
-	texts, _ := s.toolResults(j.JobID)
-	if last := texts[len(texts)-2]; !strings.Contains(last, "PURPLE-ELEPHANT-42") || !strings.Contains(last, "step 5 (") {
-		t.Errorf("recall at step %d found %q", steps+1, last)
+	text, step := recallResult(evs)
+	if step != recallAt || !strings.Contains(text, "PURPLE-ELEPHANT-42") || !strings.Contains(text, "step 5 (") {
+		t.Errorf("recall at step %d found %.300q", step, text)
 	}
 	kinds := condensations(evs)
 	if kinds["mask"] == 0 || kinds["summarize"] == 0 {
@@ -92,14 +116,18 @@ func TestLongJobFitsSmallWindowAndRecalls(t *testing.T) {
 
 func TestFailingSummarizerFallsBackToTruncation(t *testing.T) {
 	const window, steps = 8000, 200
-	s, fake := modelServer(t, "anthropic", longScript(steps, 400))
+	s, fake := modelServer(t, "anthropic", longScript(150, steps, 400))
 	var biggest atomic.Int64
 	checkPrompts(fake, window, &biggest)
 	j := s.runJob(t, "Run the counter, then recall the code.", map[string]any{"max_steps": steps + 50, "context_window": window})
 	if j.Status != "complete" {
 		t.Fatalf("job %+v", j)
 	}
-	if kinds := condensations(s.events(j.JobID)); kinds["truncate"] == 0 || kinds["summarize"] != 0 {
+	evs := s.events(j.JobID)
+	if kinds := condensations(evs); kinds["truncate"] == 0 || kinds["summarize"] != 0 {
 		t.Errorf("condensations %v: want truncation and no summary", kinds)
+	}
+	if text, _ := recallResult(evs); !strings.Contains(text, "PURPLE-ELEPHANT-42") {
+		t.Errorf("recall after truncation found %.200q", text)
 	}
 }
