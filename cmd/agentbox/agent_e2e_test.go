@@ -303,6 +303,9 @@ func TestAgentResumesAfterKill9(t *testing.T) {
 	if !resumed || !recovered {
 		t.Errorf("resumed notice %v, same sandbox %v", resumed, recovered)
 	}
+	if final.Steps != step {
+		t.Errorf("the job counts %d steps, its log holds %d: steps counted twice across the restart", final.Steps, step)
+	}
 	// The first request after the restart carried the conversation so far.
 	if r := fake.Requests()[before]; len(r.Messages) < 5 {
 		t.Errorf("the resumed job sent %d messages; its history was lost", len(r.Messages))

@@ -130,6 +130,11 @@ func (c *chat) open(ctx context.Context, name string) error {
 	c.loop = &agent.Loop{Model: c.model, Tools: tools.Default(), System: agent.SystemPrompt() + chatPrompt,
 		Env: &tools.Env{Guest: sb.Guest(), SpillDir: agent.SpillDir}, Emit: c.emit, OnText: func(d string) { io.WriteString(c.out, printable(d)) },
 		Messages: agent.CloseDangling(h.Messages, "interrupted before it finished"), Usage: h.Usage, Steps: h.Steps}
+	if err := agent.EnableMemory(c.loop, c.a.cfg.Agent.ContextWindow); err != nil {
+		_ = sb.Destroy(context.WithoutCancel(ctx))
+		c.sb = nil
+		return err
+	}
 	if len(h.Messages) > 0 {
 		fmt.Fprintf(c.errw, "resumed session %s: %d messages, %d steps so far\n", name, len(h.Messages), h.Steps)
 	}

@@ -77,6 +77,9 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 	}
 	l.Messages, l.Steps = Rebuild(r.Job.Task, history)
 	restoreMemory(l, history)
+	// The job's record counts earlier attempts' steps (maybe one fewer than
+	// the log, if a restart cut the last report): this attempt adds the rest.
+	start := min(r.Job.Steps, l.Steps)
 	if l.Steps > 0 {
 		note := resumeText(l.Steps, r.Recovered)
 		l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": note})
@@ -88,32 +91,37 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 	if maxSteps <= 0 {
 		maxSteps = a.cfg.MaxSteps
 	}
-	return a.drive(ctx, r, l, maxSteps)
+	return a.drive(ctx, r, l, maxSteps, start)
 }
 
 // drive runs steps until the job ends.
-func (a *Agent) drive(ctx context.Context, r *jobs.Run, l *Loop, maxSteps int) (jobs.Outcome, error) {
+// drive runs steps until the job ends; start is the step the attempt
+// began after (its outcome counts only its own steps).
+func (a *Agent) drive(ctx context.Context, r *jobs.Run, l *Loop, maxSteps, start int) (jobs.Outcome, error) {
 	price := l.Model.Info().Price
+	outcome := func(status store.Status, errMsg, result string) jobs.Outcome {
+		return jobs.Outcome{Status: status, Error: errMsg, Result: result, Steps: l.Steps - start, Usage: storeUsage(l.Usage, price)}
+	}
 	idle := 0
 	for {
 		if why := a.overBudget(l, price, maxSteps); why != "" {
-			return outcome(l, price, store.StatusError, why, ""), nil
+			return outcome(store.StatusError, why, ""), nil
 		}
 		res, err := l.Step(ctx)
-		_ = r.Report(context.WithoutCancel(ctx), jobs.Progress{Steps: l.Steps, Usage: storeUsage(l.Usage, price), ContextTokens: l.LastInput})
+		_ = r.Report(context.WithoutCancel(ctx), jobs.Progress{Steps: l.Steps - start, Usage: storeUsage(l.Usage, price), ContextTokens: l.LastInput})
 		switch {
 		case err != nil && ctx.Err() == nil && IsModelError(err):
-			return outcome(l, price, store.StatusError, err.Error(), ""), nil
+			return outcome(store.StatusError, err.Error(), ""), nil
 		case err != nil:
-			return outcome(l, price, store.StatusError, err.Error(), ""), err
+			return outcome(store.StatusError, err.Error(), ""), err
 		case res.Finish != nil:
-			return outcome(l, price, store.StatusComplete, "", res.Finish.Summary), nil
+			return outcome(store.StatusComplete, "", res.Finish.Summary), nil
 		case res.ToolCalls > 0:
 			idle = 0
 			continue
 		}
 		if idle++; idle >= maxIdleAnswers {
-			return outcome(l, price, store.StatusError, fmt.Sprintf("the model answered %d times in a row without using a tool or calling finish", idle), ""), nil
+			return outcome(store.StatusError, fmt.Sprintf("the model answered %d times in a row without using a tool or calling finish", idle), ""), nil
 		}
 		l.Say(nudge)
 		l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": nudge, "said": true})
@@ -136,12 +144,18 @@ func (a *Agent) overBudget(l *Loop, price llm.Price, maxSteps int) string {
 // withMemory fits the loop's prompts into the job's context window and
 // gives it the recall tool.
 func (a *Agent) withMemory(l *Loop, j store.Job) error {
-	window := l.Model.Info().ContextWindow
-	if a.cfg.ContextWindow > 0 {
-		window = a.cfg.ContextWindow
-	}
+	window := a.cfg.ContextWindow
 	if j.Limits.ContextWindow > 0 {
 		window = j.Limits.ContextWindow
+	}
+	return EnableMemory(l, window)
+}
+
+// EnableMemory makes the loop keep every prompt within window tokens (0:
+// the model's window), recall-able through the recall tool it adds.
+func EnableMemory(l *Loop, window int) error {
+	if window <= 0 {
+		window = l.Model.Info().ContextWindow
 	}
 	l.Recall = &memory.Index{}
 	l.Tools = append(append([]tools.Tool(nil), l.Tools...), recallTool{l.Recall})
@@ -178,10 +192,6 @@ func resumeText(step int, sameSandbox bool) string {
 // (InputTokens excludes cache reads and writes).
 func totalTokens(u llm.Usage) int64 {
 	return u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens + u.OutputTokens
-}
-
-func outcome(l *Loop, price llm.Price, status store.Status, errMsg, result string) jobs.Outcome {
-	return jobs.Outcome{Status: status, Error: errMsg, Result: result, Steps: l.Steps, Usage: storeUsage(l.Usage, price)}
 }
 
 func storeUsage(u llm.Usage, p llm.Price) store.Usage {

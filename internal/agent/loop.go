@@ -130,14 +130,14 @@ func (l *Loop) callModel(ctx context.Context) (llm.Response, error) {
 
 // callOnce streams one response; a stream silent for streamIdle is cut.
 func (l *Loop) callOnce(ctx context.Context) (llm.Response, error) {
+	msgs, err := l.prompt(ctx) // may call the summarizer: not under the stream's idle timer
+	if err != nil {
+		return llm.Response{}, err
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(streamIdle, func() { cancel(errStalled) })
 	defer idle.Stop()
-	msgs, err := l.prompt(ctx)
-	if err != nil {
-		return llm.Response{}, err
-	}
 	req := llm.Request{System: l.System, Messages: msgs, Tools: tools.Specs(l.Tools), MaxTokens: l.MaxOutput}
 	seq, err := l.Model.Stream(ctx, req)
 	if err != nil {
@@ -189,7 +189,9 @@ func (l *Loop) runTools(ctx context.Context, calls []llm.Block, cutOff bool) ([]
 			res.Text += "\n\n" + note
 			l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": note})
 		}
-		l.index("tool_result "+c.Name, res.Text)
+		if c.Name != "recall" {
+			l.index("tool_result "+c.Name, res.Text)
+		}
 		l.Emit(EventToolResult, map[string]any{"step": l.Steps, "id": c.ID, "name": c.Name, "is_error": res.IsError,
 			"text": res.Text, "images": len(res.Images), "duration_ms": time.Since(begin).Milliseconds()})
 		out = append(out, llm.Block{Type: llm.BlockToolResult, ID: c.ID, Text: res.Text, IsError: res.IsError, Images: res.Images})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/agent/tools"
@@ -102,9 +104,29 @@ func renderMessage(b *strings.Builder, m llm.Message) {
 type recallTool struct{ idx *memory.Index }
 
 var recallSchema = json.RawMessage(`{"type":"object","properties":{` +
-	`"query":{"type":"string","description":"keywords to look for: names, error messages, file paths, 'step 12'"},` +
+	`"query":{"type":"string","description":"keywords to look for (names, error messages, file paths), or 'step N' for all of step N"},` +
 	`"max_results":{"type":"integer","minimum":1,"maximum":20,"description":"at most this many matches (default 5)"}},` +
 	`"required":["query"],"additionalProperties":false}`)
+
+// stepQuery is a recall of one step by number ("step 12").
+var stepQuery = regexp.MustCompile(`^\s*(?i:step)\s+(\d{1,7})\s*$`)
+
+// recallStepBytes caps each entry of a step recalled by number.
+const recallStepBytes = 12_000
+
+// step returns what a step did, in full up to a cap per entry.
+func (r recallTool) step(num string) (tools.Result, error) {
+	n, _ := strconv.Atoi(num)
+	hits := r.idx.Step(n, recallStepBytes)
+	if len(hits) == 0 {
+		return tools.Result{Text: fmt.Sprintf("recall: step %d is not in the history", n)}, nil
+	}
+	var b strings.Builder
+	for _, h := range hits {
+		fmt.Fprintf(&b, "step %d (%s):\n%s\n", h.Step, h.Kind, h.Snippet)
+	}
+	return tools.Result{Text: b.String()}, nil
+}
 
 func (recallTool) Spec() llm.Tool {
 	return llm.Tool{Name: "recall", InputSchema: recallSchema, Description: "Search the full history of this job " +
@@ -125,6 +147,9 @@ func (r recallTool) Run(_ context.Context, _ *tools.Env, input json.RawMessage) 
 	k := in.MaxResults
 	if k <= 0 || k > 20 {
 		k = 5
+	}
+	if m := stepQuery.FindStringSubmatch(in.Query); m != nil {
+		return r.step(m[1])
 	}
 	hits := r.idx.Search(in.Query, k)
 	if len(hits) == 0 {

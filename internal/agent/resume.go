@@ -56,5 +56,29 @@ func Rebuild(task string, events []store.Event) ([]llm.Message, int) {
 		}
 	}
 	flush()
-	return CloseDangling(msgs, "interrupted: the server restarted during this step; check the files before repeating it"), steps
+	return answerAll(msgs, "interrupted: the server restarted during this step; check the files before repeating it"), steps
+}
+
+// answerAll gives every tool call of the last model message a result: a
+// restart may have cut a step after some of its calls were answered.
+func answerAll(msgs []llm.Message, why string) []llm.Message {
+	n := len(msgs)
+	if n >= 2 && msgs[n-1].Role == llm.RoleUser && msgs[n-2].Role == llm.RoleAssistant {
+		answered := map[string]bool{}
+		for _, b := range msgs[n-1].Content {
+			if b.Type == llm.BlockToolResult {
+				answered[b.ID] = true
+			}
+		}
+		last := msgs[n-1]
+		last.Content = append([]llm.Block(nil), last.Content...)
+		for _, c := range msgs[n-2].ToolUses() {
+			if !answered[c.ID] {
+				last.Content = append(last.Content, llm.Block{Type: llm.BlockToolResult, ID: c.ID, Text: why, IsError: true})
+			}
+		}
+		msgs[n-1] = last
+		return msgs
+	}
+	return CloseDangling(msgs, why)
 }

@@ -66,6 +66,21 @@ func (x *Index) Add(step int, kind, text string) {
 	}
 }
 
+// Step returns the entries of one step, each cut to at most max bytes
+// (head and tail), in the order they were added.
+func (x *Index) Step(step, max int) []Hit {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []Hit
+	for _, d := range x.docs {
+		if d.step == step {
+			text, _ := Spill(d.text, max, "")
+			out = append(out, Hit{Step: d.step, Kind: d.kind, Snippet: text})
+		}
+	}
+	return out
+}
+
 // Len is how many entries are indexed.
 func (x *Index) Len() int {
 	x.mu.RLock()

@@ -1,0 +1,61 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/llm/llmtest"
+	"github.com/agentbox/agentbox/internal/memory"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+func event(typ string, p any) store.Event {
+	b, _ := json.Marshal(p)
+	return store.Event{Type: typ, Payload: b}
+}
+
+func TestRebuildAnswersAnInterruptedStep(t *testing.T) {
+	call := func(id string) llm.Block {
+		return llm.Block{Type: llm.BlockToolUse, ID: id, Name: "bash", Input: []byte(`{}`)}
+	}
+	evs := []store.Event{
+		event(EventModel, map[string]any{"step": 1, "message": llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{call("a")}}}),
+		event(EventToolResult, map[string]any{"step": 1, "id": "a", "name": "bash", "text": "one"}),
+		event(EventNotice, map[string]any{"step": 1, "text": nudge, "said": true}),
+		event(EventModel, map[string]any{"step": 2, "message": llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{call("b"), call("c")}}}),
+		event(EventToolResult, map[string]any{"step": 2, "id": "b", "name": "bash", "text": "two"}),
+		// the server died before c's result
+	}
+	msgs, steps := Rebuild("the task", evs)
+	if steps != 2 {
+		t.Errorf("steps %d, want 2", steps)
+	}
+	if err := llmtest.CheckPairs(msgs); err != nil {
+		t.Fatalf("rebuilt history is not sendable: %v", err)
+	}
+	last := msgs[len(msgs)-1].Content
+	if len(last) != 2 || last[1].ID != "c" || !last[1].IsError || !strings.Contains(last[1].Text, "restarted") {
+		t.Errorf("last message %+v", last)
+	}
+	if msgs[0].PlainText() != TaskMessage("the task") {
+		t.Errorf("first message %q", msgs[0].PlainText())
+	}
+}
+
+func TestRecallByStep(t *testing.T) {
+	idx := &memory.Index{}
+	idx.Add(11, "tool_result bash", "eleven")
+	idx.Add(12, "model", "running the tests")
+	idx.Add(12, "tool_result bash", strings.Repeat("z", 50_000)+"THE-END")
+	res, err := recallTool{idx}.Run(context.Background(), nil, []byte(`{"query":"Step 12"}`))
+	if err != nil || res.IsError {
+		t.Fatal(res, err)
+	}
+	if !strings.Contains(res.Text, "running the tests") || !strings.Contains(res.Text, "THE-END") ||
+		strings.Contains(res.Text, "eleven") || len(res.Text) > 2*recallStepBytes {
+		t.Errorf("recall of step 12: %d bytes: %.200q", len(res.Text), res.Text)
+	}
+}
