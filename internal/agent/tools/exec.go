@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"strings"
 	"time"
@@ -35,7 +36,7 @@ func spillOutput(ctx context.Context, env *Env, res guest.ExecResult) string {
 	if env.SpillDir == "" || len(res.Stdout)+len(res.Stderr) <= env.maxOutput() {
 		return ""
 	}
-	path := strings.TrimSuffix(env.SpillDir, "/") + "/" + time.Now().UTC().Format("20060102-150405.000") + ".txt"
+	path := strings.TrimSuffix(env.SpillDir, "/") + "/" + time.Now().UTC().Format("20060102-150405") + "-" + rand.Text()[:8] + ".txt"
 	var b strings.Builder
 	section(&b, "stdout", string(res.Stdout))
 	section(&b, "stderr", string(res.Stderr))
