@@ -80,6 +80,9 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 	// The job's record counts earlier attempts' steps (maybe one fewer than
 	// the log, if a restart cut the last report): this attempt adds the rest.
 	start := min(r.Job.Steps, l.Steps)
+	if n := len(l.Messages); n > 0 && l.Messages[n-1].Role == llm.RoleAssistant {
+		l.Say(nudge) // cut after a plain answer: the model's turn again
+	}
 	if l.Steps > 0 {
 		note := resumeText(l.Steps, r.Recovered)
 		l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": note})
