@@ -73,6 +73,7 @@ type chat struct {
 	out    io.Writer
 	errw   io.Writer
 	shower *eventPrinter
+	unlock func() // releases the session's lock
 }
 
 // chatHistory is what is saved of a session.
@@ -116,6 +117,10 @@ func (c *chat) open(ctx context.Context, name string) error {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return fmt.Errorf("session dir: %w", err)
 	}
+	unlock, err := lockDir(dir, "session.lock", "the session is open in another agentbox chat (pid %s): %s")
+	if err != nil {
+		return err
+	}
 	var h chatHistory
 	if b, err := os.ReadFile(filepath.Join(dir, "history.json")); err == nil {
 		if err := json.Unmarshal(b, &h); err != nil {
@@ -124,15 +129,17 @@ func (c *chat) open(ctx context.Context, name string) error {
 	}
 	sb, err := c.drv.Create(ctx, sandbox.Spec{WorkspaceDir: ws})
 	if err != nil {
+		unlock()
 		return err
 	}
-	c.name, c.dir, c.sb = name, dir, sb
+	c.name, c.dir, c.sb, c.unlock = name, dir, sb, unlock
 	c.loop = &agent.Loop{Model: c.model, Tools: tools.Default(), System: agent.SystemPrompt() + chatPrompt,
 		Env: &tools.Env{Guest: sb.Guest(), SpillDir: agent.SpillDir}, Emit: c.emit, OnText: func(d string) { io.WriteString(c.out, printable(d)) },
 		Messages: agent.CloseDangling(h.Messages, "interrupted before it finished"), Usage: h.Usage, Steps: h.Steps}
 	if err := agent.EnableMemory(c.loop, c.a.cfg.Agent.ContextWindow); err != nil {
 		_ = sb.Destroy(context.WithoutCancel(ctx))
 		c.sb = nil
+		unlock()
 		return err
 	}
 	if len(h.Messages) > 0 {
@@ -152,6 +159,11 @@ func (c *chat) close(ctx context.Context) {
 		if err := c.sb.Destroy(ctx); err != nil {
 			fmt.Fprintln(c.errw, "agentbox: removing the sandbox:", err)
 		}
+		c.sb = nil
+	}
+	if c.unlock != nil {
+		c.unlock()
+		c.unlock = nil
 	}
 }
 

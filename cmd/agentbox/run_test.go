@@ -125,3 +125,19 @@ func TestChatRefusesBadSessionName(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestChatSessionIsExclusive(t *testing.T) {
+	sandboxEnv(t)
+	useModel(t, llmtest.Script{})
+	dir := filepath.Join(os.Getenv("AGENTBOX_DATA_DIR"), "chats", "busy")
+	os.MkdirAll(dir, 0o700)
+	unlock, err := lockDir(dir, "session.lock", "held (pid %s): %s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	_, _, err = run(context.Background(), "chat", "--session", "busy")
+	if err == nil || !strings.Contains(err.Error(), "open in another agentbox chat") {
+		t.Fatalf("err = %v", err)
+	}
+}

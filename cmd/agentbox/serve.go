@@ -188,15 +188,22 @@ func schedulerGrace(d time.Duration) time.Duration {
 // lockDataDir makes sure one server at a time uses a data dir: the worker ID
 // is derived from it, and two servers with one ID would take each other's jobs.
 func lockDataDir(dir string) (func(), error) {
-	path := filepath.Join(dir, "serve.lock")
+	return lockDir(dir, "serve.lock", "another agentbox serve (pid %s) is using the data dir %s; stop it or use another --data-dir")
+}
+
+// lockDir takes an exclusive lock on dir/name for this process's life,
+// writing the pid into it; busy is the error's text, given the holder's pid
+// and dir.
+func lockDir(dir, name, busy string) (func(), error) {
+	path := filepath.Join(dir, name)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("lock data dir: %w", err)
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		pid, _ := os.ReadFile(path)
 		f.Close()
-		return nil, fmt.Errorf("another agentbox serve (pid %s) is using the data dir %s; stop it or use another --data-dir", strings.TrimSpace(string(pid)), dir)
+		return nil, fmt.Errorf(busy, strings.TrimSpace(string(pid)), dir)
 	}
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
