@@ -1,94 +1,35 @@
 package anthropic_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/llm/anthropic"
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
+	"github.com/agentbox/agentbox/internal/llm/llmtest/providertest"
 )
 
-// fastRetry is a Retry-After short enough to keep the tests quick.
-const fastRetry = 5 * time.Millisecond
-
-func TestRetryAfterHonoured(t *testing.T) {
-	for _, mode := range modes {
-		t.Run(mode.name, func(t *testing.T) {
-			s := llmtest.New(t, llmtest.Steps(
-				llmtest.Turn{Status: 429, RetryAfter: time.Second},
-				llmtest.Say("after the wait"),
-			))
-			_, resp := run(t, newModel(t, s, mode.noStream), ask("hi"))
-			reqs := s.Requests()
-			if len(reqs) != 2 || resp.Message.PlainText() != "after the wait" {
-				t.Fatalf("%d requests, answer %q", len(reqs), resp.Message.PlainText())
-			}
-			if gap := reqs[1].At.Sub(reqs[0].At); gap < 900*time.Millisecond {
-				t.Errorf("retried after %v, want the 1s Retry-After honoured", gap)
-			}
-		})
-	}
+// errorCases are the HTTP failures of the Messages API, with what the
+// error must mention of their bodies.
+var errorCases = []providertest.ErrorCase{
+	{Name: "rate limited", Turn: llmtest.Turn{Status: 429, RetryAfter: providertest.FastRetry}, Repeat: true, Want: llm.ErrRateLimited, Requests: 3, Mention: "rate limit"},
+	{Name: "overloaded", Turn: llmtest.Turn{Status: 529, RetryAfter: providertest.FastRetry}, Repeat: true, Want: llm.ErrUnavailable, Requests: 3, Mention: "overloaded_error"},
+	{Name: "server error", Turn: llmtest.Turn{Status: 500, RetryAfter: providertest.FastRetry}, Repeat: true, Want: llm.ErrUnavailable, Requests: 3, Mention: "api_error"},
+	{Name: "refused key", Turn: llmtest.Turn{Status: 401}, Want: llm.ErrAuth, Requests: 1, Mention: "invalid x-api-key"},
+	{Name: "forbidden", Turn: llmtest.Turn{Status: 403}, Want: llm.ErrAuth, Requests: 1, Mention: "permission_error"},
+	{Name: "unknown model", Turn: llmtest.Turn{Status: 404}, Want: llm.ErrUnknownModel, Requests: 1, Mention: `"claude-test-4"`},
+	{Name: "bad request", Turn: llmtest.Turn{Status: 400, ErrorType: "invalid_request_error"}, Want: llm.ErrBadRequest, Requests: 1, Mention: "invalid_request_error"},
+	{Name: "too large", Turn: llmtest.Turn{Status: 413}, Want: llm.ErrBadRequest, Requests: 1, Mention: "request_too_large"},
 }
 
-func TestRetryOverloadedAndUnavailable(t *testing.T) {
-	s := llmtest.New(t, llmtest.Steps(
-		llmtest.Turn{Status: 529, RetryAfter: fastRetry},
-		llmtest.Turn{Status: 503, RetryAfter: fastRetry},
-		llmtest.Turn{Status: 500, RetryAfter: fastRetry},
-		llmtest.Say("finally"),
-	))
-	_, resp := run(t, newModel(t, s, false), ask("hi"))
-	if n := len(s.Requests()); n != 4 || resp.Message.PlainText() != "finally" {
-		t.Errorf("%d requests, answer %q", n, resp.Message.PlainText())
-	}
-}
-
-// streamErr is what Stream returns at once for a scripted failure.
-func streamErr(t *testing.T, turn llmtest.Turn, repeat bool, edit ...func(*anthropic.Config)) (error, *llmtest.Server) {
-	t.Helper()
-	s := llmtest.New(t, llmtest.Script{Steps: []llmtest.Step{{Branches: []llmtest.Turn{turn}, Repeat: repeat}}})
-	seq, err := newModel(t, s, false, edit...).Stream(context.Background(), ask("hi"))
-	if err == nil {
-		_, err = llm.Collect(seq, nil)
-		t.Errorf("Stream did not fail at once (the iterator said %v)", err)
-	}
-	return err, s
-}
-
-func TestErrors(t *testing.T) {
-	retries := func(c *anthropic.Config) { c.MaxRetries = 2 }
-	tests := []struct {
-		name     string
-		turn     llmtest.Turn
-		repeat   bool
-		want     error
-		requests int
-		mention  string
-	}{
-		{"rate limited", llmtest.Turn{Status: 429, RetryAfter: fastRetry}, true, llm.ErrRateLimited, 3, "rate limit"},
-		{"overloaded", llmtest.Turn{Status: 529, RetryAfter: fastRetry}, true, llm.ErrUnavailable, 3, "overloaded_error"},
-		{"server error", llmtest.Turn{Status: 500, RetryAfter: fastRetry}, true, llm.ErrUnavailable, 3, "api_error"},
-		{"refused key", llmtest.Turn{Status: 401}, false, llm.ErrAuth, 1, "invalid x-api-key"},
-		{"forbidden", llmtest.Turn{Status: 403}, false, llm.ErrAuth, 1, "permission_error"},
-		{"unknown model", llmtest.Turn{Status: 404}, false, llm.ErrUnknownModel, 1, `"claude-test-4"`},
-		{"bad request", llmtest.Turn{Status: 400, ErrorType: "invalid_request_error"}, false, llm.ErrBadRequest, 1, "invalid_request_error"},
-		{"too large", llmtest.Turn{Status: 413}, false, llm.ErrBadRequest, 1, "request_too_large"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err, s := streamErr(t, tt.turn, tt.repeat, retries)
-			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.mention) {
-				t.Errorf("err = %v; want %v mentioning %q", err, tt.want, tt.mention)
-			}
-			if n := len(s.Requests()); n != tt.requests {
-				t.Errorf("%d requests, want %d", n, tt.requests)
-			}
-		})
-	}
+// midStreamErrors are the error events of the Messages stream.
+var midStreamErrors = []providertest.MidStreamCase{
+	{ErrorType: "overloaded_error", Want: llm.ErrUnavailable},
+	{ErrorType: "api_error", Want: llm.ErrUnavailable},
+	{ErrorType: "rate_limit_error", Want: llm.ErrRateLimited},
+	{ErrorType: "invalid_request_error", Want: llm.ErrBadRequest},
 }
 
 func TestNotConfigured(t *testing.T) {
@@ -105,79 +46,9 @@ func TestNotConfigured(t *testing.T) {
 // TestGatewayWithoutKey: a base URL without a key is allowed, and the
 // refusal that follows says which key is missing.
 func TestGatewayWithoutKey(t *testing.T) {
-	err, _ := streamErr(t, llmtest.Say("never"), false, func(c *anthropic.Config) { c.APIKey = "" })
+	s := llmtest.New(t, llmtest.Steps(llmtest.Say("never")))
+	err := providertest.StreamErr(t, newModel(t, s, false, func(c *anthropic.Config) { c.APIKey = "" }))
 	if !errors.Is(err, llm.ErrAuth) || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
 		t.Errorf("err = %v; want ErrAuth naming ANTHROPIC_API_KEY", err)
-	}
-}
-
-func TestMidStreamError(t *testing.T) {
-	tests := []struct {
-		typ  string
-		want error
-	}{
-		{"overloaded_error", llm.ErrUnavailable},
-		{"api_error", llm.ErrUnavailable},
-		{"rate_limit_error", llm.ErrRateLimited},
-		{"invalid_request_error", llm.ErrBadRequest},
-	}
-	for _, tt := range tests {
-		t.Run(tt.typ, func(t *testing.T) {
-			s := llmtest.New(t, llmtest.Steps(llmtest.Turn{Text: "partial answer", MidStream: true, ErrorType: tt.typ}))
-			seq, err := newModel(t, s, false).Stream(context.Background(), ask("hi"))
-			if err != nil {
-				t.Fatalf("Stream: %v (the error comes after the response started)", err)
-			}
-			var text strings.Builder
-			_, err = llm.Collect(seq, func(ev llm.Event) { text.WriteString(ev.Text) })
-			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.typ) {
-				t.Errorf("err = %v; want %v", err, tt.want)
-			}
-			if text.String() != "partial answer" {
-				t.Errorf("text before the error %q", text.String())
-			}
-		})
-	}
-}
-
-func TestCancelMidStream(t *testing.T) {
-	s := llmtest.New(t, llmtest.Steps(llmtest.Turn{Text: "the start", Stall: true}))
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	seq, err := newModel(t, s, false).Stream(ctx, ask("hi"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := errors.New("user pressed ctrl-c")
-	var got error
-	for ev, err := range seq {
-		if ev.Type == llm.EventText {
-			cancel(stop)
-		}
-		if err != nil {
-			got = err
-		}
-	}
-	if !errors.Is(got, context.Canceled) || !errors.Is(got, stop) {
-		t.Errorf("err = %v; want context.Canceled with its cause", got)
-	}
-}
-
-func TestCancelBeforeRetry(t *testing.T) {
-	s := llmtest.New(t, llmtest.Script{Steps: []llmtest.Step{{Branches: []llmtest.Turn{{Status: 429, RetryAfter: time.Hour}}, Repeat: true}}})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	_, err := newModel(t, s, false).Stream(ctx, ask("hi"))
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("err = %v; want the deadline, not an hour's wait", err)
-	}
-}
-
-func TestInfo(t *testing.T) {
-	s := llmtest.New(t, llmtest.Script{})
-	info := newModel(t, s, false).Info()
-	if info.Provider != "anthropic" || info.Name != "claude-test-4" || info.ContextWindow != anthropic.DefaultContextWindow ||
-		info.MaxOutputTokens != anthropic.DefaultMaxOutput || !info.NativeComputerUse {
-		t.Errorf("info %+v", info)
 	}
 }

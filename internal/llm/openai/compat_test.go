@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/llm/llmtest/providertest"
 	"github.com/agentbox/agentbox/internal/llm/openai"
 )
 
@@ -41,7 +42,7 @@ func canned(t *testing.T, status int, body string) *openai.Model {
 }
 
 func collect(m llm.Model) (llm.Response, error) {
-	seq, err := m.Stream(context.Background(), ask("hi"))
+	seq, err := m.Stream(context.Background(), providertest.Ask("hi"))
 	if err != nil {
 		return llm.Response{}, err
 	}
