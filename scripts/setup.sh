@@ -98,5 +98,6 @@ step "running a command in a fresh sandbox"
 $AB_SUDO bin/agentbox exec 'echo "Hello from $(hostname) as $(id -un) (uid $(id -u)) in $(pwd)"; python3 --version; node --version; echo "network interfaces: $(ls /sys/class/net | tr "\n" " ")"'
 
 step "starting the server on http://127.0.0.1:8080 (Ctrl-C stops it)"
-echo "In another terminal:  bin/agentbox submit --follow 'echo hello > hello.txt; python3 --version'"
+echo "In another terminal (with a model configured, see README \"Choosing a model\"):"
+echo "  bin/agentbox submit --follow 'Create hello.py that prints Hello, World! and run it'"
 exec $AB_SUDO bin/agentbox serve

@@ -28,6 +28,7 @@ the plain engine doing the same through the docker CLI, and prints a Markdown
 table with the ratio of the two:
 
   - sandbox create until a first exec returns, against 'docker run --rm IMAGE true'
+  - create, exec and destroy, against the same 'docker run --rm'
   - the round trip of exec 'true', against 'docker exec CONTAINER true'
   - a 1 MiB file written then read back, against docker exec with cat
 

@@ -27,8 +27,10 @@ var version = "dev"
 // app carries what every subcommand needs: the parsed configuration and a logger.
 type app struct {
 	cfg config.Config
-	// flagCfg holds values given as flags; commands apply them over cfg.
+	// flagCfg holds values given as flags; commands apply them over cfg,
+	// those flagSet reports as given.
 	flagCfg config.Config
+	flagSet func(name string) bool
 	log     *slog.Logger
 }
 

@@ -44,17 +44,20 @@ period, then stops them and hands them back (pending) for the next start.`,
   agentbox serve --addr 0.0.0.0:8080 --data-dir /srv/agentbox --concurrency 4
   AGENTBOX_TOKEN=secret agentbox serve`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.serve(cmd.Context()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a.flagSet = cmd.Flags().Changed
+			return a.serve(cmd.Context())
+		},
 	}
 	s := &a.flagCfg.Server
 	f := cmd.Flags()
 	f.StringVar(&s.Addr, "addr", "", "listen address (AGENTBOX_ADDR; default 127.0.0.1:8080)")
 	f.StringVar(&a.flagCfg.DataDir, "data-dir", "", "data directory (AGENTBOX_DATA_DIR; default ~/.local/share/agentbox)")
-	f.IntVar(&s.Concurrency, "concurrency", -1, "jobs run at once; 0 serves the API only (AGENTBOX_CONCURRENCY; default 2)")
+	f.IntVar(&s.Concurrency, "concurrency", 0, "jobs run at once; 0 serves the API only (AGENTBOX_CONCURRENCY; default 2)")
 	f.BoolVar(&s.NoAuth, "no-auth", false, "turn auth off (loopback addresses only)")
 	f.DurationVar(&s.Lease, "lease", 0, "job lease without a heartbeat (AGENTBOX_LEASE; default 30s)")
 	f.DurationVar(&s.JobTimeout, "job-timeout", 0, "default job timeout (AGENTBOX_JOB_TIMEOUT; default 30m)")
-	f.DurationVar(&s.Grace, "grace", -1, "time running jobs get on shutdown (AGENTBOX_GRACE; default 30s)")
+	f.DurationVar(&s.Grace, "grace", 0, "time running jobs get on shutdown; 0 stops them at once (AGENTBOX_GRACE; default 30s)")
 	f.StringVar(&a.flagCfg.Agent.Kind, "agent", "", "what works on jobs: model (a language model with tools) or shell (the task as a bash script) (AGENTBOX_AGENT; default model)")
 	return cmd
 }
@@ -62,6 +65,9 @@ period, then stops them and hands them back (pending) for the next start.`,
 // applyServeFlags lets flags given on the command line win over the environment.
 func (a *app) applyServeFlags() error {
 	f, c := a.flagCfg.Server, &a.cfg.Server
+	if a.flagSet == nil {
+		a.flagSet = func(string) bool { return false }
+	}
 	if f.Addr != "" {
 		c.Addr = f.Addr
 	}
@@ -72,7 +78,7 @@ func (a *app) applyServeFlags() error {
 		}
 		a.cfg.DataDir = dir
 	}
-	if f.Concurrency >= 0 {
+	if a.flagSet("concurrency") {
 		c.Concurrency = f.Concurrency
 	}
 	c.NoAuth = c.NoAuth || f.NoAuth
@@ -82,7 +88,7 @@ func (a *app) applyServeFlags() error {
 	if f.JobTimeout > 0 {
 		c.JobTimeout = f.JobTimeout
 	}
-	if f.Grace >= 0 {
+	if a.flagSet("grace") {
 		c.Grace = f.Grace
 	}
 	if k := a.flagCfg.Agent.Kind; k != "" {

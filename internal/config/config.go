@@ -326,6 +326,9 @@ func (a Agent) Validate() error {
 	if a.Kind != "model" && a.Kind != "shell" {
 		errs = append(errs, fmt.Errorf("agent %q: want model or shell (AGENTBOX_AGENT)", a.Kind))
 	}
+	if a.ContextWindow != 0 && (a.ContextWindow < 2048 || a.ContextWindow > 10_000_000) {
+		errs = append(errs, fmt.Errorf("context window %d: want 0 (the model's) or 2048 to 10,000,000 tokens (AGENTBOX_CONTEXT_WINDOW)", a.ContextWindow))
+	}
 	if a.MaxSteps < 1 || a.MaxTokens < 0 || a.MaxCostUSD < 0 {
 		errs = append(errs, fmt.Errorf("max steps %d must be at least 1, budgets not negative", a.MaxSteps))
 	}

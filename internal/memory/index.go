@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"slices"
@@ -74,7 +75,10 @@ func (x *Index) Step(step, max int) []Hit {
 	var out []Hit
 	for _, d := range x.docs {
 		if d.step == step {
-			text, _ := Spill(d.text, max, "")
+			text := d.text
+			if len(text) > max {
+				text = cutMiddle(text, max, func(n int) string { return fmt.Sprintf("\n[… %d bytes cut …]\n", n) })
+			}
 			out = append(out, Hit{Step: d.step, Kind: d.kind, Snippet: text})
 		}
 	}
