@@ -103,7 +103,11 @@ type sseStream struct {
 	id        string
 	after     int64
 	lastWrite time.Time
-	endedSeen bool // the job was seen ended with nothing more to send
+	// endedSeen is when the job was first seen ended with nothing more to
+	// send. The status is recorded before the final state event is
+	// appended, so the stream waits a poll interval for that event before
+	// ending without it.
+	endedSeen time.Time
 }
 
 func (st *sseStream) run(ctx context.Context) error {
@@ -156,17 +160,17 @@ func (st *sseStream) send(evs []store.Event) (done bool, err error) {
 
 // ended reports whether the stream should end with nothing more to send:
 // the job has ended and its final state event is the last one sent (a
-// resume after it), or the job was already seen ended on the previous round
-// (a job ended without a final state event must not hold the stream open).
+// resume after it), or the job has been seen ended for a poll interval
+// without its final state event arriving (it must not hold the stream open).
 func (st *sseStream) ended(ctx context.Context) (bool, error) {
 	j, err := st.s.svc.Get(ctx, st.id)
 	if err != nil || !j.Status.Final() {
 		return false, err
 	}
-	if st.endedSeen {
-		return true, nil
+	if !st.endedSeen.IsZero() {
+		return time.Since(st.endedSeen) >= st.s.cfg.Poll, nil
 	}
-	st.endedSeen = true
+	st.endedSeen = time.Now()
 	if st.after == 0 {
 		return false, nil
 	}

@@ -13,13 +13,17 @@ import (
 // those that moved to a group or session of their own. It repeats the group
 // kill until the group is empty so a fork bomb cannot outrun it.
 func killTree(pid int) {
-	for _, p := range descendants(pid) {
-		_ = syscall.Kill(p, syscall.SIGKILL)
-	}
+	// Listed first (once the command dies its orphans lose the parent link),
+	// killed after the group: a shell whose children died first would go on
+	// and exit 0 before it is killed.
+	escaped := descendants(pid)
 	for range 100 {
 		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 			break // ESRCH: nothing left in the group
 		}
+	}
+	for _, p := range escaped {
+		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
 }
 
