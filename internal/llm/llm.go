@@ -218,6 +218,24 @@ func Collect(seq iter.Seq2[Event, error], onEvent func(Event)) (Response, error)
 	return Response{}, fmt.Errorf("%w: stream ended without a final event", ErrUnavailable)
 }
 
+// Replay yields a whole response as the events a stream would have: its
+// text, each tool call, then the end. For providers asked not to stream.
+func Replay(resp Response) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if text := resp.Message.PlainText(); text != "" {
+			if !yield(Event{Type: EventText, Text: text}, nil) {
+				return
+			}
+		}
+		for _, call := range resp.Message.ToolUses() {
+			if !yield(Event{Type: EventToolUse, ToolUse: &call}, nil) {
+				return
+			}
+		}
+		yield(Event{Type: EventDone, Done: &resp}, nil)
+	}
+}
+
 // ParseSpec splits "provider:name" (e.g. anthropic:claude-sonnet-4-5).
 func ParseSpec(spec string) (provider, name string, err error) {
 	provider, name, ok := strings.Cut(spec, ":")

@@ -157,5 +157,5 @@ func (m *Model) whole(ctx context.Context, params anthropic.MessageNewParams) (i
 	if err != nil {
 		return nil, m.wrap(ctx, err)
 	}
-	return replay(response(*msg)), nil
+	return llm.Replay(response(*msg)), nil
 }

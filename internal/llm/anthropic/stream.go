@@ -98,20 +98,3 @@ func toolUse(b anthropic.ContentBlockUnion) llm.Block {
 	}
 	return llm.Block{Type: llm.BlockToolUse, ID: b.ID, Name: b.Name, Input: input}
 }
-
-// replay yields a whole response as the events a stream would have.
-func replay(resp llm.Response) iter.Seq2[llm.Event, error] {
-	return func(yield func(llm.Event, error) bool) {
-		if text := resp.Message.PlainText(); text != "" {
-			if !yield(llm.Event{Type: llm.EventText, Text: text}, nil) {
-				return
-			}
-		}
-		for _, call := range resp.Message.ToolUses() {
-			if !yield(llm.Event{Type: llm.EventToolUse, ToolUse: &call}, nil) {
-				return
-			}
-		}
-		yield(llm.Event{Type: llm.EventDone, Done: &resp}, nil)
-	}
-}

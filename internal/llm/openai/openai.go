@@ -155,7 +155,7 @@ func (m *Model) Stream(ctx context.Context, req llm.Request) (iter.Seq2[llm.Even
 		if err != nil {
 			return nil, err
 		}
-		return replay(resp), nil
+		return llm.Replay(resp), nil
 	}
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
 	stream := m.chat.NewStreaming(ctx, params, option.WithMiddleware(last.keep))

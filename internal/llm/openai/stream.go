@@ -182,20 +182,3 @@ func newCallID() string {
 	_, _ = rand.Read(b)
 	return "call_" + hex.EncodeToString(b)
 }
-
-// replay yields a whole response as the events a stream would have.
-func replay(resp llm.Response) iter.Seq2[llm.Event, error] {
-	return func(yield func(llm.Event, error) bool) {
-		if text := resp.Message.PlainText(); text != "" {
-			if !yield(llm.Event{Type: llm.EventText, Text: text}, nil) {
-				return
-			}
-		}
-		for _, call := range resp.Message.ToolUses() {
-			if !yield(llm.Event{Type: llm.EventToolUse, ToolUse: &call}, nil) {
-				return
-			}
-		}
-		yield(llm.Event{Type: llm.EventDone, Done: &resp}, nil)
-	}
-}
