@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -8,10 +9,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
 func newGuestCmd() *cobra.Command {
-	var stateDir, workspace string
+	var stateDir, workspace, displaySize, webBase string
 	cmd := &cobra.Command{
 		Use:   "guest",
 		Short: "Run the in-sandbox daemon (started by agentbox inside each sandbox, not by people)",
@@ -24,7 +26,12 @@ confined to --workspace. It is not meant to be run by hand.`,
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			srv, err := guest.NewServer(guest.ServerConfig{Workspace: workspace, Version: version, Log: log})
+			w, h, err := parseDisplaySize(displaySize)
+			if err != nil {
+				return err
+			}
+			srv, err := guest.NewServer(guest.ServerConfig{Workspace: workspace, Version: version, Log: log,
+				DisplayWidth: w, DisplayHeight: h, WebBase: webBase})
 			if err != nil {
 				return err
 			}
@@ -38,5 +45,19 @@ confined to --workspace. It is not meant to be run by hand.`,
 	}
 	cmd.Flags().StringVar(&stateDir, "state-dir", "/run/agentbox", "directory for the guest's unix socket")
 	cmd.Flags().StringVar(&workspace, "workspace", "/workspace", "directory every file path is confined to")
+	cmd.Flags().StringVar(&displaySize, "display-size", "1024x768", "the desktop's screen size, WIDTHxHEIGHT")
+	cmd.Flags().StringVar(&webBase, "web-base", "", "URL path under which the host serves this sandbox's Jupyter and noVNC pages")
 	return cmd
+}
+
+// parseDisplaySize reads WIDTHxHEIGHT, within the limits sandbox.CheckDisplay sets.
+func parseDisplaySize(s string) (w, h int, err error) {
+	if _, err := fmt.Sscanf(s, "%dx%d", &w, &h); err != nil {
+		return 0, 0, fmt.Errorf("display size %q: want WIDTHxHEIGHT, like 1024x768", s)
+	}
+	d := sandbox.Display{Width: w, Height: h}
+	if err := sandbox.CheckDisplay(sandbox.Spec{Display: d}); err != nil {
+		return 0, 0, err
+	}
+	return w, h, nil
 }

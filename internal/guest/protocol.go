@@ -146,6 +146,9 @@ const (
 	CodeNotDir     = "not_dir"
 	CodeTooLarge   = "too_large"
 	CodeInternal   = "internal"
+	// CodeService means a supervised service (the desktop, Jupyter) could
+	// not be started or answered badly.
+	CodeService = "service"
 )
 
 // Sentinel errors returned by the client; check them with errors.Is.
@@ -157,6 +160,8 @@ var (
 	ErrIsDir      = errors.New("is a directory")
 	ErrNotDir     = errors.New("not a directory")
 	ErrTooLarge   = errors.New("too large")
+	// ErrService means a supervised service (the desktop, Jupyter) failed.
+	ErrService = errors.New("sandbox service failed")
 	// ErrProtocol means the guest speaks another protocol version.
 	ErrProtocol = errors.New("guest protocol mismatch")
 	// ErrUnavailable means the guest could not be reached or broke the connection.
@@ -171,6 +176,7 @@ var codeErrors = map[string]error{
 	CodeIsDir:      ErrIsDir,
 	CodeNotDir:     ErrNotDir,
 	CodeTooLarge:   ErrTooLarge,
+	CodeService:    ErrService,
 }
 
 // Error is an error answered by the guest.

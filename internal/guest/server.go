@@ -32,7 +32,15 @@ type ServerConfig struct {
 	// (held by a background child) before the result is returned without
 	// waiting for them (default 100ms).
 	DrainGrace time.Duration
-	Log        *slog.Logger
+	// DisplayWidth and DisplayHeight are the desktop's screen size
+	// (default 1024x768).
+	DisplayWidth, DisplayHeight int
+	// WebBase is the URL path under which the host serves this sandbox's
+	// web services (for a job, "/v1/jobs/{id}"): Jupyter is started with
+	// base URL WebBase+"/jupyter/", and noVNC is told to connect to
+	// WebBase+"/desktop/websockify". Empty means "".
+	WebBase string
+	Log     *slog.Logger
 }
 
 // Server is the guest daemon.
@@ -90,6 +98,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /files/move", s.moveFile)
 	mux.HandleFunc("POST /files/search", s.searchFiles)
 	mux.HandleFunc("GET /files/archive", s.archive)
+	mux.HandleFunc("POST /desktop/start", s.desktopStart)
+	mux.HandleFunc("POST /desktop/action", s.desktopAction)
+	mux.HandleFunc("POST /kernel/execute", s.kernelExecute)
+	mux.HandleFunc("/proxy/{service}/{path...}", s.proxy)
 	return mux
 }
 
@@ -173,6 +185,7 @@ var codeStatus = map[string]int{
 	CodeIsDir:      http.StatusConflict,
 	CodeNotDir:     http.StatusConflict,
 	CodeTooLarge:   http.StatusRequestEntityTooLarge,
+	CodeService:    http.StatusServiceUnavailable,
 }
 
 // writeError answers with err as a JSON error, classifying OS errors.

@@ -16,6 +16,8 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
+	"regexp"
 
 	"github.com/agentbox/agentbox/internal/guest"
 )
@@ -76,6 +78,33 @@ type Spec struct {
 	// Env is added to the environment of every command.
 	Env    map[string]string
 	Limits Limits
+	// Display is the desktop's screen size; zero fields take 1024x768.
+	Display Display
+	// WebBase is the URL path under which the API serves the sandbox's web
+	// services (a job's "/v1/jobs/{id}"); the guest builds the links of
+	// the Jupyter and noVNC pages from it.
+	WebBase string
+}
+
+// CheckDisplay refuses a display size outside 320x200..7680x4320 (one
+// field set without the other included) and a WebBase that is not a clean
+// absolute URL path of letters, digits and -._~/.
+func CheckDisplay(spec Spec) error {
+	d := spec.Display
+	if d != (Display{}) && (d.Width < 320 || d.Height < 200 || d.Width > 7680 || d.Height > 4320) {
+		return fmt.Errorf("%w: display %dx%d is outside 320x200..7680x4320", ErrInvalidSpec, d.Width, d.Height)
+	}
+	if b := spec.WebBase; b != "" && !webBaseRE.MatchString(b) {
+		return fmt.Errorf("%w: web base %q must be an absolute URL path of letters, digits and -._~/ without a trailing slash", ErrInvalidSpec, b)
+	}
+	return nil
+}
+
+var webBaseRE = regexp.MustCompile(`^(/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)+$`)
+
+// Display is the size of a sandbox's virtual screen, in pixels.
+type Display struct {
+	Width, Height int
 }
 
 // Limits are a sandbox's resource limits; zero fields take the defaults.

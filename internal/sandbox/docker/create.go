@@ -113,7 +113,7 @@ func checkSpec(spec sandbox.Spec) error {
 			return fmt.Errorf("%w: workspace %q must be an existing absolute directory other than /", sandbox.ErrInvalidSpec, w)
 		}
 	}
-	return nil
+	return sandbox.CheckDisplay(spec)
 }
 
 // CheckNetwork refuses network modes that share a namespace with the host or
@@ -162,7 +162,7 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h sandbox.Handle) (*containe
 	cfg := &container.Config{
 		Image:      image,
 		User:       uid + ":" + uid,
-		Cmd:        []string{GuestPath, "guest", "--state-dir", GuestStateDir, "--workspace", WorkspacePath},
+		Cmd:        guestCmd(spec),
 		Env:        envList(spec.Env),
 		WorkingDir: WorkspacePath,
 		Hostname:   "sandbox",
@@ -275,4 +275,17 @@ func (d *Driver) exited(ctx context.Context, ref string) (bool, string) {
 		}
 	}
 	return true, why
+}
+
+// guestCmd is the sandbox's main process: the guest, told the display size
+// and the web base of the services it supervises.
+func guestCmd(spec sandbox.Spec) []string {
+	cmd := []string{GuestPath, "guest", "--state-dir", GuestStateDir, "--workspace", WorkspacePath}
+	if d := spec.Display; d.Width > 0 && d.Height > 0 {
+		cmd = append(cmd, "--display-size", fmt.Sprintf("%dx%d", d.Width, d.Height))
+	}
+	if spec.WebBase != "" {
+		cmd = append(cmd, "--web-base", spec.WebBase)
+	}
+	return cmd
 }
