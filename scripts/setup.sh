@@ -41,6 +41,11 @@ ensure_packages() {
 	command -v gcc >/dev/null || pkgs+=(gcc libc6-dev) # go test -race needs cgo
 	command -v curl >/dev/null || pkgs+=(curl ca-certificates)
 	if [ ${#pkgs[@]} -gt 0 ]; then apt_install "${pkgs[@]}"; fi
+	# The browser tests drive a real headless Chromium. Debian packages it as
+	# chromium; elsewhere (Ubuntu's is a snap) those tests skip.
+	if ! command -v chromium >/dev/null; then
+		apt_install chromium || echo "note: no chromium package here; the browser tests will be skipped" >&2
+	fi
 }
 
 start_engine() {

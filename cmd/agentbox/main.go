@@ -60,6 +60,7 @@ func (a *app) newDriver() (*docker.Driver, error) {
 		GuestBinary: sb.GuestBinary,
 		StateDir:    filepath.Join(a.cfg.DataDir, "sandboxes"),
 		Instance:    sb.Instance,
+		Display:     sandbox.Display{Width: sb.DisplayWidth, Height: sb.DisplayHeight},
 		Log:         a.log,
 	})
 }

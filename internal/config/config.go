@@ -97,6 +97,9 @@ type Sandbox struct {
 	// Instance labels this installation's sandboxes so that two agentbox
 	// installations sharing one engine never reap each other's sandboxes.
 	Instance string
+	// DisplayWidth and DisplayHeight are the sandbox desktop's screen size
+	// (AGENTBOX_DISPLAY_SIZE, default 1024x768).
+	DisplayWidth, DisplayHeight int
 }
 
 // Model is the language-model configuration. Keys are passed to the SDKs
@@ -119,12 +122,13 @@ func Default() Config {
 	return Config{
 		DataDir: defaultDataDir(),
 		Sandbox: Sandbox{
-			Image:       DefaultImage,
-			MemoryBytes: 2 << 30,
-			NanoCPUs:    1e9,
-			PidsLimit:   512,
-			Network:     "none",
-			Instance:    "default",
+			Image:        DefaultImage,
+			MemoryBytes:  2 << 30,
+			NanoCPUs:     1e9,
+			PidsLimit:    512,
+			Network:      "none",
+			Instance:     "default",
+			DisplayWidth: 1024, DisplayHeight: 768,
 		},
 		Server: Server{
 			Addr: "127.0.0.1:8080", Concurrency: 2, Lease: 30 * time.Second,
@@ -154,6 +158,11 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("AGENTBOX_SANDBOX_NETWORK", &c.Sandbox.Network)
 	str("AGENTBOX_GUEST_BINARY", &c.Sandbox.GuestBinary)
 	str("AGENTBOX_INSTANCE", &c.Sandbox.Instance)
+	if v, ok := lookup("AGENTBOX_DISPLAY_SIZE"); ok && v != "" {
+		if _, err := fmt.Sscanf(v, "%dx%d", &c.Sandbox.DisplayWidth, &c.Sandbox.DisplayHeight); err != nil {
+			errs = append(errs, fmt.Errorf("AGENTBOX_DISPLAY_SIZE %q: want WIDTHxHEIGHT, like 1280x800", v))
+		}
+	}
 	str("AGENTBOX_MODEL", &c.Model.Name)
 	str("OPENAI_BASE_URL", &c.Model.OpenAIBaseURL)
 	str("ANTHROPIC_BASE_URL", &c.Model.AnthropicBaseURL)
@@ -285,6 +294,9 @@ func (s Sandbox) Validate() error {
 	}
 	if s.Network == "" || s.Network == "host" || strings.HasPrefix(s.Network, "container:") || strings.HasPrefix(s.Network, "ns:") {
 		errs = append(errs, fmt.Errorf("sandbox network %q: use none, bridge or a named network (host and container: are refused)", s.Network))
+	}
+	if w, h := s.DisplayWidth, s.DisplayHeight; w < 320 || h < 200 || w > 7680 || h > 4320 {
+		errs = append(errs, fmt.Errorf("display size %dx%d: must be within 320x200..7680x4320", w, h))
 	}
 	if s.Instance == "" || strings.ContainsAny(s.Instance, " =,") {
 		errs = append(errs, fmt.Errorf("instance %q: must be a non-empty word", s.Instance))

@@ -17,12 +17,14 @@ func TestFromEnv(t *testing.T) {
 		"AGENTBOX_SANDBOX_PIDS":   "64",
 		"DOCKER_HOST":             "unix:///run/podman/podman.sock",
 		"ANTHROPIC_API_KEY":       "k",
+		"AGENTBOX_DISPLAY_SIZE":   "1280x800",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.DataDir != "/srv/agentbox" || c.Sandbox.MemoryBytes != 512<<20 || c.Sandbox.NanoCPUs != 5e8 ||
-		c.Sandbox.PidsLimit != 64 || c.Docker.Host != "unix:///run/podman/podman.sock" || c.Model.AnthropicKey != "k" {
+		c.Sandbox.PidsLimit != 64 || c.Docker.Host != "unix:///run/podman/podman.sock" || c.Model.AnthropicKey != "k" ||
+		c.Sandbox.DisplayWidth != 1280 || c.Sandbox.DisplayHeight != 800 {
 		t.Errorf("config %+v", c)
 	}
 }
@@ -33,7 +35,8 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.Sandbox
-	if s.MemoryBytes != 2<<30 || s.NanoCPUs != 1e9 || s.PidsLimit != 512 || s.Network != "none" || s.Image != DefaultImage {
+	if s.MemoryBytes != 2<<30 || s.NanoCPUs != 1e9 || s.PidsLimit != 512 || s.Network != "none" || s.Image != DefaultImage ||
+		s.DisplayWidth != 1024 || s.DisplayHeight != 768 {
 		t.Errorf("defaults %+v", s)
 	}
 }
@@ -50,6 +53,8 @@ func TestInvalid(t *testing.T) {
 		"host network":      {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "host"}, "are refused"},
 		"container network": {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "container:x"}, "are refused"},
 		"bad instance":      {map[string]string{"AGENTBOX_INSTANCE": "a b"}, "instance"},
+		"display words":     {map[string]string{"AGENTBOX_DISPLAY_SIZE": "big"}, "WIDTHxHEIGHT"},
+		"display tiny":      {map[string]string{"AGENTBOX_DISPLAY_SIZE": "10x10"}, "320x200"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

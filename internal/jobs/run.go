@@ -162,7 +162,9 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		}
 		return Outcome{}, fmt.Errorf("start sandbox: %w", err), context.Cause(ctx)
 	}
+	s.track(j.ID, sb)
 	defer func() {
+		s.untrack(j.ID)
 		if err := sb.Destroy(context.WithoutCancel(ctx)); err != nil {
 			s.log.Error("destroy sandbox", "job_id", j.ID, "sandbox_id", sb.Handle().ID, "err", err)
 		}
@@ -205,7 +207,8 @@ func (s *Scheduler) sandboxFor(ctx context.Context, j store.Job, ws string) (san
 		}
 	}
 	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, Owner: s.cfg.WorkerID, WorkspaceDir: ws,
-		Limits: sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs}})
+		Limits:  sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs},
+		WebBase: WebBase(j.ID)})
 	return sb, false, err
 }
 
@@ -370,3 +373,8 @@ func addUsage(a, b store.Usage) store.Usage {
 		CostUSD: a.CostUSD + b.CostUSD,
 	}
 }
+
+// WebBase is the URL path under which the API serves a job's sandbox web
+// services (/v1/jobs/{id}/desktop/ and /v1/jobs/{id}/jupyter/): the guest
+// builds the Jupyter and noVNC pages' links from it.
+func WebBase(jobID string) string { return "/v1/jobs/" + jobID }

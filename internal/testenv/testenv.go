@@ -7,6 +7,7 @@ package testenv
 import (
 	"context"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -57,4 +58,27 @@ func DockerWithImage(t testing.TB) *client.Client {
 		unavailable(t, "sandbox image "+Image()+" missing (run: agentbox image build): "+err.Error())
 	}
 	return c
+}
+
+// Browser returns the path of a Chromium (or Chrome) binary for browser
+// tests: AGENTBOX_BROWSER, else the first of chromium, chromium-browser,
+// google-chrome on PATH. Without one it skips, or fails where Docker is
+// required (CI installs Debian's chromium, so the browser tests never pass
+// vacuously there).
+func Browser(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("AGENTBOX_BROWSER"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	why := "no chromium, chromium-browser or google-chrome on PATH (Debian: apt-get install chromium; or set AGENTBOX_BROWSER)"
+	if DockerRequired() {
+		t.Fatalf("%s (a browser is required here: CI=true or AGENTBOX_REQUIRE_DOCKER=1)", why)
+	}
+	t.Skipf("skipping: needs a browser: %s", why)
+	return ""
 }

@@ -162,7 +162,7 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h sandbox.Handle) (*containe
 	cfg := &container.Config{
 		Image:      image,
 		User:       uid + ":" + uid,
-		Cmd:        guestCmd(spec),
+		Cmd:        guestCmd(spec, d.cfg.Display),
 		Env:        envList(spec.Env),
 		WorkingDir: WorkspacePath,
 		Hostname:   "sandbox",
@@ -279,9 +279,13 @@ func (d *Driver) exited(ctx context.Context, ref string) (bool, string) {
 
 // guestCmd is the sandbox's main process: the guest, told the display size
 // and the web base of the services it supervises.
-func guestCmd(spec sandbox.Spec) []string {
+func guestCmd(spec sandbox.Spec, def sandbox.Display) []string {
 	cmd := []string{GuestPath, "guest", "--state-dir", GuestStateDir, "--workspace", WorkspacePath}
-	if d := spec.Display; d.Width > 0 && d.Height > 0 {
+	d := spec.Display
+	if d == (sandbox.Display{}) {
+		d = def
+	}
+	if d.Width > 0 && d.Height > 0 {
 		cmd = append(cmd, "--display-size", fmt.Sprintf("%dx%d", d.Width, d.Height))
 	}
 	if spec.WebBase != "" {

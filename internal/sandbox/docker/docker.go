@@ -64,6 +64,8 @@ type Config struct {
 	// sandboxes without a caller's workspace, a scratch workspace.
 	StateDir string
 	Instance string
+	// Display is the desktop size of a spec that sets none (default 1024x768).
+	Display sandbox.Display
 	// ReadyTimeout bounds how long Create waits for the guest (default 60s).
 	ReadyTimeout time.Duration
 	Log          *slog.Logger
@@ -105,6 +107,9 @@ func checkConfig(cfg *Config) error {
 		cfg.Network = "none"
 	}
 	if err := CheckNetwork(cfg.Network); err != nil {
+		return err
+	}
+	if err := sandbox.CheckDisplay(sandbox.Spec{Display: cfg.Display}); err != nil {
 		return err
 	}
 	def := &cfg.Defaults
