@@ -24,7 +24,7 @@ import (
 func newClientCmds(a *app) []*cobra.Command {
 	return []*cobra.Command{
 		newSubmitCmd(a), newStatusCmd(a), newListCmd(a),
-		newLogsCmd(a), newCancelCmd(a), newDownloadCmd(a),
+		newLogsCmd(a), newCancelCmd(a), newDownloadCmd(a), newViewCmd(a),
 	}
 }
 

@@ -36,7 +36,9 @@ event.
 Auth: every route but /healthz needs a bearer token. Give one in
 AGENTBOX_TOKEN or a file in AGENTBOX_TOKEN_FILE; without either, a token is
 generated on first start into <data dir>/token (mode 0600) and its path is
-logged. --no-auth turns auth off, on a loopback address only.
+logged. --no-auth turns auth off, on a loopback address only. A running job's
+desktop and Jupyter open in a browser with a one-time link from
+'agentbox view JOB_ID', which never carries the token.
 
 On SIGTERM or Ctrl-C serve stops claiming jobs, gives running jobs the grace
 period, then stops them and hands them back (pending) for the next start.`,
@@ -137,9 +139,12 @@ func (a *app) serve(ctx context.Context) error {
 		DefaultTimeout: cfg.Server.JobTimeout, Grace: schedulerGrace(cfg.Server.Grace), DataDir: cfg.DataDir, Log: a.log,
 	}, st, drv, a.newJobAgent(), jobs.NewMetrics(reg, st))
 	svc := jobs.NewService(st, cfg.DataDir, cfg.Server.MaxAttempts, sched)
-	// Long-lived requests (event streams) end when shutdown begins, so they do
-	// not hold it up; clients resume from Last-Event-ID. No WriteTimeout: it
-	// would cut streams and large downloads.
+	// Long-lived requests (event streams, the desktop's and Jupyter's
+	// WebSockets) end when shutdown begins, so they do not hold it up;
+	// clients resume from Last-Event-ID, noVNC reconnects. No ReadTimeout or
+	// WriteTimeout: they would cut streams and large downloads (the proxy
+	// clears them for WebSockets anyway). The sandboxes' desktop and Jupyter
+	// are reached through svc.Guest: no container port is ever published.
 	baseCtx, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStreams()
 	srv := &http.Server{

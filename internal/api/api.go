@@ -1,6 +1,8 @@
 // Package api owns agentbox's HTTP API: routes on a standard ServeMux, the
 // DTOs of the wire format, bearer-token auth, input limits, the mapping of
-// service errors to statuses, the SSE event stream and workspace downloads.
+// service errors to statuses, the SSE event stream, workspace downloads,
+// and the reverse proxy to each running job's desktop and Jupyter, with the
+// signed viewer links and cookies browsers use for it.
 // openapi.json, embedded here, describes all of it and is tested against it.
 package api
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -47,6 +50,13 @@ type Config struct {
 	// MaxStreams caps concurrent SSE streams server-wide (503 beyond), as
 	// each holds a goroutine and polls the store. Default 256.
 	MaxStreams int
+	// ViewerKey signs viewer tickets and cookies (HMAC-SHA256); at least 32
+	// bytes. Empty: 32 random bytes per API instance, so a restart (or
+	// another replica) does not honor the links and cookies of this one.
+	ViewerKey []byte
+	// Now is the clock viewer tickets and cookies are checked against;
+	// nil means time.Now. Tests set it.
+	Now func() time.Time
 }
 
 func (c Config) withDefaults() Config {
@@ -63,6 +73,9 @@ func (c Config) withDefaults() Config {
 		c.MaxStreams = 256
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	return c
 }
 
@@ -75,6 +88,15 @@ type Service interface {
 	Events(ctx context.Context, id string, after int64, limit int) ([]store.Event, error)
 	WaitEvents(ctx context.Context, id string, after int64, poll time.Duration) error
 	Workspace(ctx context.Context, id string) (string, error)
+	Sandboxes
+}
+
+// Sandboxes reaches the guest of a running job's sandbox, for the desktop
+// and Jupyter proxy. Guest returns store.ErrNotFound for an unknown job
+// and jobs.ErrNoSandbox when the job has no running sandbox. The client
+// belongs to the job's worker: the API only borrows its Transport.
+type Sandboxes interface {
+	Guest(ctx context.Context, jobID string) (*guest.Client, error)
 }
 
 var _ Service = (*jobs.Service)(nil)
@@ -90,6 +112,7 @@ type server struct {
 	mux     *http.ServeMux
 	unclean http.Handler
 	streams chan struct{} // one token per open SSE stream
+	view    *signer       // viewer tickets and cookies
 }
 
 // New returns the API handler. reg is served at /metrics (the job
@@ -105,11 +128,12 @@ func New(cfg Config, svc Service, reg *prometheus.Registry, log *slog.Logger) ht
 	s := &server{cfg: cfg.withDefaults(), svc: svc, log: log, prom: newPromHandler(reg), metrics: newHTTPMetrics(reg)}
 	s.tokens = hashTokens(cfg.Tokens)
 	s.streams = make(chan struct{}, s.cfg.MaxStreams)
+	s.view = newSigner(s.cfg.ViewerKey, s.cfg.Now)
 	if len(s.tokens) == 0 && !cfg.NoAuth {
 		log.Warn("api: no token configured and auth not disabled; every request but /healthz will be refused")
 	}
 	s.mux = s.newMux()
-	s.unclean = s.wrap(route{pattern: "unmatched", auth: true, h: func(http.ResponseWriter, *http.Request) error {
+	s.unclean = s.wrap(route{pattern: "unmatched", auth: authBearer, h: func(http.ResponseWriter, *http.Request) error {
 		return badRequest("request path must be clean: no '.' or '..' segments, no repeated slashes")
 	}})
 	return s
@@ -136,32 +160,53 @@ func isClean(p string) bool {
 // handlerFunc is a handler that returns its error for wrap to encode.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// route is one entry of the API: its ServeMux pattern, whether it needs a
-// token, and its handler.
+// authMode is what a route accepts as credentials.
+type authMode int
+
+const (
+	authNone   authMode = iota // nothing
+	authBearer                 // a bearer token
+	// authViewer is a bearer token, a viewer ticket or the job's viewer
+	// cookie; the handler checks it (see admit), as a ticket is answered
+	// with a redirect.
+	authViewer
+)
+
+// route is one entry of the API: its ServeMux pattern, the credentials it
+// needs, and its handler.
 type route struct {
 	pattern string // "METHOD /path"
-	auth    bool
+	auth    authMode
 	h       handlerFunc
 }
 
 // routes is the API's route table, the one list the mux and the OpenAPI
 // test are built from.
 func (s *server) routes() []route {
-	return []route{
-		{"GET /healthz", false, s.health},
-		{"GET /metrics", true, s.serveMetrics},
-		{"GET /v1/openapi.json", true, serveOpenAPI},
-		{"POST /v1/jobs", true, s.submit},
-		{"GET /v1/jobs", true, s.list},
-		{"GET /v1/jobs/{id}", true, s.get},
-		{"POST /v1/jobs/{id}/cancel", true, s.cancel},
-		{"GET /v1/jobs/{id}/events", true, s.events},
-		{"GET /v1/jobs/{id}/artifacts.zip", true, s.artifacts},
-		{"GET /v1/jobs/{id}/files/{path...}", true, s.file},
-		{"POST /schedule", true, s.legacySubmit},
-		{"POST /submit", true, s.legacySubmit},
-		{"GET /status/{id}", true, s.legacyStatus},
+	rs := []route{
+		{"GET /healthz", authNone, s.health},
+		{"GET /metrics", authBearer, s.serveMetrics},
+		{"GET /v1/openapi.json", authBearer, serveOpenAPI},
+		{"POST /v1/jobs", authBearer, s.submit},
+		{"GET /v1/jobs", authBearer, s.list},
+		{"GET /v1/jobs/{id}", authBearer, s.get},
+		{"POST /v1/jobs/{id}/cancel", authBearer, s.cancel},
+		{"GET /v1/jobs/{id}/events", authBearer, s.events},
+		{"GET /v1/jobs/{id}/artifacts.zip", authBearer, s.artifacts},
+		{"GET /v1/jobs/{id}/files/{path...}", authBearer, s.file},
+		{"POST /v1/jobs/{id}/viewer", authBearer, s.viewer},
+		{"POST /schedule", authBearer, s.legacySubmit},
+		{"POST /submit", authBearer, s.legacySubmit},
+		{"GET /status/{id}", authBearer, s.legacyStatus},
 	}
+	for _, svc := range []string{guest.ServiceDesktop, guest.ServiceJupyter} {
+		// The bare path only adds the slash, so relative links resolve.
+		rs = append(rs, route{"GET /v1/jobs/{id}/" + svc, authNone, addSlash})
+		for _, m := range proxyMethods {
+			rs = append(rs, route{m + " /v1/jobs/{id}/" + svc + "/{path...}", authViewer, s.proxy(svc)})
+		}
+	}
+	return rs
 }
 
 // newMux registers every route, a JSON 405 (with Allow) for the other
@@ -180,12 +225,12 @@ func (s *server) newMux() *http.ServeMux {
 	}
 	for _, p := range paths {
 		methods := strings.Join(allow[p], ", ")
-		mux.Handle(p, s.wrap(route{pattern: "unmatched", auth: true, h: func(w http.ResponseWriter, r *http.Request) error {
+		mux.Handle(p, s.wrap(route{pattern: "unmatched", auth: authBearer, h: func(w http.ResponseWriter, r *http.Request) error {
 			w.Header().Set("Allow", methods)
 			return errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, p, methods)
 		}}))
 	}
-	mux.Handle("/", s.wrap(route{pattern: "unmatched", auth: true, h: func(w http.ResponseWriter, r *http.Request) error {
+	mux.Handle("/", s.wrap(route{pattern: "unmatched", auth: authBearer, h: func(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
 	}}))
 	return mux

@@ -131,6 +131,17 @@ type LegacyStatus struct {
 	Error  string `json:"error,omitempty"`
 }
 
+// ViewerLinks is the answer of POST /v1/jobs/{id}/viewer: links that open
+// the job's desktop (noVNC) and Jupyter in a browser. Each works once,
+// until ExpiresAt (a minute); opening one sets a cookie that keeps that
+// browser in the job's views for 8 hours. They are root-relative unless
+// the server is configured with a public base URL.
+type ViewerLinks struct {
+	DesktopURL string    `json:"desktop_url"`
+	JupyterURL string    `json:"jupyter_url"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
 // Health is the answer of GET /healthz.
 type Health struct {
 	Status string `json:"status"`

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
+	"strings"
 
+	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -20,11 +23,13 @@ const (
 	CodeMethodNotAllowed    = "method_not_allowed"   // 405
 	CodeNotEnded            = "not_ended"            // 409: results asked for while the job runs
 	CodeAlreadyEnded        = "already_ended"        // 409: cancel of an ended job
+	CodeNoSandbox           = "no_sandbox"           // 409: desktop or Jupyter of a job without a running sandbox
 	CodeTooLarge            = "body_too_large"       // 413
 	CodeValidation          = "validation_failed"    // 422: well-formed request with invalid values
 	CodeIdempotencyConflict = "idempotency_conflict" // 422: Idempotency-Key reused with another body
 	CodeInternal            = "internal"             // 500
-	CodeUnavailable         = "unavailable"          // 503: too many event streams
+	CodeBadGateway          = "bad_gateway"          // 502: the job's sandbox did not answer the proxy
+	CodeUnavailable         = "unavailable"          // 503: too many event streams; a sandbox service that cannot start
 )
 
 // apiError is an error the API itself raises with a status and a message fit
@@ -74,6 +79,10 @@ func errorStatus(err error) (status int, code, msg string, internal bool) {
 		return http.StatusConflict, CodeNotEnded, err.Error(), false
 	case errors.Is(err, jobs.ErrEnded):
 		return http.StatusConflict, CodeAlreadyEnded, err.Error(), false
+	case errors.Is(err, jobs.ErrNoSandbox):
+		return http.StatusConflict, CodeNoSandbox, err.Error(), false
+	case errors.Is(err, guest.ErrService):
+		return http.StatusServiceUnavailable, CodeUnavailable, err.Error(), false
 	}
 	return http.StatusInternalServerError, CodeInternal, "internal error", true
 }
@@ -87,6 +96,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
+	clearHeaders(w, status)
+	writeJSON(w, status, ErrorResponse{Error: ErrorDetail{Code: code, Message: msg}})
+}
+
+// clearHeaders drops what a handler may have set for the answer it meant
+// to give, and asks a 401's client for a bearer token.
+func clearHeaders(w http.ResponseWriter, status int) {
 	h := w.Header()
 	for _, k := range []string{"Content-Disposition", "Content-Length", "Last-Modified", "Etag"} {
 		h.Del(k)
@@ -94,5 +110,28 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	if status == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="agentbox"`)
 	}
-	writeJSON(w, status, ErrorResponse{Error: ErrorDetail{Code: code, Message: msg}})
+}
+
+// errorPage is the error of a desktop or Jupyter route as a browser shows it.
+var errorPage = template.Must(template.New("error").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>agentbox: {{.Title}}</title></head>
+<body style="font-family: sans-serif; max-width: 40em; margin: 3em auto">
+<h1>{{.Title}}</h1>
+<p>{{.Message}}</p>
+<p><small>{{.Status}} {{.Code}}</small></p>
+</body></html>
+`))
+
+// writeErrorPage writes an error as a short HTML page, for people.
+func writeErrorPage(w http.ResponseWriter, status int, code, msg string) {
+	clearHeaders(w, status)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = errorPage.Execute(w, map[string]any{"Title": http.StatusText(status), "Message": msg, "Status": status, "Code": code})
+}
+
+// wantsHTML reports whether the client is a browser loading a page.
+func wantsHTML(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }

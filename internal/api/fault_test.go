@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -36,7 +37,8 @@ func (f fakeService) Events(context.Context, string, int64, int) ([]store.Event,
 func (f fakeService) WaitEvents(context.Context, string, int64, time.Duration) error {
 	panic("not used")
 }
-func (f fakeService) Workspace(context.Context, string) (string, error) { panic("not used") }
+func (f fakeService) Workspace(context.Context, string) (string, error)    { panic("not used") }
+func (f fakeService) Guest(context.Context, string) (*guest.Client, error) { panic("not used") }
 
 // syncBuffer is a log sink safe for the server's goroutines.
 type syncBuffer struct {

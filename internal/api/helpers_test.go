@@ -46,7 +46,7 @@ func do(t *testing.T, e *apitest.Env, r req) (*http.Response, []byte) {
 	if h := r.header["Host"]; h != "" {
 		hr.Host = h
 	}
-	resp, err := http.DefaultClient.Do(hr)
+	resp, err := noRedirects.Do(hr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +57,9 @@ func do(t *testing.T, e *apitest.Env, r req) (*http.Response, []byte) {
 	}
 	return resp, b
 }
+
+// noRedirects is the tests' client: redirects are answers to check.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // decode unmarshals b into a T, failing the test if it is not one.
 func decode[T any](t *testing.T, b []byte) T {

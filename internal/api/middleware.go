@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -22,11 +23,11 @@ func (s *server) wrap(rt route) http.Handler {
 		defer s.done(rt.pattern, rec, r, time.Now())
 		defer s.recoverPanic(rec, r, rt.pattern)
 		if err := s.guard(rt, r); err != nil {
-			s.fail(rec, r, rt.pattern, err)
+			s.fail(rec, r, rt, err)
 			return
 		}
 		if err := rt.h(rec, r); err != nil {
-			s.fail(rec, r, rt.pattern, err)
+			s.fail(rec, r, rt, err)
 		}
 	})
 }
@@ -44,18 +45,23 @@ func (s *server) done(pattern string, w *recorder, r *http.Request, start time.T
 	}
 }
 
-// fail writes err as a JSON error. Server faults are logged with the job id;
+// fail writes err as a JSON error, or as a short page to a browser on the
+// desktop and Jupyter routes. Server faults are logged with the job id;
 // their message to the client stays generic.
-func (s *server) fail(w *recorder, r *http.Request, pattern string, err error) {
+func (s *server) fail(w *recorder, r *http.Request, rt route, err error) {
 	if r.Context().Err() != nil && errors.Is(err, context.Cause(r.Context())) {
 		return // the client went away
 	}
 	status, code, msg, internal := errorStatus(err)
 	if internal {
-		s.log.Error("api request failed", "route", pattern, "job_id", pathID(r), "err", err)
+		s.log.Error("api request failed", "route", rt.pattern, "job_id", pathID(r), "err", err)
 	}
 	if w.wrote {
 		return // too late to send a status; the stream just ends
+	}
+	if rt.auth == authViewer && wantsHTML(r) {
+		writeErrorPage(w, status, code, msg)
+		return
 	}
 	writeError(w, status, code, msg)
 }
@@ -75,8 +81,9 @@ func (s *server) recoverPanic(w *recorder, r *http.Request, pattern string) {
 }
 
 // guard enforces the bearer token (or, without auth, a loopback Host).
+// Viewer routes check their credentials in their handler (admit).
 func (s *server) guard(rt route, r *http.Request) error {
-	if !rt.auth {
+	if rt.auth != authBearer {
 		return nil
 	}
 	if s.cfg.NoAuth {
@@ -178,6 +185,16 @@ func (w *recorder) Flush() {
 		w.status, w.wrote = http.StatusOK, true
 	}
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack hands the connection over (a WebSocket through the proxy) and
+// records the switch, so that nothing more is written to it.
+func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil {
+		w.status, w.wrote = http.StatusSwitchingProtocols, true
+	}
+	return conn, brw, err
 }
 
 // Unwrap gives http.ResponseController the underlying writer.

@@ -79,7 +79,7 @@ func TestOpenAPISchemasMatchDTOs(t *testing.T) {
 		"Event": reflect.TypeFor[Event](), "EventPage": reflect.TypeFor[EventPage](),
 		"ErrorResponse": reflect.TypeFor[ErrorResponse](), "ErrorDetail": reflect.TypeFor[ErrorDetail](),
 		"LegacySubmitResponse": reflect.TypeFor[LegacySubmitResponse](), "LegacyStatus": reflect.TypeFor[LegacyStatus](),
-		"Health": reflect.TypeFor[Health](),
+		"Health": reflect.TypeFor[Health](), "ViewerLinks": reflect.TypeFor[ViewerLinks](),
 	}
 	notDTOs := []string{"Status"} // an enum, not a struct
 	for name, schema := range d.Components.Schemas {
@@ -160,7 +160,8 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	codes := []string{CodeBadRequest, CodeUnauthorized, CodeForbidden, CodeNotFound, CodeMethodNotAllowed,
-		CodeNotEnded, CodeAlreadyEnded, CodeTooLarge, CodeValidation, CodeIdempotencyConflict, CodeInternal}
+		CodeNotEnded, CodeAlreadyEnded, CodeTooLarge, CodeValidation, CodeIdempotencyConflict, CodeInternal,
+		CodeNoSandbox, CodeBadGateway, CodeUnavailable}
 	got := doc.Components.Schemas.ErrorDetail.Properties.Code.Enum
 	slices.Sort(codes)
 	slices.Sort(got)

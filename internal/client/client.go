@@ -233,3 +233,25 @@ func (c *Client) Events(ctx context.Context, id string, after int64, limit int) 
 	err := c.getJSON(ctx, "GET", path, nil, nil, http.StatusOK, &out)
 	return out, err
 }
+
+// Viewer asks for links that open a job's desktop and Jupyter in a
+// browser, made absolute against the server's URL. Each link works once,
+// within a minute (see api.ViewerLinks).
+func (c *Client) Viewer(ctx context.Context, id string) (api.ViewerLinks, error) {
+	var out api.ViewerLinks
+	if err := c.getJSON(ctx, "POST", jobPath(id)+"/viewer", nil, nil, http.StatusOK, &out); err != nil {
+		return out, err
+	}
+	base, err := url.Parse(c.base)
+	if err != nil {
+		return out, err
+	}
+	for _, link := range []*string{&out.DesktopURL, &out.JupyterURL} {
+		u, err := url.Parse(*link)
+		if err != nil {
+			return out, fmt.Errorf("viewer link %q: %w", *link, err)
+		}
+		*link = base.ResolveReference(u).String()
+	}
+	return out, nil
+}

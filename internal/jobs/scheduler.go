@@ -91,7 +91,8 @@ type Scheduler struct {
 
 	mu         sync.Mutex
 	running    map[string]context.CancelCauseFunc
-	pauseUntil time.Time // no claims before this (engine outage)
+	sandboxes  map[string]sandbox.Sandbox // of running jobs, for Service.Guest
+	pauseUntil time.Time                  // no claims before this (engine outage)
 	jobs       sync.WaitGroup
 }
 
@@ -101,6 +102,7 @@ func NewScheduler(cfg SchedulerConfig, st store.Store, d sandbox.Driver, agent A
 	return &Scheduler{
 		cfg: cfg, store: st, driver: d, agent: agent, hub: newHub(), metrics: m, log: cfg.Log,
 		wakeCh: make(chan struct{}, 1), running: map[string]context.CancelCauseFunc{},
+		sandboxes: map[string]sandbox.Sandbox{},
 	}
 }
 

@@ -66,6 +66,9 @@ type Service struct {
 	sched   *Scheduler // nil on an API-only node
 	dataDir string
 	maxAtt  int
+	// recovered holds the sandboxes Guest reattached to for jobs of other
+	// servers.
+	recovered recoveredGuests
 }
 
 // NewService returns the service over st. sched may be nil.

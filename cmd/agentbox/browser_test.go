@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/png"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/agentbox/agentbox/internal/testenv"
+)
+
+// The colour the job paints the sandbox's desktop with, so a screenshot of
+// the browser shows whether the remote desktop really reached it.
+const desktopColour = "#ff00ff"
+
+// desktopJob waits for the desktop (started by the first viewer), paints
+// its background and opens an xterm, then stays alive for the viewer.
+var desktopJob = `for i in $(seq 600); do [ -S /tmp/.X11-unix/X1 ] && break; sleep 0.1; done
+sleep 1; xsetroot -solid '` + desktopColour + `'; xterm -geometry 60x10+40+40 & sleep 300`
+
+// TestBrowserDesktop opens a running job's desktop through the API in a real
+// headless Chromium: without auth the page is refused; with a viewer link it
+// loads noVNC, connects through the API's proxy and the guest to the
+// sandbox's display, and the browser's screenshot shows the remote desktop.
+func TestBrowserDesktop(t *testing.T) {
+	browser := testenv.Browser(t)
+	s := newServer(t)
+	s.start()
+	id, code := s.submit(desktopJob)
+	if code != http.StatusAccepted && code != http.StatusCreated {
+		t.Fatalf("submit: %d", code)
+	}
+	waitUntil(t, time.Minute, func() bool { return s.job(id).Status == "running" })
+	defer s.do("POST", "/v1/jobs/"+id+"/cancel", nil, nil)
+
+	ctx := newBrowser(t, browser)
+
+	// Without auth: refused, in the browser as with a plain request.
+	status := navigateStatus(t, ctx, s.url+"/v1/jobs/"+id+"/desktop/")
+	if status != http.StatusUnauthorized {
+		t.Fatalf("desktop without auth: status %d, want 401", status)
+	}
+
+	var links struct {
+		DesktopURL string `json:"desktop_url"`
+		JupyterURL string `json:"jupyter_url"`
+	}
+	if code := s.do("POST", "/v1/jobs/"+id+"/viewer", nil, &links); code != http.StatusOK && code != http.StatusCreated {
+		t.Fatalf("viewer link: %d", code)
+	}
+	if strings.Contains(links.DesktopURL, testToken) {
+		t.Fatalf("viewer link carries the API token: %s", links.DesktopURL)
+	}
+
+	// With the link: noVNC loads and connects; the ticket leaves the address bar.
+	if err := chromedp.Do(ctx, chromedp.Navigate(absolute(s.url, links.DesktopURL))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.classList.contains("noVNC_connected")`,
+		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("noVNC did not connect: %v\nserver log:\n%s", err, s.logs)
+	}
+	location, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(location, "ticket=") || !strings.Contains(location, "/v1/jobs/"+id+"/desktop/vnc.html") {
+		t.Errorf("location after login: %s", location)
+	}
+
+	// The remote desktop is on screen: most of the canvas has the job's colour.
+	var shot []byte
+	var share float64
+	deadline := time.Now().Add(45 * time.Second)
+	for time.Now().Before(deadline) {
+		if shot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err != nil {
+			t.Fatal(err)
+		}
+		if share = colourShare(t, shot, 0xff, 0x00, 0xff); share > 0.3 {
+			break
+		}
+		time.Sleep(300 * time.Millisecond) // the job paints once the desktop is up
+	}
+	saveArtifact(t, "desktop.png", shot)
+	if share <= 0.3 {
+		t.Fatalf("the browser's screenshot is %.0f%% desktop colour, want > 30%%", 100*share)
+	}
+	t.Logf("browser screenshot: %.0f%% of pixels show the remote desktop's background", 100*share)
+
+	// The Jupyter UI loads the same way, with its own single-use ticket.
+	if err := chromedp.Do(ctx, chromedp.Navigate(absolute(s.url, links.JupyterURL))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector("#notebook_list, #ipython-main-app")`,
+		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("jupyter UI did not load: %v\nserver log:\n%s", err, s.logs)
+	}
+	title, err := chromedp.Run(ctx, chromedp.Title())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("jupyter page title %q", title)
+
+	// A used ticket does not open the door again, even in a fresh browser.
+	fresh := newBrowser(t, browser)
+	if status := navigateStatus(t, fresh, absolute(s.url, links.DesktopURL)); status != http.StatusUnauthorized {
+		t.Errorf("reused ticket: status %d, want 401", status)
+	}
+}
+
+// newBrowser starts a headless Chromium for the test.
+func newBrowser(t *testing.T, path string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	return ctx
+}
+
+// navigateStatus loads url and returns the HTTP status of the document.
+func navigateStatus(t *testing.T, ctx context.Context, url string) int64 {
+	t.Helper()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(url))
+	if err != nil {
+		t.Fatalf("navigate %s: %v", url, err)
+	}
+	if resp == nil {
+		t.Fatalf("navigate %s: no response", url)
+	}
+	return resp.Status
+}
+
+func absolute(base, link string) string {
+	if strings.HasPrefix(link, "http://") || strings.HasPrefix(link, "https://") {
+		return link
+	}
+	return base + link
+}
+
+// colourShare is the share of the PNG's pixels within a small distance of
+// the colour r, g, b.
+func colourShare(t *testing.T, shot []byte, r, g, b uint8) float64 {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	bounds := img.Bounds()
+	match := 0
+	for y := bounds.Min.Y; y < bounds.Max.Y; y += 2 {
+		for x := bounds.Min.X; x < bounds.Max.X; x += 2 {
+			if near(img, x, y, r, g, b) {
+				match++
+			}
+		}
+	}
+	total := ((bounds.Dx() + 1) / 2) * ((bounds.Dy() + 1) / 2)
+	return float64(match) / float64(total)
+}
+
+func near(img image.Image, x, y int, r, g, b uint8) bool {
+	pr, pg, pb, _ := img.At(x, y).RGBA()
+	d := func(a uint32, c uint8) int { v := int(a>>8) - int(c); return v * v }
+	return d(pr, r)+d(pg, g)+d(pb, b) < 3*24*24
+}
+
+// saveArtifact keeps a test output where CI can show it: under
+// AGENTBOX_TEST_ARTIFACTS if set, else in the test's temp dir.
+func saveArtifact(t *testing.T, name string, data []byte) {
+	dir := os.Getenv("AGENTBOX_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Logf("save %s: %v", p, err)
+		return
+	}
+	t.Logf("saved %s", p)
+}

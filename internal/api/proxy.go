@@ -1,0 +1,227 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
+)
+
+// proxyMethods are the methods the desktop and Jupyter routes pass on
+// (HEAD comes with GET). A WebSocket is a GET with Upgrade.
+var proxyMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// droppedResponseHeaders would let a page of one sandbox act on the whole
+// origin (the API, the other jobs' views): pin it to HTTPS, wipe its
+// storage, widen a service worker's scope beyond the job's paths.
+var droppedResponseHeaders = []string{
+	"Strict-Transport-Security", "Clear-Site-Data", "Service-Worker-Allowed",
+	"Alt-Svc", "Public-Key-Pins", "Public-Key-Pins-Report-Only", "Expect-CT",
+}
+
+// proxy handles any method on /v1/jobs/{id}/{service}/{path...}: the
+// request goes to the guest of the job's sandbox, as
+// /proxy/{service}/{path...}, over the guest's own connection (no port of
+// the sandbox is ever published). Everything the sandbox answers is
+// untrusted: see filterResponse.
+func (s *server) proxy(service string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if done, err := s.admit(w, r); done || err != nil {
+			return err
+		}
+		if err := s.refuseTokenInQuery(r); err != nil {
+			return err
+		}
+		id := pathID(r)
+		g, err := s.svc.Guest(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		if isUpgrade(r) {
+			// A WebSocket lasts as long as the user watches. net/http
+			// clears the deadlines when the proxy takes the connection
+			// over; clearing them now also covers the wait for the
+			// guest's answer (starting a desktop takes seconds).
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Time{})
+			_ = rc.SetWriteDeadline(time.Time{})
+		}
+		var perr error
+		p := &httputil.ReverseProxy{
+			Rewrite:        func(pr *httputil.ProxyRequest) { rewrite(pr, service) },
+			Transport:      g.Transport(),
+			ModifyResponse: func(resp *http.Response) error { return filterResponse(resp, id, service) },
+			ErrorHandler:   func(_ http.ResponseWriter, _ *http.Request, err error) { perr = err },
+		}
+		p.ServeHTTP(w, r)
+		return s.proxyError(r, id, service, perr)
+	}
+}
+
+// proxyError turns what went wrong on the way to the guest into the API's
+// error: a service the guest could not start is 503 with its message; no
+// answer at all is 502, the cause (host paths) only logged.
+func (s *server) proxyError(r *http.Request, id, service string, err error) error {
+	var ge *guest.Error
+	switch {
+	case err == nil:
+		return nil
+	case r.Context().Err() != nil:
+		return context.Cause(r.Context())
+	case errors.As(err, &ge):
+		return fmt.Errorf("the %s of job %s is unavailable: %w", service, id, ge)
+	}
+	s.log.Warn("proxy: sandbox did not answer", "job_id", id, "service", service, "err", err)
+	return errorf(http.StatusBadGateway, CodeBadGateway, "the sandbox of job %s did not answer; it may be stopping", id)
+}
+
+// refuseTokenInQuery keeps an API token put into a URL (?token=,
+// ?access_token=) from being passed on to the sandbox: such a URL is
+// refused, never honored as auth.
+func (s *server) refuseTokenInQuery(r *http.Request) error {
+	q := r.URL.Query()
+	for _, k := range []string{"token", "access_token"} {
+		for _, v := range q[k] {
+			if s.validToken("Bearer " + v) {
+				return badRequest("the API token must never be put in a URL; send it as Authorization: Bearer, or open a viewer link")
+			}
+		}
+	}
+	return nil
+}
+
+// rewrite aims the request at the guest's /proxy/{service}/{rest}, keeping
+// the path's encoding and the query (minus a ticket) as sent. The API's
+// credentials stay behind: no Authorization header, no agentbox cookie.
+// Host is kept, so the services' own origin checks see the browser's.
+func rewrite(pr *httputil.ProxyRequest, service string) {
+	in := pr.In
+	rest := ""
+	if parts := strings.SplitN(in.URL.EscapedPath(), "/", 6); len(parts) == 6 {
+		rest = parts[5] // "", "v1", "jobs", id, service, rest
+	}
+	raw := "/proxy/" + service + "/" + rest
+	p, err := url.PathUnescape(raw)
+	if err != nil {
+		p, raw = "/proxy/"+service+"/", ""
+	}
+	pr.Out.URL = &url.URL{Scheme: "http", Host: "guest", Path: p, RawPath: raw, RawQuery: dropParam(in.URL.RawQuery, ticketParam)}
+	pr.Out.Host = in.Host
+	h := pr.Out.Header
+	h.Del("Authorization")
+	h.Del("Proxy-Authorization")
+	stripOwnCookies(h)
+	proto := "http"
+	if in.TLS != nil {
+		proto = "https"
+	}
+	h.Set("X-Forwarded-Proto", proto)
+	h.Set("X-Forwarded-Host", in.Host)
+}
+
+// ownCookie reports whether a cookie name is one of agentbox's own.
+func ownCookie(name string) bool {
+	return len(name) >= 8 && strings.EqualFold(name[:8], "agentbox")
+}
+
+// stripOwnCookies removes agentbox's cookies from the Cookie headers and
+// leaves the services' own cookies byte for byte.
+func stripOwnCookies(h http.Header) {
+	var keep []string
+	for _, line := range h.Values("Cookie") {
+		for _, c := range strings.Split(line, ";") {
+			c = strings.TrimSpace(c)
+			name, _, _ := strings.Cut(c, "=")
+			if c != "" && !ownCookie(strings.TrimSpace(name)) {
+				keep = append(keep, c)
+			}
+		}
+	}
+	h.Del("Cookie")
+	if len(keep) > 0 {
+		h.Set("Cookie", strings.Join(keep, "; "))
+	}
+}
+
+// filterResponse keeps a sandbox's answer within the job's paths: its
+// cookies are confined to /v1/jobs/{id}/ (agentbox's own refused), headers
+// that act on the whole origin are dropped, and no other site may frame
+// it. A service the guest could not start becomes an error.
+func filterResponse(resp *http.Response, id, service string) error {
+	if err := guestServiceError(resp); err != nil {
+		return err
+	}
+	h := resp.Header
+	for _, k := range droppedResponseHeaders {
+		h.Del(k)
+	}
+	scope := "/v1/jobs/" + url.PathEscape(id) + "/"
+	var cookies []string
+	for _, line := range h.Values("Set-Cookie") {
+		c, err := http.ParseSetCookie(line)
+		if err != nil || ownCookie(c.Name) {
+			continue
+		}
+		c.Domain = ""
+		if !strings.HasPrefix(c.Path, scope) {
+			c.Path = scope + service + "/"
+		}
+		if v := c.String(); v != "" {
+			cookies = append(cookies, v)
+		}
+	}
+	h.Del("Set-Cookie")
+	for _, c := range cookies {
+		h.Add("Set-Cookie", c)
+	}
+	h.Add("Content-Security-Policy", "frame-ancestors 'self'")
+	return nil
+}
+
+// guestServiceError recognizes the guest's own 503 for a service that
+// could not be started (as opposed to one the service sent) and returns
+// it; any other answer is left whole.
+func guestServiceError(resp *http.Response) error {
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return nil
+	}
+	head, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var body struct {
+		Error *guest.Error `json:"error"`
+	}
+	if err == nil && json.Unmarshal(head, &body) == nil && body.Error != nil && body.Error.Code == guest.CodeService {
+		resp.Body.Close()
+		msg := body.Error.Message
+		if len(msg) > 500 {
+			msg = msg[:500] + "..."
+		}
+		return &guest.Error{Code: guest.CodeService, Message: msg}
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	return nil
+}
+
+// isUpgrade reports whether the request asks to switch protocols (a
+// WebSocket).
+func isUpgrade(r *http.Request) bool {
+	for _, v := range r.Header.Values("Connection") {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), "upgrade") {
+				return r.Header.Get("Upgrade") != ""
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,565 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/api/apitest"
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// seen is what the fake guest received.
+type seen struct {
+	Method, Path, RawPath, Query, Host string
+	Header                             http.Header
+}
+
+// fakeGuest serves /proxy/... on a unix socket like the guest does: it
+// echoes each request as JSON, echoes WebSocket messages on
+// /proxy/desktop/websockify, and has a few special paths.
+func fakeGuest(t *testing.T) (*guest.Client, *[]seen) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "abX") // short: unix socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	l, err := net.Listen("unix", filepath.Join(dir, "g.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var log []seen
+	mux := http.NewServeMux()
+	mux.HandleFunc("/proxy/desktop/websockify", func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		for {
+			typ, msg, err := c.Read(r.Context())
+			if err != nil {
+				return
+			}
+			if err := c.Write(r.Context(), typ, append([]byte("echo:"), msg...)); err != nil {
+				return
+			}
+		}
+	})
+	mux.HandleFunc("/proxy/jupyter/cookies", func(w http.ResponseWriter, r *http.Request) {
+		for _, c := range []string{"_xsrf=a; Path=/", "own=b; Path=/v1/jobs/other/", "agentbox_view=forged; Path=/",
+			"dom=c; Domain=example.com; Path=/v1/jobs/job_x/jupyter/"} {
+			w.Header().Add("Set-Cookie", c)
+		}
+		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
+		w.Header().Set("Service-Worker-Allowed", "/")
+		w.Header().Set("Clear-Site-Data", `"*"`)
+	})
+	mux.HandleFunc("/proxy/desktop/broken", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"error":{"code":"service","message":"desktop: Xvfb exited: no screens"}}`)
+	})
+	mux.HandleFunc("/proxy/jupyter/busy", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"message":"kernel busy"}`)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		log = append(log, seen{r.Method, r.URL.Path, r.URL.EscapedPath(), r.URL.RawQuery, r.Host, r.Header.Clone()})
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(seen{r.Method, r.URL.Path, r.URL.EscapedPath(), r.URL.RawQuery, r.Host, r.Header})
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	c := guest.NewClient(l.Addr().String())
+	t.Cleanup(c.Close)
+	return c, &log
+}
+
+// sandboxService is the real jobs.Service with a fake sandbox: running
+// jobs reach the fake guest, others have none, as jobs.Service.Guest says.
+type sandboxService struct {
+	*jobs.Service
+	g *guest.Client
+}
+
+func (s sandboxService) Guest(ctx context.Context, id string) (*guest.Client, error) {
+	j, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if j.Status != store.StatusRunning {
+		return nil, fmt.Errorf("%w: job %s is %s", jobs.ErrNoSandbox, id, j.Status)
+	}
+	return s.g, nil
+}
+
+// clock is a settable time for the server.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// proxyEnv is an API server whose running jobs have the fake guest.
+type proxyEnv struct {
+	*apitest.Env
+	api   *apitest.Env
+	seen  *[]seen
+	clock *clock
+	logs  *syncBuffer
+	srv   *httptest.Server
+}
+
+func newProxyEnv(t *testing.T, cfg api.Config, mod ...func(*http.Server)) *proxyEnv {
+	t.Helper()
+	base := apitest.New(t, api.Config{})
+	g, log := fakeGuest(t)
+	c := &clock{now: time.Now()}
+	cfg.Now = c.Now
+	if cfg.Tokens == nil && !cfg.NoAuth {
+		cfg.Tokens = []string{apitest.Token}
+	}
+	logs := &syncBuffer{}
+	h := api.New(cfg, sandboxService{base.Svc, g}, nil, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	srv := httptest.NewUnstartedServer(h)
+	for _, m := range mod {
+		m(srv.Config)
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return &proxyEnv{Env: base, api: envFor(srv), seen: log, clock: c, logs: logs, srv: srv}
+}
+
+// running submits a job and marks it running.
+func (e *proxyEnv) running() string {
+	id := e.Submit("x").ID
+	e.Start(id)
+	return id
+}
+
+// links asks for a job's viewer links.
+func (e *proxyEnv) links(t *testing.T, id string) api.ViewerLinks {
+	t.Helper()
+	resp, b := do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/viewer"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("viewer: %d %s", resp.StatusCode, b)
+	}
+	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("viewer Cache-Control %q", cc)
+	}
+	return decode[api.ViewerLinks](t, b)
+}
+
+// get sends a GET without following redirects.
+func (e *proxyEnv) get(t *testing.T, path string, hdr map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	return do(t, e.api, req{method: "GET", path: path, header: hdr, noAuth: true})
+}
+
+// lastSeen is the last request the fake guest received.
+func (e *proxyEnv) lastSeen(t *testing.T) seen {
+	t.Helper()
+	if len(*e.seen) == 0 {
+		t.Fatal("the guest received nothing")
+	}
+	return (*e.seen)[len(*e.seen)-1]
+}
+
+// signIn trades a fresh desktop ticket for the viewer cookie.
+func (e *proxyEnv) signIn(t *testing.T, id string) string {
+	t.Helper()
+	l := e.links(t, id)
+	resp, b := e.get(t, l.DesktopURL, nil)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("ticket: %d %s", resp.StatusCode, b)
+	}
+	for _, c := range resp.Cookies() {
+		if c.Name == api.ViewerCookie {
+			return c.Name + "=" + c.Value
+		}
+	}
+	t.Fatalf("no viewer cookie in %v", resp.Header["Set-Cookie"])
+	return ""
+}
+
+func TestProxyRefusesRequestsWithoutCredentials(t *testing.T) {
+	e := newProxyEnv(t, api.Config{})
+	id := e.running()
+	resp, b := e.get(t, "/v1/jobs/"+id+"/desktop/", nil)
+	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	resp, b = e.get(t, "/v1/jobs/"+id+"/jupyter/tree", map[string]string{"Accept": "text/html,*/*"})
+	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(b), "agentbox view "+id) {
+		t.Errorf("browser: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	// Unknown jobs look the same without credentials.
+	resp, b = e.get(t, "/v1/jobs/job_nope/desktop/", nil)
+	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	if len(*e.seen) != 0 {
+		t.Errorf("the guest was reached: %+v", *e.seen)
+	}
+}
+
+func TestProxyWithBearerStripsCredentials(t *testing.T) {
+	e := newProxyEnv(t, api.Config{})
+	id := e.running()
+	resp, b := do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/jupyter/api/contents/a%20b%2Fc.ipynb?x=1&ticket=zz&y=%20",
+		body: `{"k":1}`, header: map[string]string{"Cookie": "_xsrf=abc; agentbox_view=v; Agentbox_session=s; other=1"}})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	got := e.lastSeen(t)
+	if got.Method != "POST" || got.Path != "/proxy/jupyter/api/contents/a b/c.ipynb" ||
+		got.RawPath != "/proxy/jupyter/api/contents/a%20b%2Fc.ipynb" || got.Query != "x=1&y=%20" {
+		t.Errorf("forwarded %+v", got)
+	}
+	if a := got.Header.Get("Authorization"); a != "" {
+		t.Errorf("Authorization reached the sandbox: %q", a)
+	}
+	if c := got.Header.Get("Cookie"); c != "_xsrf=abc; other=1" {
+		t.Errorf("Cookie forwarded as %q", c)
+	}
+	if u, _ := url.Parse(e.api.URL); got.Host != u.Host {
+		t.Errorf("Host %q, want the browser's %q", got.Host, u.Host)
+	}
+	if fa := resp.Header.Get("Content-Security-Policy"); fa != "frame-ancestors 'self'" {
+		t.Errorf("CSP %q", fa)
+	}
+}
+
+func TestViewerLinkSetsCookieAndRedirects(t *testing.T) {
+	e := newProxyEnv(t, api.Config{})
+	id := e.running()
+	l := e.links(t, id)
+	if !strings.HasPrefix(l.DesktopURL, "/v1/jobs/"+id+"/desktop/?ticket=") || !strings.HasPrefix(l.JupyterURL, "/v1/jobs/"+id+"/jupyter/?ticket=") {
+		t.Fatalf("links %+v", l)
+	}
+	if d := time.Until(l.ExpiresAt); d > time.Minute+time.Second || d < 50*time.Second {
+		t.Errorf("expires in %v", d)
+	}
+	resp, _ := e.get(t, l.JupyterURL+"&tab=1", nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/v1/jobs/"+id+"/jupyter/?tab=1" {
+		t.Fatalf("ticket: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	cookies := resp.Cookies()
+	if len(cookies) != 1 {
+		t.Fatalf("cookies %v", resp.Header["Set-Cookie"])
+	}
+	c := cookies[0]
+	if c.Name != api.ViewerCookie || c.Path != "/v1/jobs/"+id+"/" || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure ||
+		c.MaxAge != int(api.ViewerCookieTTL/time.Second) {
+		t.Errorf("cookie %+v", c)
+	}
+	if len(*e.seen) != 0 {
+		t.Errorf("the ticket request reached the guest: %+v", *e.seen)
+	}
+	cookie := map[string]string{"Cookie": c.Name + "=" + c.Value}
+	for _, p := range []string{"/jupyter/?tab=1", "/desktop/vnc.html"} {
+		resp, b := e.get(t, "/v1/jobs/"+id+p, cookie)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s with cookie: %d %s", p, resp.StatusCode, b)
+		}
+		if got := e.lastSeen(t); got.Header.Get("Cookie") != "" {
+			t.Errorf("cookie reached the sandbox: %q", got.Header.Get("Cookie"))
+		}
+	}
+	// The same link again: used.
+	resp, b := e.get(t, l.JupyterURL, nil)
+	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	// With the cookie, a used link just loses its ticket.
+	resp, _ = e.get(t, l.JupyterURL, cookie)
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 0 {
+		t.Errorf("used ticket with a cookie: %d %v", resp.StatusCode, resp.Header["Set-Cookie"])
+	}
+	// The cookie does nothing on the rest of the API.
+	for _, p := range []string{"", "/events", "/artifacts.zip", "/files/a"} {
+		resp, b := e.get(t, "/v1/jobs/"+id+p, cookie)
+		wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	}
+	resp, b = do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/cancel", noAuth: true, header: cookie})
+	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	if strings.Contains(e.logs.String(), strings.SplitN(l.JupyterURL, "ticket=", 2)[1]) {
+		t.Errorf("a ticket is in the server log:\n%s", e.logs.String())
+	}
+}
+
+func TestViewerCredentialsAreChecked(t *testing.T) {
+	e := newProxyEnv(t, api.Config{})
+	a, b := e.running(), e.running()
+	cookieA := e.signIn(t, a)
+	tamper := func(s string) string {
+		i := len(s) - 5
+		c := byte('A')
+		if s[i] == 'A' {
+			c = 'B'
+		}
+		return s[:i] + string(c) + s[i+1:]
+	}
+	ticketB := strings.SplitN(e.links(t, b).DesktopURL, "ticket=", 2)[1]
+	tests := []struct {
+		name, path string
+		hdr        map[string]string
+	}{
+		{"cookie of another job", "/v1/jobs/" + b + "/desktop/", map[string]string{"Cookie": cookieA}},
+		{"ticket of another job", "/v1/jobs/" + a + "/desktop/?ticket=" + ticketB, nil},
+		{"tampered ticket", "/v1/jobs/" + b + "/desktop/?ticket=" + tamper(ticketB), nil},
+		{"tampered cookie", "/v1/jobs/" + a + "/desktop/", map[string]string{"Cookie": tamper(cookieA)}},
+		{"ticket as cookie", "/v1/jobs/" + b + "/desktop/", map[string]string{"Cookie": api.ViewerCookie + "=" + ticketB}},
+		{"cookie as ticket", "/v1/jobs/" + a + "/desktop/?ticket=" + strings.TrimPrefix(cookieA, api.ViewerCookie+"="), nil},
+		{"API token in ?token=", "/v1/jobs/" + a + "/desktop/?token=" + apitest.Token, nil},
+		{"API token in ?access_token=", "/v1/jobs/" + a + "/desktop/?access_token=" + apitest.Token, nil},
+		{"garbage cookie", "/v1/jobs/" + a + "/desktop/", map[string]string{"Cookie": api.ViewerCookie + "=x.y"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := e.get(t, tt.path, tt.hdr)
+			wantError(t, resp, body, http.StatusUnauthorized, api.CodeUnauthorized)
+		})
+	}
+	if len(*e.seen) != 0 {
+		t.Errorf("the guest was reached: %+v", *e.seen)
+	}
+	// B's ticket was not spent by the failed attempts on A's path.
+	if resp, _ := e.get(t, "/v1/jobs/"+b+"/desktop/?ticket="+ticketB, nil); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("B's own ticket: %d", resp.StatusCode)
+	}
+	// A bogus cookie of the same name does not hide the real one.
+	resp, _ := e.get(t, "/v1/jobs/"+a+"/desktop/", map[string]string{"Cookie": api.ViewerCookie + "=bogus; " + cookieA})
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("real cookie after a bogus one: %d", resp.StatusCode)
+	}
+	// An authenticated URL holding the API token is refused, not passed on.
+	n := len(*e.seen)
+	resp, body := e.get(t, "/v1/jobs/"+a+"/desktop/?token="+apitest.Token, map[string]string{"Cookie": cookieA})
+	wantError(t, resp, body, http.StatusBadRequest, api.CodeBadRequest)
+	if len(*e.seen) != n {
+		t.Error("a URL with the API token reached the sandbox")
+	}
+}
+
+func TestViewerTicketsAndCookiesExpire(t *testing.T) {
+	e := newProxyEnv(t, api.Config{})
+	id := e.running()
+	l := e.links(t, id)
+	e.clock.add(api.TicketTTL + time.Second)
+	resp, b := e.get(t, l.DesktopURL, nil)
+	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	cookie := e.signIn(t, id)
+	e.clock.add(api.ViewerCookieTTL - time.Minute)
+	if resp, _ := e.get(t, "/v1/jobs/"+id+"/desktop/", map[string]string{"Cookie": cookie}); resp.StatusCode != http.StatusOK {
+		t.Errorf("cookie before expiry: %d", resp.StatusCode)
+	}
+	e.clock.add(2 * time.Minute)
+	resp, b = e.get(t, "/v1/jobs/"+id+"/desktop/", map[string]string{"Cookie": cookie})
+	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+}
+
+// dialWS opens a WebSocket through the proxy and checks the echo.
+func dialWS(t *testing.T, e *proxyEnv, id string, hdr http.Header) (*http.Response, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(e.api.URL, "http") + "/v1/jobs/" + id + "/desktop/websockify"
+	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: hdr})
+	if err != nil {
+		return resp, err
+	}
+	defer c.CloseNow()
+	for _, msg := range []string{"hello", "again"} {
+		time.Sleep(300 * time.Millisecond) // outlasts the server's timeouts in TestProxyWebSocket
+		if err := c.Write(ctx, websocket.MessageBinary, []byte(msg)); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		_, got, err := c.Read(ctx)
+		if err != nil || string(got) != "echo:"+msg {
+			t.Fatalf("read %q %v", got, err)
+		}
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	return resp, nil
+}
+
+func TestProxyWebSocket(t *testing.T) {
+	// Server timeouts shorter than the session must not cut it.
+	e := newProxyEnv(t, api.Config{}, func(s *http.Server) { s.ReadTimeout, s.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond })
+	id := e.running()
+	cookie := e.signIn(t, id)
+	if _, err := dialWS(t, e, id, http.Header{"Cookie": {cookie}, "Origin": {e.api.URL}}); err != nil {
+		t.Fatalf("same origin: %v", err)
+	}
+	if _, err := dialWS(t, e, id, http.Header{"Cookie": {cookie}}); err != nil {
+		t.Fatalf("no origin: %v", err)
+	}
+	if _, err := dialWS(t, e, id, http.Header{"Authorization": {"Bearer " + apitest.Token}}); err != nil {
+		t.Fatalf("bearer: %v", err)
+	}
+	for _, origin := range []string{"http://evil.example", "null"} {
+		resp, err := dialWS(t, e, id, http.Header{"Cookie": {cookie}, "Origin": {origin}})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("origin %s: %v %v", origin, resp, err)
+		}
+	}
+	resp, err := dialWS(t, e, id, nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no credentials: %v %v", resp, err)
+	}
+	// A cookie-authenticated request from a page of another origin.
+	r, b := do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/jupyter/api/x", noAuth: true,
+		header: map[string]string{"Cookie": cookie, "Origin": "http://evil.example"}})
+	wantError(t, r, b, http.StatusForbidden, api.CodeForbidden)
+}
+
+func TestProxyErrors(t *testing.T) {
+	e := newProxyEnv(t, api.Config{})
+	pending := e.Submit("x").ID
+	ended := e.running()
+	e.Finish(ended, store.StatusComplete, "")
+	id := e.running()
+	for _, tt := range []struct {
+		path   string
+		status int
+		code   string
+		msg    string
+	}{
+		{"/v1/jobs/" + pending + "/desktop/", 409, api.CodeNoSandbox, "pending"},
+		{"/v1/jobs/" + ended + "/jupyter/", 409, api.CodeNoSandbox, "complete"},
+		{"/v1/jobs/job_nope/desktop/", 404, api.CodeNotFound, "no such job"},
+		{"/v1/jobs/" + id + "/desktop/broken", 503, api.CodeUnavailable, "Xvfb exited: no screens"},
+	} {
+		resp, b := do(t, e.api, req{method: "GET", path: tt.path})
+		if got := wantError(t, resp, b, tt.status, tt.code); !strings.Contains(got.Message, tt.msg) {
+			t.Errorf("%s: message %q, want %q in it", tt.path, got.Message, tt.msg)
+		}
+	}
+	// A 503 of the service itself is passed on as it is.
+	resp, b := do(t, e.api, req{method: "GET", path: "/v1/jobs/" + id + "/jupyter/busy"})
+	if resp.StatusCode != 503 || string(b) != `{"message":"kernel busy"}` {
+		t.Errorf("service's own 503: %d %s", resp.StatusCode, b)
+	}
+	// The viewer endpoint.
+	resp, b = do(t, e.api, req{method: "POST", path: "/v1/jobs/" + ended + "/viewer"})
+	wantError(t, resp, b, http.StatusConflict, api.CodeNoSandbox)
+	resp, b = do(t, e.api, req{method: "POST", path: "/v1/jobs/job_nope/viewer"})
+	wantError(t, resp, b, http.StatusNotFound, api.CodeNotFound)
+	resp, b = do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/viewer", noAuth: true})
+	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	e.links(t, pending) // a pending job gets links: it may start by the time they are opened
+}
+
+func TestProxyUnreachableGuest(t *testing.T) {
+	base := apitest.New(t, api.Config{})
+	g := guest.NewClient(filepath.Join(t.TempDir(), "gone.sock"))
+	srv := httptest.NewServer(api.New(api.Config{Tokens: []string{apitest.Token}}, sandboxService{base.Svc, g}, nil, nil))
+	defer srv.Close()
+	id := base.Submit("x").ID
+	base.Start(id)
+	resp, b := do(t, envFor(srv), req{method: "GET", path: "/v1/jobs/" + id + "/desktop/"})
+	if got := wantError(t, resp, b, http.StatusBadGateway, api.CodeBadGateway); strings.Contains(got.Message, "gone.sock") {
+		t.Errorf("message leaks the socket path: %q", got.Message)
+	}
+}
+
+func TestProxyConfinesSandboxResponses(t *testing.T) {
+	e := newProxyEnv(t, api.Config{})
+	id := e.running()
+	resp, b := do(t, e.api, req{method: "GET", path: "/v1/jobs/" + id + "/jupyter/cookies"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	for _, h := range []string{"Strict-Transport-Security", "Service-Worker-Allowed", "Clear-Site-Data"} {
+		if v := resp.Header.Get(h); v != "" {
+			t.Errorf("%s passed on: %q", h, v)
+		}
+	}
+	got := map[string]*http.Cookie{}
+	for _, c := range resp.Cookies() {
+		got[c.Name] = c
+	}
+	scope := "/v1/jobs/" + id + "/"
+	if _, ok := got[api.ViewerCookie]; ok {
+		t.Error("the sandbox set agentbox's cookie")
+	}
+	for _, name := range []string{"_xsrf", "own", "dom"} {
+		c, ok := got[name]
+		if !ok || !strings.HasPrefix(c.Path, scope) || c.Domain != "" {
+			t.Errorf("cookie %s = %+v, want it under %s without Domain", name, c, scope)
+		}
+	}
+}
+
+func TestProxyWithoutAuth(t *testing.T) {
+	e := newProxyEnv(t, api.Config{NoAuth: true})
+	id := e.running()
+	resp, b := e.get(t, "/v1/jobs/"+id+"/desktop/?a=1", nil)
+	if resp.StatusCode != 200 || e.lastSeen(t).Query != "a=1" {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	resp, b = e.get(t, "/v1/jobs/"+id+"/desktop/", map[string]string{"Host": "evil.example"})
+	wantError(t, resp, b, http.StatusForbidden, api.CodeForbidden)
+	// Another local web app cannot drive the views either.
+	resp, b = do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/jupyter/api/kernels", noAuth: true,
+		header: map[string]string{"Origin": "http://localhost:3000"}})
+	wantError(t, resp, b, http.StatusForbidden, api.CodeForbidden)
+	resp, b = do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/jupyter/api/kernels", noAuth: true,
+		header: map[string]string{"Origin": e.api.URL}})
+	if resp.StatusCode != 200 {
+		t.Errorf("same origin: %d %s", resp.StatusCode, b)
+	}
+}
+
+func TestProxyAddsSlashAndUsesBaseURL(t *testing.T) {
+	e := newProxyEnv(t, api.Config{BaseURL: "https://ab.example.com/"})
+	id := e.running()
+	resp, _ := e.get(t, "/v1/jobs/"+id+"/desktop?ticket=t", nil)
+	if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/v1/jobs/"+id+"/desktop/?ticket=t" {
+		t.Errorf("no slash: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	l := e.links(t, id)
+	if !strings.HasPrefix(l.DesktopURL, "https://ab.example.com/v1/jobs/"+id+"/desktop/?ticket=") {
+		t.Errorf("links %+v", l)
+	}
+	u, _ := url.Parse(l.DesktopURL)
+	resp, _ = e.get(t, u.RequestURI(), nil)
+	if c := resp.Cookies(); resp.StatusCode != http.StatusSeeOther || len(c) != 1 || !c[0].Secure {
+		t.Errorf("ticket behind an https base URL: %d %v", resp.StatusCode, resp.Header["Set-Cookie"])
+	}
+	// The public origin is accepted for WebSockets as well as the Host asked for.
+	cookie := resp.Cookies()[0]
+	if _, err := dialWS(t, e, id, http.Header{"Cookie": {cookie.Name + "=" + cookie.Value}, "Origin": {"https://ab.example.com"}}); err != nil {
+		t.Errorf("public origin: %v", err)
+	}
+}
