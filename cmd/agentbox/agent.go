@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/agentbox/agentbox/internal/agent"
+	"github.com/agentbox/agentbox/internal/agent/tools"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/llm/models"
@@ -19,7 +20,14 @@ func (a *app) newJobAgent() jobs.Agent {
 		Resolve:  a.modelResolver(),
 		MaxSteps: a.cfg.Agent.MaxSteps, MaxTokens: a.cfg.Agent.MaxTokens, MaxCostUSD: a.cfg.Agent.MaxCostUSD,
 		ContextWindow: a.cfg.Agent.ContextWindow,
+		Tools:         a.tools(),
 	})
+}
+
+// tools are the agent's tools, the desktop's sized to the sandboxes' display.
+func (a *app) tools() []tools.Tool {
+	sb := a.cfg.Sandbox
+	return tools.DefaultFor(tools.Options{DisplayWidth: sb.DisplayWidth, DisplayHeight: sb.DisplayHeight})
 }
 
 // modelResolver opens each model spec once ("" is the configured default)

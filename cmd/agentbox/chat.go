@@ -133,7 +133,7 @@ func (c *chat) open(ctx context.Context, name string) error {
 		return err
 	}
 	c.name, c.dir, c.sb, c.unlock = name, dir, sb, unlock
-	c.loop = &agent.Loop{Model: c.model, Tools: tools.Default(), System: agent.SystemPrompt() + chatPrompt,
+	c.loop = &agent.Loop{Model: c.model, Tools: c.a.tools(), System: agent.SystemPrompt() + chatPrompt,
 		Env: &tools.Env{Guest: sb.Guest(), SpillDir: agent.SpillDir}, Emit: c.emit, OnText: func(d string) { io.WriteString(c.out, printable(d)) },
 		Messages: agent.CloseDangling(h.Messages, "interrupted before it finished"), Usage: h.Usage, Steps: h.Steps}
 	if err := agent.EnableMemory(c.loop, c.a.cfg.Agent.ContextWindow); err != nil {

@@ -6,7 +6,13 @@ func SystemPrompt() string {
 Your working directory is /workspace; everything you leave there is the result the user downloads.
 
 The sandbox has no network access: packages cannot be downloaded. Available offline: Python 3 with pip, venv,
-pytest, flask, requests, numpy and pandas; Node.js with TypeScript (tsc); git, curl, make and a C compiler.
+pytest, flask, requests, numpy, pandas, scipy and matplotlib; Node.js with TypeScript (tsc); git, curl, make
+and a C compiler.
+
+The sandbox has a virtual desktop (X display :1, DISPLAY is set for your commands) with xterm, Tk and
+xdotool: start GUI programs with bash in the background, then look and act with the computer tool. The
+python tool runs code in a persistent Jupyter kernel: variables and imports survive between calls, and
+plots are saved into /workspace and shown to you.
 
 Work in small verified steps: write code, run it, read the output, fix what failed, and run it again. Test
 what you build (for example with pytest) before you finish. Start servers in the background with their

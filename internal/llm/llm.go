@@ -122,6 +122,27 @@ type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"` // a JSON Schema object
+	// Native, when set, says the tool is also one a provider has a type of
+	// its own for (Anthropic's computer use). A model whose ModelInfo says
+	// it has that type sends it in the native form, under Name; every other
+	// model sends the function form, Description and InputSchema, which
+	// must then describe the same input.
+	Native *NativeTool `json:"native,omitempty"`
+}
+
+// NativeKindComputer is the Kind of a native computer-use (desktop) tool.
+const NativeKindComputer = "computer"
+
+// NativeTool describes a provider-native tool.
+type NativeTool struct {
+	// Kind is what the tool is: NativeKindComputer.
+	Kind string `json:"kind"`
+	// DisplayWidth and DisplayHeight are the screen's size as the model
+	// sees it (its screenshots and coordinates), in pixels.
+	DisplayWidth  int `json:"display_width,omitempty"`
+	DisplayHeight int `json:"display_height,omitempty"`
+	// DisplayNumber is the X11 display the screen is (0: not said).
+	DisplayNumber int `json:"display_number,omitempty"`
 }
 
 // Request is one call to the model.

@@ -77,7 +77,7 @@ func (a *assembly) summarize(ctx context.Context, summarizer Summarizer) error {
 	case limit < lo:
 		return errTooRecent
 	}
-	planned := textSize(len(summaryPrefix)).add(size{0, a.m.cfg.MaxSummaryTokens})
+	planned := textSize(len(summaryPrefix)).add(size{fixed: a.m.cfg.MaxSummaryTokens})
 	if a.st.DroppedSteps > 0 {
 		planned = planned.add(textSize(len(noteText(a.st.DroppedSteps))))
 	}

@@ -24,29 +24,34 @@ const (
 )
 
 // size is what part of a prompt costs, kept apart from the ratio so it can
-// be cached and summed: bytes of text, and fixed tokens of structure.
-type size struct{ bytes, fixed int }
+// be cached and summed: bytes of text, fixed tokens of structure, and
+// images (counted apart, since a prompt keeps only MaxImages of them).
+type size struct{ bytes, fixed, images int }
 
-func (a size) add(b size) size { return size{a.bytes + b.bytes, a.fixed + b.fixed} }
-func (a size) sub(b size) size { return size{a.bytes - b.bytes, a.fixed - b.fixed} }
+func (a size) add(b size) size {
+	return size{a.bytes + b.bytes, a.fixed + b.fixed, a.images + b.images}
+}
+func (a size) sub(b size) size {
+	return size{a.bytes - b.bytes, a.fixed - b.fixed, a.images - b.images}
+}
 
-func textSize(n int) size { return size{n, textOverhead} }
+func textSize(n int) size { return size{bytes: n, fixed: textOverhead} }
 
 func blockSize(b llm.Block) size {
-	images := len(b.Images) * imageTokens
+	images := len(b.Images)
 	switch b.Type {
 	case llm.BlockToolUse:
-		return size{len(b.ID) + len(b.Name) + len(b.Input), toolUseOverhead}
+		return size{len(b.ID) + len(b.Name) + len(b.Input), toolUseOverhead, 0}
 	case llm.BlockToolResult:
-		return size{len(b.ID) + len(b.Text), toolResultOverhead + images}
+		return size{len(b.ID) + len(b.Text), toolResultOverhead, images}
 	case llm.BlockImage:
-		return size{0, textOverhead + images}
+		return size{0, textOverhead, images}
 	}
-	return size{len(b.Text), textOverhead + images}
+	return size{len(b.Text), textOverhead, images}
 }
 
 func messageSize(m llm.Message) size {
-	s := size{0, messageOverhead}
+	s := size{fixed: messageOverhead}
 	for _, b := range m.Content {
 		s = s.add(blockSize(b))
 	}
@@ -73,14 +78,14 @@ func NewEstimator(ratio float64) *Estimator {
 func (e *Estimator) Ratio() float64 { return e.ratio }
 
 func (e *Estimator) tokens(s size) int {
-	return int(math.Ceil(float64(s.bytes)/e.ratio)) + s.fixed
+	return int(math.Ceil(float64(s.bytes)/e.ratio)) + s.fixed + s.images*imageTokens
 }
 
 // bytesFor is how many bytes of text n tokens hold.
 func (e *Estimator) bytesFor(n int) int { return int(float64(n) * e.ratio) }
 
 // String estimates a text.
-func (e *Estimator) String(s string) int { return e.tokens(size{len(s), 0}) }
+func (e *Estimator) String(s string) int { return e.tokens(size{bytes: len(s)}) }
 
 // Block estimates one content block.
 func (e *Estimator) Block(b llm.Block) int { return e.tokens(blockSize(b)) }
@@ -101,9 +106,9 @@ func (e *Estimator) Messages(msgs []llm.Message) int {
 // Request estimates a whole request: system prompt, tools and messages.
 // With no messages it is the Overhead of Config.
 func (e *Estimator) Request(req llm.Request) int {
-	s := size{len(req.System), 0}
+	s := size{bytes: len(req.System)}
 	for _, t := range req.Tools {
-		s = s.add(size{len(t.Name) + len(t.Description) + len(t.InputSchema), toolSpecOverhead})
+		s = s.add(size{bytes: len(t.Name) + len(t.Description) + len(t.InputSchema), fixed: toolSpecOverhead})
 	}
 	for _, m := range req.Messages {
 		s = s.add(messageSize(m))

@@ -108,6 +108,19 @@ func checkPrompt(t *testing.T, m *Manager, p Prompt) {
 	if b := m.Config().Budget(); p.Estimate > b {
 		t.Fatalf("prompt of %d tokens over the budget of %d", p.Estimate, b)
 	}
+	if n := countImages(p.Messages); n > MaxImages {
+		t.Fatalf("prompt carries %d images, over %d", n, MaxImages)
+	}
+}
+
+func countImages(msgs []llm.Message) int {
+	n := 0
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			n += len(b.Images)
+		}
+	}
+	return n
 }
 
 func kinds(cs []Condensation) []string {

@@ -40,7 +40,8 @@ func (m *Manager) Estimator() *Estimator { return m.est }
 // (which must pair every tool call with its result in the next message,
 // and only grow: messages passed before must not change) and the state the
 // previous call returned. Under budget the history is sent as it is,
-// after the summary of condensed steps if any. Over budget it masks old
+// after the summary of condensed steps if any, except that only the
+// MaxImages most recent images are kept (see KeepRecentImages). Over budget it masks old
 // tool results, then summarizes the oldest steps with summarizer (nil:
 // never), then drops the oldest steps, and finally cuts the last step's
 // largest texts, until the prompt fits. It returns the prompt, the state
@@ -60,7 +61,7 @@ func (m *Manager) Assemble(ctx context.Context, history []llm.Message, state Sta
 	if err := a.condense(ctx, summarizer); err != nil {
 		return Prompt{}, state, a.done, err
 	}
-	msgs := a.build()
+	msgs := keepRecentImages(a.build(), MaxImages, a.st.CondensedSteps)
 	msgs, tokens, err := a.fit(msgs)
 	return Prompt{Messages: msgs, Estimate: tokens}, a.st, a.done, err
 }
@@ -122,7 +123,7 @@ func (a *assembly) tokens(st State) int {
 // summary and note.
 func (a *assembly) tokensWith(st State, extras size) int {
 	s := a.c.full[a.c.head()].add(extras).add(a.c.shown(st.CondensedSteps+1, st.MaskedSteps))
-	return a.m.est.tokens(s)
+	return a.m.est.tokens(capImages(s))
 }
 
 func (a *assembly) record(c Condensation, before State) {

@@ -9,9 +9,21 @@ import (
 	"github.com/agentbox/agentbox/internal/llm"
 )
 
-// Default returns the standard tools, in the order the model is shown them:
-// the shell first, then files, then snippets, then finish.
-func Default() []Tool {
+// Options configure the default tools.
+type Options struct {
+	// DisplayWidth and DisplayHeight are the sandbox's screen size in
+	// pixels, as its sandbox.Spec's Display says (zero: 1024x768).
+	DisplayWidth, DisplayHeight int
+}
+
+// Default returns the standard tools for a sandbox of the default display
+// size; see DefaultFor.
+func Default() []Tool { return DefaultFor(Options{}) }
+
+// DefaultFor returns the standard tools, in the order the model is shown
+// them: the shell first, then files, then code (snippets, the notebook
+// kernel), then the desktop, then finish.
+func DefaultFor(o Options) []Tool {
 	return []Tool{
 		BashTool{},
 		ReadFileTool{},
@@ -20,16 +32,29 @@ func Default() []Tool {
 		ListFilesTool{},
 		SearchFilesTool{},
 		RunCodeTool{},
+		PythonTool{},
+		ComputerTool{Width: o.DisplayWidth, Height: o.DisplayHeight},
 		FinishTool{},
 	}
 }
 
-// Find returns the tool of tools named name.
+// aliases are names models call tools by that are not theirs: the names
+// of the same tools elsewhere. They are accepted, never advertised.
+var aliases = map[string]string{
+	"desktop":  NameComputer,
+	"jupyter":  NamePython,
+	"notebook": NamePython,
+}
+
+// Find returns the tool of tools named name, or the one name is an alias of.
 func Find(tools []Tool, name string) (Tool, bool) {
 	for _, t := range tools {
 		if t.Spec().Name == name {
 			return t, true
 		}
+	}
+	if real, ok := aliases[name]; ok {
+		return Find(tools, real)
 	}
 	return nil, false
 }

@@ -19,7 +19,8 @@ type schema struct {
 	required []string
 }
 
-// prop is one property. Type is "string", "integer" or "boolean".
+// prop is one property. Type is "string", "integer", "number", "boolean",
+// or "array" for a point: two whole numbers [x, y].
 type prop struct {
 	Name        string
 	Type        string
@@ -46,6 +47,18 @@ func integer(name, desc string, lo, hi int64) prop {
 	return p
 }
 
+// number is a property that may have a fraction, between lo and hi.
+func number(name, desc string, lo, hi int64) prop {
+	p := integer(name, desc, lo, hi)
+	p.Type = "number"
+	return p
+}
+
+// point is a property of two whole numbers, [x, y], each at least 0.
+func point(name, desc string) prop {
+	return prop{Name: name, Type: "array", Description: desc}
+}
+
 // MarshalJSON writes the schema with its properties in declared order: the
 // order a model reads them in is the order they matter in.
 func (s *schema) MarshalJSON() ([]byte, error) {
@@ -56,7 +69,7 @@ func (s *schema) MarshalJSON() ([]byte, error) {
 			b.WriteByte(',')
 		}
 		name, _ := json.Marshal(p.Name)
-		body, err := json.Marshal(propJSON{p.Type, p.Description, p.Enum, p.Min, p.Max})
+		body, err := json.Marshal(p.json())
 		if err != nil {
 			return nil, err
 		}
@@ -70,11 +83,24 @@ func (s *schema) MarshalJSON() ([]byte, error) {
 }
 
 type propJSON struct {
-	Type        string   `json:"type"`
-	Description string   `json:"description"`
-	Enum        []string `json:"enum,omitempty"`
-	Minimum     *int64   `json:"minimum,omitempty"`
-	Maximum     *int64   `json:"maximum,omitempty"`
+	Type        string    `json:"type"`
+	Description string    `json:"description"`
+	Enum        []string  `json:"enum,omitempty"`
+	Minimum     *int64    `json:"minimum,omitempty"`
+	Maximum     *int64    `json:"maximum,omitempty"`
+	Items       *propJSON `json:"items,omitempty"`
+	MinItems    int       `json:"minItems,omitempty"`
+	MaxItems    int       `json:"maxItems,omitempty"`
+}
+
+func (p prop) json() propJSON {
+	j := propJSON{Type: p.Type, Description: p.Description, Enum: p.Enum, Minimum: p.Min, Maximum: p.Max}
+	if p.Type == "array" {
+		zero := int64(0)
+		j.Items = &propJSON{Type: "integer", Description: "pixels", Minimum: &zero}
+		j.MinItems, j.MaxItems = 2, 2
+	}
+	return j
 }
 
 // spec builds a tool's llm.Tool; it panics on a schema that cannot be
@@ -166,6 +192,35 @@ func (p prop) check(raw json.RawMessage) string {
 		}
 	case "integer":
 		return p.checkInt(raw, got)
+	case "number":
+		return p.checkNumber(raw, got)
+	case "array":
+		return p.checkPoint(raw)
+	}
+	return ""
+}
+
+func (p prop) checkNumber(raw json.RawMessage, got string) string {
+	n, err := strconv.ParseFloat(string(raw), 64)
+	if got != "number" || err != nil {
+		return fmt.Sprintf("field %q must be a number, got %s %s", p.Name, got, clip(string(raw), 40))
+	}
+	if p.Min != nil && n < float64(*p.Min) || p.Max != nil && n > float64(*p.Max) {
+		return fmt.Sprintf("field %q must be between %s, got %g", p.Name, p.bounds(), n)
+	}
+	return ""
+}
+
+// checkPoint checks [x, y]: two whole numbers, not negative.
+func (p prop) checkPoint(raw json.RawMessage) string {
+	var xy []json.RawMessage
+	if jsonKind(raw) != "array" || json.Unmarshal(raw, &xy) != nil || len(xy) != 2 {
+		return fmt.Sprintf("field %q must be [x, y], two whole numbers, got %s", p.Name, clip(string(raw), 40))
+	}
+	for _, c := range xy {
+		if n, err := strconv.ParseInt(string(c), 10, 64); err != nil || n < 0 {
+			return fmt.Sprintf("field %q must be [x, y], two whole numbers of pixels from the top-left corner, got %s", p.Name, clip(string(raw), 40))
+		}
 	}
 	return ""
 }
@@ -192,7 +247,11 @@ func (p prop) bounds() string {
 func (s *schema) usage() string {
 	parts := make([]string, len(s.props))
 	for i, p := range s.props {
-		parts[i] = fmt.Sprintf("%q: %s", p.Name, p.Type)
+		typ := p.Type
+		if typ == "array" {
+			typ = "[x, y]"
+		}
+		parts[i] = fmt.Sprintf("%q: %s", p.Name, typ)
 		if slices.Contains(s.required, p.Name) {
 			parts[i] += " (required)"
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -61,7 +62,7 @@ func checkSchema(t *testing.T, raw json.RawMessage) {
 			Description string `json:"description"`
 		}
 		if err := json.Unmarshal(p, &prop); err != nil || prop.Description == "" ||
-			!slices.Contains([]string{"string", "integer", "boolean"}, prop.Type) {
+			!slices.Contains([]string{"string", "integer", "number", "boolean", "array"}, prop.Type) {
 			t.Errorf("property %q: want a type and a description: %s", name, p)
 		}
 	}
@@ -72,7 +73,7 @@ func TestDefaultOrderAndFind(t *testing.T) {
 	for _, s := range tools.Specs(tools.Default()) {
 		names = append(names, s.Name)
 	}
-	want := []string{"bash", "read_file", "write_file", "edit_file", "list_files", "search_files", "run_code", "finish"}
+	want := []string{"bash", "read_file", "write_file", "edit_file", "list_files", "search_files", "run_code", "python", "computer", "finish"}
 	if !slices.Equal(names, want) {
 		t.Errorf("Default() = %v, want %v", names, want)
 	}
@@ -85,11 +86,12 @@ func TestDefaultOrderAndFind(t *testing.T) {
 }
 
 func TestCallUnknownTool(t *testing.T) {
-	res, err := tools.Call(context.Background(), &tools.Env{}, tools.Default(), "python", json.RawMessage(`{}`))
+	res, err := tools.Call(context.Background(), &tools.Env{}, tools.Default(), "browser", json.RawMessage(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantText(t, res, true, `no tool named "python"`, "bash, read_file")
+	wantText(t, res, true, `no tool named "browser"`, "bash, read_file")
+	wantNot(t, res, "desktop", "jupyter", "notebook")
 }
 
 func TestCallTruncates(t *testing.T) {
@@ -163,6 +165,7 @@ func TestGuestUnavailable(t *testing.T) {
 		"bash": `{"command":"true"}`, "read_file": `{"path":"a"}`, "write_file": `{"path":"a","content":""}`,
 		"edit_file": `{"path":"a","old_string":"x","new_string":"y"}`, "list_files": `{}`,
 		"search_files": `{"pattern":"x"}`, "run_code": `{"language":"python","code":"print(1)"}`,
+		"python": `{"code":"1"}`, "computer": `{"action":"screenshot"}`,
 	}
 	for name, in := range inputs {
 		tool, _ := tools.Find(tools.Default(), name)
@@ -173,5 +176,38 @@ func TestGuestUnavailable(t *testing.T) {
 	}
 	if _, err := (tools.BashTool{}).Run(context.Background(), &tools.Env{}, json.RawMessage(`{"command":"true"}`)); err == nil {
 		t.Error("bash without a guest: want a Go error")
+	}
+}
+
+// TestAliases: the names of the desktop and notebook tools elsewhere find
+// them when a model calls them, but are never shown to it.
+func TestAliases(t *testing.T) {
+	for alias, real := range map[string]string{"desktop": "computer", "jupyter": "python", "notebook": "python"} {
+		tool, ok := tools.Find(tools.Default(), alias)
+		if !ok || tool.Spec().Name != real {
+			t.Errorf("Find(%s) = %v, %v; want %s", alias, tool, ok, real)
+		}
+		res, err := tools.Call(context.Background(), &tools.Env{}, tools.Default(), alias, json.RawMessage(`{"nope":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantText(t, res, true, "invalid input for "+real)
+	}
+	for _, s := range tools.Specs(tools.Default()) {
+		if s.Name == "desktop" || s.Name == "jupyter" || s.Name == "notebook" {
+			t.Errorf("alias %s is advertised", s.Name)
+		}
+	}
+}
+
+// TestDefaultFor: the desktop tool is told the display's size, and shows
+// the model its scaled size.
+func TestDefaultFor(t *testing.T) {
+	tool, _ := tools.Find(tools.DefaultFor(tools.Options{DisplayWidth: 1920, DisplayHeight: 1080}), "computer")
+	if n := tool.Spec().Native; n == nil || n.DisplayWidth != 1366 || n.DisplayHeight != 768 {
+		t.Errorf("native %+v, want 1366x768", n)
+	}
+	if got := tools.Specs(tools.DefaultFor(tools.Options{})); !reflect.DeepEqual(got, tools.Specs(tools.Default())) {
+		t.Error("DefaultFor(Options{}) is not Default()")
 	}
 }

@@ -1,9 +1,10 @@
 // Package anthropic is the llm.Model of Anthropic's Messages API, built on
 // the official SDK (github.com/anthropics/anthropic-sdk-go): streaming, tool
-// calling, images in tool results, prompt caching and usage including cache
-// tokens. The SDK retries 408/409/429/5xx/529 with backoff honouring
-// Retry-After; what is left after the retries is mapped onto the llm
-// sentinels.
+// calling, images in tool results, prompt caching, usage including cache
+// tokens, and native computer use (a tool with an llm.NativeTool of kind
+// computer goes as computer_20250124, with its anthropic-beta header). The
+// SDK retries 408/409/429/5xx/529 with backoff honouring Retry-After; what
+// is left after the retries is mapped onto the llm sentinels.
 //
 // Nothing here reads the environment: the key and base URL come in Config
 // (from internal/config), so the SDK's own environment defaults are off.
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -140,10 +142,11 @@ func (m *Model) Stream(ctx context.Context, req llm.Request) (iter.Seq2[llm.Even
 	if err != nil {
 		return nil, err
 	}
+	opts := m.requestOptions(req)
 	if m.cfg.NoStream {
-		return m.whole(ctx, params)
+		return m.whole(ctx, params, opts)
 	}
-	stream := m.msgs.NewStreaming(ctx, params)
+	stream := m.msgs.NewStreaming(ctx, params, opts...)
 	if err := stream.Err(); err != nil {
 		_ = stream.Close()
 		return nil, m.wrap(ctx, err)
@@ -151,9 +154,18 @@ func (m *Model) Stream(ctx context.Context, req llm.Request) (iter.Seq2[llm.Even
 	return m.events(ctx, stream), nil
 }
 
+// requestOptions are the options of one request: the anthropic-beta
+// header, one comma-separated value, when its tools need betas.
+func (m *Model) requestOptions(req llm.Request) []option.RequestOption {
+	if b := betas(req.Tools, m.info.NativeComputerUse); len(b) > 0 {
+		return []option.RequestOption{option.WithHeader("anthropic-beta", strings.Join(b, ","))}
+	}
+	return nil
+}
+
 // whole makes a non-streamed call and replays its answer as events.
-func (m *Model) whole(ctx context.Context, params anthropic.MessageNewParams) (iter.Seq2[llm.Event, error], error) {
-	msg, err := m.msgs.New(ctx, params, option.WithRequestTimeout(wholeTimeout))
+func (m *Model) whole(ctx context.Context, params anthropic.MessageNewParams, opts []option.RequestOption) (iter.Seq2[llm.Event, error], error) {
+	msg, err := m.msgs.New(ctx, params, append(opts, option.WithRequestTimeout(wholeTimeout))...)
 	if err != nil {
 		return nil, m.wrap(ctx, err)
 	}

@@ -2,6 +2,8 @@ package anthropic_test
 
 import (
 	"encoding/json"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,5 +76,56 @@ func TestPromptCaching(t *testing.T) {
 		t.Error("the breakpoint is not on the last tool only")
 	case last[len(last)-1].CacheControl == nil:
 		t.Error("last message has no cache breakpoint")
+	}
+}
+
+// TestComputerUseWire checks the native computer tool on the wire: the
+// documented JSON of computer_20250124 in the tool's place, the beta header
+// it needs, the cache breakpoint when it is the last tool, and neither
+// beta nor native tool for a request without it.
+func TestComputerUseWire(t *testing.T) {
+	s := llmtest.New(t, llmtest.Steps(llmtest.Say("a"), llmtest.Say("b")))
+	m := newModel(t, s, false)
+	req := providertest.Ask("hi")
+	req.Tools = append(req.Tools, providertest.ComputerTool)
+	providertest.Collect(t, m, req)
+	providertest.Collect(t, m, providertest.Ask("hi"))
+	var body struct {
+		Tools []map[string]any `json:"tools"`
+	}
+	if err := json.Unmarshal(s.Requests()[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"type": "computer_20250124", "name": "computer", "display_width_px": 1366.0,
+		"display_height_px": 768.0, "display_number": 1.0, "cache_control": map[string]any{"type": "ephemeral"}}
+	if got := body.Tools[2]; !reflect.DeepEqual(got, want) {
+		t.Errorf("computer tool sent as %v, want %v", got, want)
+	}
+	if body.Tools[1]["cache_control"] != nil {
+		t.Error("the breakpoint is not on the last tool only")
+	}
+	if got := s.Requests()[0].Beta; !slices.Equal(got, []string{"computer-use-2025-01-24"}) {
+		t.Errorf("anthropic-beta %v, want computer-use-2025-01-24", got)
+	}
+	if got := s.Requests()[1].Beta; len(got) != 0 {
+		t.Errorf("a request without the computer tool sent anthropic-beta %v", got)
+	}
+}
+
+// TestComputerToolWithoutDisplay: a computer tool the API could not take
+// natively (no display size, another name) goes as a function.
+func TestComputerToolWithoutDisplay(t *testing.T) {
+	for _, tool := range []llm.Tool{
+		{Name: "computer", Description: "d", InputSchema: providertest.ComputerTool.InputSchema, Native: &llm.NativeTool{Kind: llm.NativeKindComputer}},
+		{Name: "desktop", Description: "d", InputSchema: providertest.ComputerTool.InputSchema, Native: providertest.ComputerTool.Native},
+	} {
+		s := llmtest.New(t, llmtest.Steps(llmtest.Say("a")))
+		req := providertest.Ask("hi")
+		req.Tools = append(req.Tools, tool)
+		providertest.Collect(t, newModel(t, s, false), req)
+		rec := s.Requests()[0]
+		if got := rec.ToolSpecs[2]; got.Native != nil || got.Name != tool.Name || len(rec.Beta) != 0 {
+			t.Errorf("%s: sent as %+v with beta %v, want a function", tool.Name, got, rec.Beta)
+		}
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/packages/param"
 
 	"github.com/agentbox/agentbox/internal/llm"
 )
@@ -20,7 +22,7 @@ func (m *Model) params(req llm.Request) (anthropic.MessageNewParams, error) {
 	if err != nil {
 		return anthropic.MessageNewParams{}, fmt.Errorf("anthropic: %w: %w", llm.ErrBadRequest, err)
 	}
-	tools, err := toolParams(req.Tools)
+	tools, err := toolParams(req.Tools, m.info.NativeComputerUse)
 	if err != nil {
 		return anthropic.MessageNewParams{}, fmt.Errorf("anthropic: %w: %w", llm.ErrBadRequest, err)
 	}
@@ -135,10 +137,16 @@ func toolResult(b llm.Block) anthropic.ContentBlockParamUnion {
 }
 
 // toolParams converts the tool definitions; the last one carries the
-// tools' cache breakpoint.
-func toolParams(in []llm.Tool) ([]anthropic.ToolUnionParam, error) {
+// tools' cache breakpoint. With native, a computer tool is sent as
+// Anthropic's computer-use tool, which needs the beta of betas.
+func toolParams(in []llm.Tool, native bool) ([]anthropic.ToolUnionParam, error) {
 	out := make([]anthropic.ToolUnionParam, 0, len(in))
 	for i, t := range in {
+		last := i == len(in)-1
+		if native && isComputer(t) {
+			out = append(out, computerTool(t, last))
+			continue
+		}
 		schema, err := inputSchema(t.InputSchema)
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: %w", t.Name, err)
@@ -147,12 +155,56 @@ func toolParams(in []llm.Tool) ([]anthropic.ToolUnionParam, error) {
 		if t.Description != "" {
 			p.Description = anthropic.String(t.Description)
 		}
-		if i == len(in)-1 {
+		if last {
 			p.CacheControl = anthropic.NewCacheControlEphemeralParam()
 		}
 		out = append(out, anthropic.ToolUnionParam{OfTool: &p})
 	}
 	return out, nil
+}
+
+// Anthropic's computer-use tool: its type, the name the API requires, and
+// the beta that enables it.
+const (
+	computerToolType = "computer_20250124"
+	computerToolName = "computer"
+	computerUseBeta  = "computer-use-2025-01-24"
+)
+
+// isComputer reports whether t can be sent as the native computer tool:
+// the API wants it named "computer" and the display's size.
+func isComputer(t llm.Tool) bool {
+	n := t.Native
+	return n != nil && n.Kind == llm.NativeKindComputer && t.Name == computerToolName &&
+		n.DisplayWidth > 0 && n.DisplayHeight > 0
+}
+
+// computerTool is t in the native form. The SDK's ToolUnionParam has no
+// variant for it (it lives in the beta API's types), so the union is
+// overridden with the tool's JSON as the API documents it.
+func computerTool(t llm.Tool, last bool) anthropic.ToolUnionParam {
+	tool := map[string]any{
+		"type":              computerToolType,
+		"name":              computerToolName,
+		"display_width_px":  t.Native.DisplayWidth,
+		"display_height_px": t.Native.DisplayHeight,
+	}
+	if t.Native.DisplayNumber > 0 {
+		tool["display_number"] = t.Native.DisplayNumber
+	}
+	if last {
+		tool["cache_control"] = map[string]string{"type": "ephemeral"}
+	}
+	return param.Override[anthropic.ToolUnionParam](tool)
+}
+
+// betas are the beta features a request of tools needs, for the
+// anthropic-beta header.
+func betas(tools []llm.Tool, native bool) []string {
+	if native && slices.ContainsFunc(tools, isComputer) {
+		return []string{computerUseBeta}
+	}
+	return nil
 }
 
 // inputSchema carries a JSON Schema object over whole: properties and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/llm"
@@ -50,7 +51,18 @@ type aTool struct {
 	InputSchema  json.RawMessage `json:"input_schema"`
 	Type         string          `json:"type"`
 	CacheControl json.RawMessage `json:"cache_control"`
+	// The computer-use tool's fields.
+	DisplayWidth  json.RawMessage `json:"display_width_px"`
+	DisplayHeight json.RawMessage `json:"display_height_px"`
+	DisplayNumber json.RawMessage `json:"display_number"`
 }
+
+// The computer-use tool the fake serves: its type, name and beta.
+const (
+	computerType = "computer_20250124"
+	computerName = "computer"
+	computerBeta = "computer-use-2025-01-24"
+)
 
 // maxCacheBreakpoints is the API's limit on blocks with cache_control.
 const maxCacheBreakpoints = 4
@@ -60,26 +72,31 @@ var toolUseIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 // aDecoder checks an Anthropic request and decodes it to the common form.
 type aDecoder struct {
 	breakpoints int
+	beta        []string
 }
 
-// decodeAnthropic checks body as the real API would and decodes it.
-func decodeAnthropic(body []byte) (aRequest, Recorded, error) {
+// decodeAnthropic checks body, sent with the anthropic-beta features beta,
+// as the real API would and decodes it.
+func decodeAnthropic(body []byte, beta []string) (aRequest, Recorded, error) {
 	var req aRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return req, Recorded{}, fmt.Errorf("invalid JSON body: %w", err)
 	}
-	rec := Recorded{Format: formatAnthropic, Stream: req.Stream, Model: req.Model, RawBytes: len(body), Body: body}
+	rec := Recorded{Format: formatAnthropic, Stream: req.Stream, Model: req.Model, RawBytes: len(body), Body: body, Beta: beta}
 	if err := checkAnthropicTop(req); err != nil {
 		return req, rec, err
 	}
 	rec.MaxTokens = *req.MaxTokens
-	var d aDecoder
+	d := aDecoder{beta: beta}
 	var err error
 	if rec.System, err = d.system(req.System); err != nil {
 		return req, rec, err
 	}
-	if rec.Tools, err = d.tools(req.Tools); err != nil {
+	if rec.ToolSpecs, err = d.tools(req.Tools); err != nil {
 		return req, rec, err
+	}
+	for _, t := range rec.ToolSpecs {
+		rec.Tools = append(rec.Tools, t.Name)
 	}
 	if rec.Messages, err = d.messages(req.Messages); err != nil {
 		return req, rec, err
@@ -136,28 +153,92 @@ func (d *aDecoder) system(raw json.RawMessage) (string, error) {
 	return strings.Join(parts, "\n"), nil
 }
 
-// tools checks the tool definitions and returns their names.
-func (d *aDecoder) tools(tools []aTool) ([]string, error) {
-	var names []string
+// tools checks the tool definitions and returns them.
+func (d *aDecoder) tools(tools []aTool) ([]llm.Tool, error) {
+	var out []llm.Tool
 	seen := map[string]bool{}
 	for i, t := range tools {
-		if t.Type != "" && t.Type != "custom" {
+		var lt llm.Tool
+		var err error
+		switch t.Type {
+		case "", "custom":
+			lt, err = customTool(t)
+		case computerType:
+			lt, err = d.computerTool(t)
+		default:
 			return nil, fmt.Errorf("tools.%d: llmtest does not serve tool type %q", i, t.Type)
 		}
-		if !validToolName(t.Name) {
-			return nil, fmt.Errorf("tools.%d.name: %q does not match ^[a-zA-Z0-9_-]{1,64}$", i, t.Name)
+		if err != nil {
+			return nil, fmt.Errorf("tools.%d.%w", i, err)
 		}
-		if seen[t.Name] {
-			return nil, fmt.Errorf("tools: tool names must be unique: %q", t.Name)
+		if seen[lt.Name] {
+			return nil, fmt.Errorf("tools: tool names must be unique: %q", lt.Name)
 		}
-		if err := checkSchema(t.InputSchema); err != nil {
-			return nil, fmt.Errorf("tools.%d.input_schema: %w", i, err)
-		}
-		seen[t.Name] = true
+		seen[lt.Name] = true
 		d.cache(t.CacheControl)
-		names = append(names, t.Name)
+		out = append(out, lt)
 	}
-	return names, nil
+	return out, nil
+}
+
+func customTool(t aTool) (llm.Tool, error) {
+	if !validToolName(t.Name) {
+		return llm.Tool{}, fmt.Errorf("name: %q does not match ^[a-zA-Z0-9_-]{1,64}$", t.Name)
+	}
+	if err := checkSchema(t.InputSchema); err != nil {
+		return llm.Tool{}, fmt.Errorf("input_schema: %w", err)
+	}
+	return llm.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, nil
+}
+
+// computerTool checks Anthropic's computer-use tool as the API does: it
+// needs its beta, the name "computer" and the display's size, and takes
+// no description or schema of the caller's.
+func (d *aDecoder) computerTool(t aTool) (llm.Tool, error) {
+	if !slices.Contains(d.beta, computerBeta) {
+		return llm.Tool{}, fmt.Errorf("type: Input tag %q found using 'type' does not match any of the expected tags "+
+			"(the tool needs the anthropic-beta header %q)", computerType, computerBeta)
+	}
+	if t.Name != computerName {
+		return llm.Tool{}, fmt.Errorf("%s.name: Input should be %q", computerType, computerName)
+	}
+	if len(t.InputSchema) > 0 || t.Description != "" {
+		return llm.Tool{}, fmt.Errorf("%s: Extra inputs are not permitted (input_schema, description)", computerType)
+	}
+	n := &llm.NativeTool{Kind: llm.NativeKindComputer}
+	var err error
+	if n.DisplayWidth, err = pixels(t.DisplayWidth, "display_width_px", true); err != nil {
+		return llm.Tool{}, err
+	}
+	if n.DisplayHeight, err = pixels(t.DisplayHeight, "display_height_px", true); err != nil {
+		return llm.Tool{}, err
+	}
+	if n.DisplayNumber, err = pixels(t.DisplayNumber, "display_number", false); err != nil {
+		return llm.Tool{}, err
+	}
+	return llm.Tool{Name: t.Name, Native: n}, nil
+}
+
+// pixels decodes a whole number field of the computer tool: positive if
+// required, else absent or not negative.
+func pixels(raw json.RawMessage, field string, required bool) (int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		if required {
+			return 0, fmt.Errorf("%s.%s: Field required", computerType, field)
+		}
+		return 0, nil
+	}
+	var n int
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, fmt.Errorf("%s.%s: Input should be a valid integer, got %s", computerType, field, clip(string(raw), 40))
+	}
+	switch {
+	case required && n < 1:
+		return 0, fmt.Errorf("%s.%s: Input should be greater than or equal to 1", computerType, field)
+	case n < 0:
+		return 0, fmt.Errorf("%s.%s: Input should be greater than or equal to 0", computerType, field)
+	}
+	return n, nil
 }
 
 // messages decodes and checks every message.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -28,7 +29,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		s.malformed(w, formatAnthropic, fmt.Errorf("anthropic-version: header is required"))
 		return
 	}
-	req, rec, err := decodeAnthropic(body)
+	req, rec, err := decodeAnthropic(body, betaHeader(r.Header))
 	if err != nil {
 		s.malformed(w, formatAnthropic, err)
 		return
@@ -215,4 +216,18 @@ func (s *Server) nextID(prefix string) string {
 	defer s.mu.Unlock()
 	s.counter++
 	return fmt.Sprintf("%s%04d", prefix, s.counter)
+}
+
+// betaHeader lists the features of the anthropic-beta header: values
+// separated by commas, in one header line or several.
+func betaHeader(h http.Header) []string {
+	var out []string
+	for _, v := range h.Values("anthropic-beta") {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
 }

@@ -7,8 +7,9 @@
 //
 // The server stands in for the real APIs, so it is at least as strict: it
 // checks every request is well formed for its format (required fields, tool
-// results answering the tool calls just before them, images, tool schemas)
-// and fails the test loudly otherwise. A script that runs out, a step no
+// results answering the tool calls just before them, images, tool schemas,
+// Anthropic's computer-use tool and the beta header it needs) and fails the
+// test loudly otherwise. A script that runs out, a step no
 // branch of which matches, or a request an OnRequest hook rejects is a test
 // bug, reported with t.Errorf.
 package llmtest
@@ -113,6 +114,12 @@ type Recorded struct {
 	System   string
 	Messages []llm.Message
 	Tools    []string
+	// ToolSpecs are the tools as defined in the request, in order: a
+	// function tool's name, description and input schema, or for a
+	// provider-native tool (Anthropic's computer use) its name and Native.
+	ToolSpecs []llm.Tool
+	// Beta are the features the anthropic-beta header asked for.
+	Beta []string
 	// MaxTokens is the output limit the request asked for (0: none).
 	MaxTokens int
 	// APIKey is the key the request carried (x-api-key or a bearer token).

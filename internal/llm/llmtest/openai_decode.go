@@ -83,8 +83,11 @@ func decodeOpenAI(body []byte) (oRequest, Recorded, error) {
 		}
 	}
 	var err error
-	if rec.Tools, err = openAITools(req.Tools); err != nil {
+	if rec.ToolSpecs, err = openAITools(req.Tools); err != nil {
 		return req, rec, err
+	}
+	for _, t := range rec.ToolSpecs {
+		rec.Tools = append(rec.Tools, t.Name)
 	}
 	var d oDecoder
 	for i, m := range req.Messages {
@@ -115,8 +118,9 @@ func checkOpenAITop(req oRequest) error {
 	return nil
 }
 
-func openAITools(tools []oTool) ([]string, error) {
+func openAITools(tools []oTool) ([]llm.Tool, error) {
 	var names []string
+	var out []llm.Tool
 	for i, t := range tools {
 		if t.Type != "function" || t.Function == nil {
 			return nil, fmt.Errorf("tools[%d]: llmtest serves type \"function\" tools with a function only", i)
@@ -133,8 +137,9 @@ func openAITools(tools []oTool) ([]string, error) {
 			}
 		}
 		names = append(names, t.Function.Name)
+		out = append(out, llm.Tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: t.Function.Parameters})
 	}
-	return names, nil
+	return out, nil
 }
 
 // oDecoder walks the messages in order.

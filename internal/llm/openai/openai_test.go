@@ -3,6 +3,7 @@ package openai_test
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,36 @@ func TestMaxTokensField(t *testing.T) {
 		if body := string(s.Requests()[0].Body); !strings.Contains(body, want) {
 			t.Errorf("%s behind a base URL: body %s, want %s", name, body, want)
 		}
+	}
+}
+
+// TestComputerToolAsFunction: Chat Completions has no native computer use,
+// so the desktop tool goes as a function with its schema, and no beta.
+func TestComputerToolAsFunction(t *testing.T) {
+	s := llmtest.New(t, llmtest.Steps(llmtest.Say("ok")))
+	req := providertest.Ask("hi")
+	req.Tools = append(req.Tools, providertest.ComputerTool)
+	providertest.Collect(t, newModel(t, s, false), req)
+	var body struct {
+		Tools []struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(s.Requests()[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	c := body.Tools[2]
+	var got, want any
+	_ = json.Unmarshal(c.Function.Parameters, &got)
+	_ = json.Unmarshal(providertest.ComputerTool.InputSchema, &want)
+	if c.Type != "function" || c.Function.Name != "computer" || !reflect.DeepEqual(got, want) {
+		t.Errorf("computer tool sent as %+v", c)
+	}
+	if strings.Contains(string(s.Requests()[0].Body), "computer_20250124") {
+		t.Error("the native tool type reached an OpenAI-compatible server")
 	}
 }

@@ -1,7 +1,8 @@
 // Package providertest is the conformance suite of llm.Model: every provider
 // client (llm/anthropic, llm/openai) runs Run from its own tests against the
 // llmtest server, and so keeps the rules of the llm package's contract:
-// streamed and whole answers, tool calls and results, usage and cost, output
+// streamed and whole answers, tool calls and results, native tools (sent
+// natively or as functions, as the model's info says), usage and cost, output
 // limits, retries, errors mapped onto the llm sentinels, and cancellation.
 // What only one wire format has (prompt caching, tool messages, the shapes
 // of error bodies) stays in that provider's tests.
@@ -99,6 +100,7 @@ func Run(t *testing.T, p Provider) {
 		{"Text", testText},
 		{"ToolCalls", testToolCalls},
 		{"ToolResultRoundTrip", testToolResultRoundTrip},
+		{"ComputerTool", testComputerTool},
 		{"UsageAndCost", testUsageAndCost},
 		{"MaxTokens", testMaxTokens},
 		{"Info", testInfo},

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"image"
+	"image/png"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/llm/llmtest"
+)
+
+// openXterm starts an xterm on the sandbox's desktop and waits for its window.
+const openXterm = `xterm -geometry 70x20+100+100 -bg white -fg black & ` +
+	`for i in $(seq 100); do xdotool search --class xterm >/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1`
+
+func computer(action string, fields map[string]any) llmtest.Turn {
+	in := map[string]any{"action": action}
+	for k, v := range fields {
+		in[k] = v
+	}
+	return llmtest.Call("computer", in)
+}
+
+// TestAgentDrivesDesktop has the scripted model look at the empty desktop,
+// open an xterm, type a command into it with the desktop tool and look
+// again, on both wire formats. The PNGs the model received are checked:
+// their size, and that the window changed the picture.
+func TestAgentDrivesDesktop(t *testing.T) {
+	for _, format := range []string{"anthropic", "openai"} {
+		t.Run(format, func(t *testing.T) {
+			s, fake := modelServer(t, format, llmtest.Script{Steps: []llmtest.Step{
+				step(computer("screenshot", nil)),
+				step(llmtest.Call("bash", map[string]any{"command": openXterm})),
+				step(computer("left_click", map[string]any{"coordinate": []int{300, 200}})),
+				step(computer("type", map[string]any{"text": "echo drawn-by-the-agent > /workspace/typed.txt"})),
+				step(computer("key", map[string]any{"text": "Return"})),
+				step(computer("screenshot", nil)),
+				step(llmtest.Call("finish", map[string]any{"summary": "typed into an xterm"})),
+			}})
+			j := s.runJob(t, "Open a terminal window on the desktop and type a command into it", nil)
+			if j.Status != "complete" {
+				texts, _ := s.toolResults(j.JobID)
+				t.Fatalf("job %+v; results %q\n%s", j, texts, s.logs)
+			}
+			if f := s.zipFiles(t, j.JobID); strings.TrimSpace(f["typed.txt"]) != "drawn-by-the-agent" {
+				t.Errorf("typed.txt = %q: the keystrokes did not reach the xterm", f["typed.txt"])
+			}
+			reqs := fake.Requests()
+			first, last := resultImages(reqs[1:2]), resultImages(reqs)
+			if len(first) != 1 || len(last) == 0 {
+				t.Fatalf("the model received %d images after the first screenshot and %d at the end", len(first), len(last))
+			}
+			empty, after := decodePNG(t, first[0]), decodePNG(t, last[len(last)-1])
+			for _, img := range []image.Image{empty, after} {
+				if b := img.Bounds(); b.Dx() != 1024 || b.Dy() != 768 {
+					t.Fatalf("screenshot is %dx%d, want 1024x768", b.Dx(), b.Dy())
+				}
+			}
+			changed := diffShare(empty, after)
+			if changed < 0.05 {
+				t.Errorf("only %.1f%% of pixels differ from the empty desktop", 100*changed)
+			}
+			if white := whiteShare(after, image.Rect(120, 120, 500, 350)); white < 0.5 {
+				t.Errorf("the xterm's area is %.0f%% white, want most of it", 100*white)
+			}
+			t.Logf("%s: %.0f%% of pixels changed by the window", format, 100*changed)
+			checkComputerToolForm(t, format, fake.Requests()[0])
+		})
+	}
+}
+
+// checkComputerToolForm checks Claude got Anthropic's native computer-use
+// tool and other models a function tool of the same name.
+func checkComputerToolForm(t *testing.T, format string, r llmtest.Recorded) {
+	t.Helper()
+	body := string(r.Body)
+	native := strings.Contains(body, `"computer_20250124"`)
+	if format == "anthropic" && !native {
+		t.Errorf("anthropic request has no native computer tool: %.300s", body)
+	}
+	if format == "openai" && (native || !strings.Contains(body, `"name":"computer"`)) {
+		t.Errorf("openai request should carry computer as a function tool")
+	}
+}
+
+// TestAgentPythonKernel runs the python tool through a job: state is kept
+// between calls, a killed kernel is restarted and the model is told, and a
+// plot is saved into the workspace and shown to the model.
+func TestAgentPythonKernel(t *testing.T) {
+	plot := "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()"
+	s, fake := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
+		step(llmtest.Call("python", map[string]any{"code": "x = 41"})),
+		step(llmtest.Call("python", map[string]any{"code": "print(x + 1)"})),
+		step(llmtest.Call("bash", map[string]any{"command": "pkill -9 -f ipykernel_launcher; echo killed"})),
+		step(llmtest.Call("python", map[string]any{"code": "print(x)"})),
+		step(llmtest.Call("python", map[string]any{"code": plot})),
+		step(llmtest.Call("finish", map[string]any{"summary": "done"})),
+	}})
+	j := s.runJob(t, "Explore in the notebook", nil)
+	texts, failed := s.toolResults(j.JobID)
+	if j.Status != "complete" || len(texts) != 6 {
+		t.Fatalf("job %s, results %q\n%s", j.Status, texts, s.logs)
+	}
+	if failed[0] || failed[1] || strings.TrimSpace(texts[1]) != "42" {
+		t.Errorf("state between calls: %q", texts[:2])
+	}
+	if !failed[3] || !strings.Contains(strings.ToLower(texts[3]), "restarted") || !strings.Contains(texts[3], "NameError") {
+		t.Errorf("after the kernel was killed: %q", texts[3])
+	}
+	if failed[4] || !strings.Contains(texts[4], ".png") {
+		t.Errorf("plot: %q", texts[4])
+	}
+	var saved string
+	for name, data := range s.zipFiles(t, j.JobID) {
+		if strings.HasSuffix(name, ".png") {
+			saved = name
+			decodePNG(t, []byte(data))
+		}
+	}
+	if saved == "" || !strings.Contains(texts[4], saved) {
+		t.Errorf("the plot is not in the workspace under the path the model was given (%q): %q", saved, texts[4])
+	}
+	if imgs := resultImages(fake.Requests()); len(imgs) != 1 {
+		t.Errorf("the model received %d images, want the plot", len(imgs))
+	}
+}
+
+// resultImages returns the images of tool results in the last request, in
+// order (each request carries the whole conversation, though older images
+// may be dropped; the last request has the most recent ones).
+func resultImages(reqs []llmtest.Recorded) [][]byte {
+	if len(reqs) == 0 {
+		return nil
+	}
+	var out [][]byte
+	for _, m := range reqs[len(reqs)-1].Messages {
+		for _, b := range m.Content {
+			if b.Type == llm.BlockToolResult || b.Type == llm.BlockImage {
+				for _, img := range b.Images {
+					out = append(out, img.Data)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func decodePNG(t *testing.T, data []byte) image.Image {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	return img
+}
+
+// diffShare is the share of pixels that differ between two same-size images.
+func diffShare(a, b image.Image) float64 {
+	r := a.Bounds()
+	diff := 0
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			ar, ag, ab, _ := a.At(x, y).RGBA()
+			br, bg, bb, _ := b.At(x, y).RGBA()
+			if ar != br || ag != bg || ab != bb {
+				diff++
+			}
+		}
+	}
+	return float64(diff) / float64(r.Dx()*r.Dy())
+}
+
+// whiteShare is the share of white pixels of img within r.
+func whiteShare(img image.Image, r image.Rectangle) float64 {
+	white := 0
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			if cr, cg, cb, _ := img.At(x, y).RGBA(); cr>>8 > 240 && cg>>8 > 240 && cb>>8 > 240 {
+				white++
+			}
+		}
+	}
+	return float64(white) / float64(r.Dx()*r.Dy())
+}
