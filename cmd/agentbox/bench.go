@@ -36,21 +36,16 @@ It needs the engine, the sandbox image and the docker CLI. Results are
 recorded in docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := a.newDriver()
-			if err != nil {
+			return a.benchSandboxes(cmd, &o, func() error {
+				rows, err := bench.Run(cmd.Context(), o)
+				if err == nil {
+					bench.Markdown(cmd.OutOrStdout(), rows)
+				}
 				return err
-			}
-			defer d.Close()
-			o.Driver, o.Image, o.Log = d, a.cfg.Sandbox.Image, cmd.ErrOrStderr()
-			rows, err := bench.Run(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			bench.Markdown(cmd.OutOrStdout(), rows)
-			return nil
+			})
 		},
 	}
-	cmd.AddCommand(newBenchAPICmd(a))
+	cmd.AddCommand(newBenchAPICmd(a), newBenchGUICmd(a))
 	cmd.Flags().IntVar(&o.Creates, "creates", 10, "sandboxes to create")
 	cmd.Flags().IntVar(&o.Execs, "execs", 200, "exec round trips (the docker exec baseline runs a tenth as many)")
 	cmd.Flags().IntVar(&o.Files, "files", 50, "1 MiB write+read cycles")
@@ -116,4 +111,43 @@ func startBenchServer(ctx context.Context, a *app) (url, token string, stop func
 		st.Close()
 		os.RemoveAll(dir)
 	}, nil
+}
+
+func newBenchGUICmd(a *app) *cobra.Command {
+	var o bench.Options
+	cmd := &cobra.Command{
+		Use:   "gui",
+		Short: "Measure the desktop and notebook stack: memory, cold starts, screenshots, kernel runs",
+		Long: `bench gui creates one sandbox and measures what the desktop and Jupyter stack
+costs: the guest's idle memory and the sandbox's memory before the stack
+starts, with the desktop running and with the notebook server and a kernel
+too; the cold start of each; and screenshots and warm kernel executions
+against the plain engine doing the same through docker exec (ImageMagick's
+import, a fresh python3). Results are recorded in docs/benchmarks.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.benchSandboxes(cmd, &o, func() error {
+				r, err := bench.GUI(cmd.Context(), o)
+				if err == nil {
+					bench.GUIMarkdown(cmd.OutOrStdout(), r)
+				}
+				return err
+			})
+		},
+	}
+	cmd.Flags().IntVar(&o.Execs, "samples", 20, "screenshots and kernel runs to time (the docker exec baselines run half as many)")
+	cmd.Flags().StringVar(&o.Docker, "docker", "docker", "docker CLI used for the baselines")
+	return cmd
+}
+
+// benchSandboxes runs measure with o set up to use the configured driver,
+// closed afterwards.
+func (a *app) benchSandboxes(cmd *cobra.Command, o *bench.Options, measure func() error) error {
+	d, err := a.newDriver()
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	o.Driver, o.Image, o.Log = d, a.cfg.Sandbox.Image, cmd.ErrOrStderr()
+	return measure()
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/agent/tools"
@@ -162,14 +163,33 @@ func EnableMemory(l *Loop, window int) error {
 	}
 	l.Recall = &memory.Index{}
 	l.Tools = append(append([]tools.Tool(nil), l.Tools...), recallTool{l.Recall})
-	est := memory.NewEstimator(0)
-	cfg := memory.Config{Window: window, Overhead: est.Request(llm.Request{System: l.System, Tools: tools.Specs(l.Tools)})}.WithDefaults()
-	m, err := memory.NewManager(cfg, est)
+	m, cfg, err := newMemory(l, window)
+	for _, name := range optionalTools {
+		if err == nil {
+			break
+		}
+		l.Tools = slices.DeleteFunc(l.Tools, func(t tools.Tool) bool { return t.Spec().Name == name })
+		m, cfg, err = newMemory(l, window)
+	}
 	if err != nil {
 		return fmt.Errorf("context window of %d tokens: %w", window, err)
 	}
 	l.Memory, l.MaxOutput = m, cfg.ReserveOutput
 	return nil
+}
+
+// optionalTools are left out, in this order, of a loop whose context window
+// cannot hold every tool's description with room to work: the desktop and
+// the notebook tools have the longest descriptions and a model with a small
+// window is the least likely to use them well.
+var optionalTools = []string{tools.NameComputer, tools.NamePython}
+
+// newMemory sizes a context manager for l's system prompt and tools.
+func newMemory(l *Loop, window int) (*memory.Manager, memory.Config, error) {
+	est := memory.NewEstimator(0)
+	cfg := memory.Config{Window: window, Overhead: est.Request(llm.Request{System: l.System, Tools: tools.Specs(l.Tools)})}.WithDefaults()
+	m, err := memory.NewManager(cfg, est)
+	return m, cfg, err
 }
 
 // tell adds text to the conversation as the user, after the last user

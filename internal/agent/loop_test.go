@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -162,5 +163,50 @@ func TestDriveStops(t *testing.T) {
 				t.Errorf("outcome %+v, %v; want error %q", out, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestSmallWindowLeavesOutTheGUITools: a window too small for every tool's
+// description drops the desktop, then the notebook tool, instead of
+// failing; a large window keeps them; a window too small even for the core
+// tools still fails.
+func TestSmallWindowLeavesOutTheGUITools(t *testing.T) {
+	names := func(l *Loop) []string {
+		var out []string
+		for _, tl := range l.Tools {
+			out = append(out, tl.Spec().Name)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		window  int
+		present []string
+		absent  []string
+	}{
+		{200_000, []string{tools.NameBash, tools.NamePython, tools.NameComputer, "recall"}, nil},
+		{8_000, []string{tools.NameBash, "recall"}, []string{tools.NameComputer}},
+	} {
+		l, _, _ := newLoop(t, llmtest.Script{})
+		l.Tools = append(tools.Default(), l.Tools[len(l.Tools)-1:]...)
+		l.System = SystemPrompt()
+		if err := EnableMemory(l, tt.window); err != nil {
+			t.Fatalf("window %d: %v", tt.window, err)
+		}
+		got := names(l)
+		for _, n := range tt.present {
+			if !slices.Contains(got, n) {
+				t.Errorf("window %d: tools %v lack %s", tt.window, got, n)
+			}
+		}
+		for _, n := range tt.absent {
+			if slices.Contains(got, n) {
+				t.Errorf("window %d: tools %v still have %s", tt.window, got, n)
+			}
+		}
+	}
+	l, _, _ := newLoop(t, llmtest.Script{})
+	l.Tools = tools.Default()
+	if err := EnableMemory(l, 2_000); err == nil || !strings.Contains(err.Error(), "context window of 2000 tokens") {
+		t.Errorf("a 2k window: err = %v, want a clear refusal", err)
 	}
 }

@@ -137,7 +137,8 @@ func (s *Server) cwd(p string) (string, error) {
 }
 
 func (s *Server) env(extra map[string]string) ([]string, error) {
-	env := os.Environ()
+	// Graphical programs show on the sandbox's desktop unless told otherwise.
+	env := append(os.Environ(), "DISPLAY="+Display)
 	for _, m := range []map[string]string{s.cfg.Env, extra} {
 		for k, v := range m {
 			if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {

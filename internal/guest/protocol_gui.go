@@ -91,15 +91,19 @@ type KernelResult struct {
 	Stdout string `json:"stdout,omitempty"`
 	Stderr string `json:"stderr,omitempty"`
 	// Result is the text/plain form of the value of the last expression,
-	// and of any other rich display output with a text form.
+	// and of any other rich display output with a text form (but an
+	// image's, such as "<Figure size 640x480 with 1 Axes>"), capped like
+	// Stdout.
 	Result string `json:"result,omitempty"`
 	// Error is the exception the code raised, if any.
 	Error *KernelError `json:"error,omitempty"`
 	// Images are the images the code displayed (a plot), each saved into
-	// the workspace.
+	// the workspace: PNG or JPEG, at most 8 of at most 4 MiB each.
 	Images []KernelImage `json:"images,omitempty"`
-	// Restarted, when not empty, says why the kernel was (re)started before
-	// this code ran: its variables and imports from earlier calls are gone.
+	// Restarted, when not empty, says why the kernel was (re)started during
+	// this call — before the code ran (it had died), or after (the code
+	// killed it, or would not stop): its variables and imports from
+	// earlier calls are gone. The first start is not reported.
 	Restarted string `json:"restarted,omitempty"`
 	// TimedOut says the code ran past its timeout and was interrupted;
 	// Restarted says whether the kernel had to be restarted for it.
@@ -120,5 +124,7 @@ type KernelImage struct {
 	// Path is where it was saved, relative to the workspace.
 	Path      string `json:"path"`
 	MediaType string `json:"media_type"`
-	Data      []byte `json:"data"`
+	// Data is the image; nil for the images past what fits in an answer
+	// of 15 MiB (they are saved all the same).
+	Data []byte `json:"data"`
 }

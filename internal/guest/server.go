@@ -53,6 +53,19 @@ type Server struct {
 	drains sync.WaitGroup
 	mu     sync.Mutex
 	pipes  map[*os.File]struct{}
+	// sup runs the desktop and Jupyter services on demand.
+	sup *supervisor
+	// desk serializes desktop actions, so one's mouse-down is not another's
+	// drag.
+	desk chan struct{}
+	// targets are the proxied web services; proxies counts the proxy
+	// requests in flight (upgraded connections included) and tr carries them.
+	targets  map[string]proxyTarget
+	proxies  sync.WaitGroup
+	tr       *http.Transport
+	upgraded map[net.Conn]struct{} // proxied WebSockets, guarded by mu
+	// kern is the Jupyter kernel the python tool runs code in.
+	kern *kernelState
 }
 
 // NewServer opens the workspace and returns a daemon ready to serve.
@@ -78,10 +91,18 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.DrainGrace <= 0 {
 		cfg.DrainGrace = 100 * time.Millisecond
 	}
+	if cfg.DisplayWidth <= 0 || cfg.DisplayHeight <= 0 {
+		cfg.DisplayWidth, cfg.DisplayHeight = DefaultDisplayWidth, DefaultDisplayHeight
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, root: root, log: cfg.Log, pipes: map[*os.File]struct{}{}}, nil
+	s := &Server{cfg: cfg, root: root, log: cfg.Log, pipes: map[*os.File]struct{}{},
+		desk: make(chan struct{}, 1), tr: newProxyTransport(), upgraded: map[net.Conn]struct{}{}}
+	s.targets = s.defaultTargets()
+	s.sup = s.newServiceSupervisor()
+	s.kern = newKernelState(s.log)
+	return s, nil
 }
 
 // Handler returns the daemon's HTTP routes.
@@ -114,13 +135,23 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	go func() { errc <- srv.Serve(l) }()
 	select {
 	case err := <-errc:
+		s.sup.stop()
 		return fmt.Errorf("guest: serve: %w", err)
 	case <-ctx.Done():
 	}
+	// Starting services would only hold up the shutdown: abort them.
+	s.sup.beginStop()
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	err := srv.Shutdown(shutCtx)
+	if err != nil {
+		srv.Close() // requests still running: cut their connections
+	}
 	<-errc
+	s.closeUpgraded()
+	s.sup.stop()
+	s.proxies.Wait()
+	s.tr.CloseIdleConnections()
 	s.closePipes()
 	s.drains.Wait()
 	s.root.Close()

@@ -1,12 +1,335 @@
 package guest
 
-// STUB — replaced by the supervisor implementation.
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
 
-import "context"
+// The supervisor runs the sandbox's long-lived services (the X display, its
+// window manager, VNC, noVNC, Jupyter). Nothing starts until a service is
+// first needed; then each runs in its own process group with its output in
+// /tmp/agentbox-<name>.log, is restarted with backoff when it exits, and is
+// given up on when it keeps crashing. Serve's shutdown stops them all.
 
+// serviceSpec describes one supervised program.
+type serviceSpec struct {
+	name string
+	// deps are started, and ready, before this service starts.
+	deps []string
+	argv []string
+	// setup, if set, runs before every start.
+	setup func() error
+	// ready probes once whether the service answers; nil means it does.
+	ready func(ctx context.Context) error
+	// recheck probes on every ensure, not only after a start, so a service
+	// that died a moment ago is not reported running. Only for cheap probes.
+	recheck bool
+}
+
+// supervisorConfig holds the supervisor's environment and timings; zero
+// timings take the defaults.
+type supervisorConfig struct {
+	Log *slog.Logger
+	// Environ returns the services' environment.
+	Environ func() ([]string, error)
+	Dir     string
+	LogDir  string
+	// Groups name sets of services ensured together.
+	Groups map[string][]string
+	// ReadyTimeout bounds how long a start waits for the service to answer.
+	ReadyTimeout time.Duration
+	// StopGrace is how long a service may take to exit after SIGTERM.
+	StopGrace time.Duration
+	// CrashLimit exits within CrashWindow make a crash loop: the service is
+	// no longer restarted until CrashWindow has passed since its last exit.
+	CrashLimit  int
+	CrashWindow time.Duration
+	// Backoff is the delay before the first restart; it doubles with each
+	// further exit within CrashWindow, up to MaxBackoff.
+	Backoff, MaxBackoff time.Duration
+	// Poll is how often readiness is probed.
+	Poll time.Duration
+	// LogCap is the size at which a service's log file is emptied.
+	LogCap int64
+}
+
+func (c *supervisorConfig) defaults() {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	set(&c.ReadyTimeout, 20*time.Second)
+	set(&c.StopGrace, 2*time.Second)
+	set(&c.CrashWindow, 30*time.Second)
+	set(&c.Backoff, 200*time.Millisecond)
+	set(&c.MaxBackoff, 5*time.Second)
+	set(&c.Poll, 25*time.Millisecond)
+	if c.CrashLimit <= 0 {
+		c.CrashLimit = 5
+	}
+	if c.LogCap <= 0 {
+		c.LogCap = 8 << 20
+	}
+	if c.LogDir == "" {
+		c.LogDir = os.TempDir()
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Environ == nil {
+		c.Environ = func() ([]string, error) { return os.Environ(), nil }
+	}
+}
+
+// supervisor starts services on demand and keeps them running.
+type supervisor struct {
+	cfg supervisorConfig
+	// ctx is the supervisor's lifetime; cancelled when stopping begins.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// wg owns the watcher and log-copier goroutines.
+	wg sync.WaitGroup
+
+	mu       sync.Mutex
+	stopping bool
+	svcs     map[string]*service
+	pipes    map[*os.File]struct{} // read ends of service output being copied
+}
+
+// service is the state of one supervised program.
+type service struct {
+	spec *serviceSpec
+	// sem is held by whoever starts or checks the service, so concurrent
+	// ensures never start it twice.
+	sem chan struct{}
+	// Guarded by supervisor.mu:
+	proc   *process    // the running process; nil when none
+	exits  []time.Time // exits within the crash window, oldest first
+	failed *Error      // set when the service crash-looped
+}
+
+// process is one run of a service.
+type process struct {
+	cmd     *exec.Cmd
+	started time.Time
+	// Guarded by supervisor.mu:
+	ready     bool
+	abandoned bool // killed by the supervisor; not to be restarted
+	// reaped is closed once the exit is recorded; copied once the output
+	// pipe reached end of file.
+	reaped, copied chan struct{}
+}
+
+var errStopping = errors.New("guest is shutting down")
+
+// ensure makes a service (ServiceDesktop, ServiceJupyter or one of their
+// parts) run and answer, starting it and its dependencies if needed.
 func (s *Server) ensure(ctx context.Context, service string) error {
-	return errorf(CodeService, "%s: not implemented", service)
+	return s.sup.ensure(ctx, service)
 }
 
 // jupyterURL is the notebook server's URL inside the sandbox, base URL included.
-func (s *Server) jupyterURL() string { return "http://127.0.0.1:8888" + s.cfg.WebBase + "/jupyter/" }
+func (s *Server) jupyterURL() string {
+	return "http://" + s.targets[ServiceJupyter].addr + s.cfg.WebBase + "/jupyter/"
+}
+
+// newSupervisor returns a supervisor of specs; nothing runs yet.
+func newSupervisor(cfg supervisorConfig, specs ...*serviceSpec) *supervisor {
+	cfg.defaults()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s := &supervisor{cfg: cfg, ctx: ctx, cancel: cancel, svcs: map[string]*service{}, pipes: map[*os.File]struct{}{}}
+	for _, spec := range specs {
+		s.svcs[spec.name] = &service{spec: spec, sem: make(chan struct{}, 1)}
+	}
+	return s
+}
+
+// ensure makes the named service or group, and what it depends on, run and
+// answer. It returns an *Error: CodeNotFound for an unknown name,
+// CodeService (with the tail of the service's log) when it cannot start.
+func (s *supervisor) ensure(ctx context.Context, name string) error {
+	names, ok := s.cfg.Groups[name]
+	if !ok {
+		names = []string{name}
+	}
+	for _, n := range names {
+		if err := s.ensureTree(ctx, n, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureTree ensures name's dependencies, then name.
+func (s *supervisor) ensureTree(ctx context.Context, name string, path []string) error {
+	svc, ok := s.svcs[name]
+	if !ok {
+		return errorf(CodeNotFound, "no service %q", name)
+	}
+	for _, p := range path {
+		if p == name {
+			return errorf(CodeInternal, "service dependency cycle: %s", strings.Join(append(path, name), " -> "))
+		}
+	}
+	for _, dep := range svc.spec.deps {
+		if err := s.ensureTree(ctx, dep, append(path, name)); err != nil {
+			return err
+		}
+	}
+	return s.ensureOne(ctx, svc)
+}
+
+// ensureOne starts svc if it is not running and waits until it answers,
+// restarting it (with backoff) if it exits meanwhile.
+func (s *supervisor) ensureOne(ctx context.Context, svc *service) error {
+	if err := s.acquire(ctx, svc.sem); err != nil {
+		return err
+	}
+	defer func() { <-svc.sem }()
+	deadline := time.NewTimer(s.cfg.ReadyTimeout)
+	defer deadline.Stop()
+	for {
+		p, wait, err := s.current(svc)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			if err := s.sleep(ctx, wait); err != nil {
+				return err
+			}
+			if p, err = s.start(svc); err != nil {
+				return err
+			}
+		}
+		if done, err := s.awaitReady(ctx, svc, p, deadline.C); done || err != nil {
+			return err
+		}
+	}
+}
+
+// current returns svc's running process (nil if none, with how long to wait
+// before starting it), or why it must not be started.
+func (s *supervisor) current(svc *service) (*process, time.Duration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return nil, 0, errorf(CodeService, "%s: %v", svc.spec.name, errStopping)
+	}
+	now := time.Now()
+	svc.exits = recent(svc.exits, now.Add(-s.cfg.CrashWindow))
+	if svc.failed != nil {
+		if len(svc.exits) > 0 {
+			return nil, 0, svc.failed
+		}
+		svc.failed = nil // the crash window has passed: try again
+	}
+	if svc.proc != nil || len(svc.exits) == 0 {
+		return svc.proc, 0, nil
+	}
+	last := svc.exits[len(svc.exits)-1]
+	return nil, last.Add(s.backoff(len(svc.exits))).Sub(now), nil
+}
+
+// awaitReady probes p until it answers (done), exits (not done: the caller
+// restarts it), or the deadline passes (p is killed and an error returned).
+func (s *supervisor) awaitReady(ctx context.Context, svc *service, p *process, deadline <-chan time.Time) (bool, error) {
+	tick := time.NewTicker(s.cfg.Poll)
+	defer tick.Stop()
+	for {
+		ready := s.isReady(p)
+		if ready && !svc.spec.recheck {
+			return true, nil
+		}
+		if err := s.probe(ctx, svc); err == nil {
+			if !ready {
+				s.markReady(svc, p)
+			}
+			return true, nil
+		}
+		select {
+		case <-p.reaped:
+			return false, nil
+		case <-tick.C:
+		case <-deadline:
+			s.abandon(p)
+			return true, errorf(CodeService, "%s did not answer within %v%s", svc.spec.name, s.cfg.ReadyTimeout, s.logTail(svc.spec.name))
+		case <-ctx.Done():
+			return true, errorf(CodeService, "%s: waiting for it to start: %v", svc.spec.name, context.Cause(ctx))
+		case <-s.ctx.Done():
+			return true, errorf(CodeService, "%s: %v", svc.spec.name, errStopping)
+		}
+	}
+}
+
+func (s *supervisor) markReady(svc *service, p *process) {
+	s.mu.Lock()
+	p.ready = true
+	s.mu.Unlock()
+	s.cfg.Log.Info("service ready", "service", svc.spec.name, "after", time.Since(p.started).Round(time.Millisecond))
+}
+
+func (s *supervisor) isReady(p *process) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return p.ready
+}
+
+func (s *supervisor) probe(ctx context.Context, svc *service) error {
+	if svc.spec.ready == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return svc.spec.ready(ctx)
+}
+
+// acquire takes sem unless ctx ends or the supervisor stops first.
+func (s *supervisor) acquire(ctx context.Context, sem chan struct{}) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return errorf(CodeService, "waiting for a service: %v", context.Cause(ctx))
+	case <-s.ctx.Done():
+		return errorf(CodeService, "%v", errStopping)
+	}
+}
+
+// sleep waits d unless ctx ends or the supervisor stops first.
+func (s *supervisor) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return errorf(CodeService, "waiting to restart a service: %v", context.Cause(ctx))
+	case <-s.ctx.Done():
+		return errorf(CodeService, "%v", errStopping)
+	}
+}
+
+// backoff is the delay before restarting after n recent exits.
+func (s *supervisor) backoff(n int) time.Duration {
+	d := s.cfg.Backoff
+	for i := 1; i < n && d < s.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, s.cfg.MaxBackoff)
+}
+
+func recent(ts []time.Time, since time.Time) []time.Time {
+	i := sort.Search(len(ts), func(i int) bool { return ts[i].After(since) })
+	return ts[i:]
+}

@@ -1,0 +1,139 @@
+package guest
+
+import (
+	"context"
+	"image"
+	"image/color"
+	"strings"
+	"testing"
+)
+
+func pt(x, y int) *Point { return &Point{X: x, Y: y} }
+
+func TestDesktopActionValidation(t *testing.T) {
+	long := strings.Repeat("x", maxTypeRunes+1)
+	for _, tc := range []struct {
+		name string
+		a    DesktopAction
+		want string // substring of the error; "" means valid
+	}{
+		{"screenshot", DesktopAction{Action: "screenshot"}, ""},
+		{"scaled screenshot", DesktopAction{Action: "screenshot", ScaleWidth: 512, ScaleHeight: 384}, ""},
+		{"click here", DesktopAction{Action: "left_click"}, ""},
+		{"click there with shift", DesktopAction{Action: "left_click", Coordinate: pt(10, 10), Text: "shift"}, ""},
+		{"drag", DesktopAction{Action: "left_click_drag", Start: pt(1, 1), Coordinate: pt(100, 100)}, ""},
+		{"scroll", DesktopAction{Action: "scroll", ScrollDirection: "down", ScrollAmount: 5}, ""},
+		{"type", DesktopAction{Action: "type", Text: "echo 'hi' > \"f\"\n-- ünïcødé"}, ""},
+		{"key sequence", DesktopAction{Action: "key", Text: "ctrl+a Return KP_Enter"}, ""},
+		{"hold", DesktopAction{Action: "hold_key", Text: "shift", DurationMS: 500}, ""},
+		{"wait", DesktopAction{Action: "wait", DurationMS: 100_000}, ""},
+		{"last pixel", DesktopAction{Action: "mouse_move", Coordinate: pt(1023, 767)}, ""},
+
+		{"unknown action", DesktopAction{Action: "click"}, `unknown desktop action "click"`},
+		{"empty action", DesktopAction{}, "unknown desktop action"},
+		{"move without coordinate", DesktopAction{Action: "mouse_move"}, "coordinate is required"},
+		{"x off screen", DesktopAction{Action: "left_click", Coordinate: pt(1024, 0)}, "off the 1024x768 screen"},
+		{"negative y", DesktopAction{Action: "mouse_move", Coordinate: pt(5, -1)}, "off the"},
+		{"drag start off screen", DesktopAction{Action: "left_click_drag", Start: pt(0, 900), Coordinate: pt(1, 1)}, "off the"},
+		{"drag without end", DesktopAction{Action: "left_click_drag", Start: pt(0, 0)}, "coordinate is required"},
+		{"start on a click", DesktopAction{Action: "left_click", Start: pt(0, 0)}, "start is only for left_click_drag"},
+		{"coordinate on type", DesktopAction{Action: "type", Text: "a", Coordinate: pt(1, 1)}, "coordinate is not accepted"},
+		{"type without text", DesktopAction{Action: "type"}, "text (the text to type) is required"},
+		{"key without text", DesktopAction{Action: "key"}, "text (keys) is required"},
+		{"text on screenshot", DesktopAction{Action: "screenshot", Text: "x"}, "text is not accepted"},
+		{"type too long", DesktopAction{Action: "type", Text: long}, "type at most 10000"},
+		{"text too big", DesktopAction{Action: "key", Text: strings.Repeat("a ", maxActionText)}, "over the 65536 allowed"},
+		{"bad utf-8", DesktopAction{Action: "type", Text: "a\xffb"}, "valid UTF-8"},
+		{"NUL", DesktopAction{Action: "type", Text: "a\x00b"}, "without NUL"},
+		{"empty key part", DesktopAction{Action: "key", Text: "ctrl+"}, `bad key combination "ctrl+"`},
+		{"control char key", DesktopAction{Action: "key", Text: "a\x01"}, "bad key combination"},
+		{"two modifier combos", DesktopAction{Action: "left_click", Text: "shift ctrl"}, "one key combination"},
+		{"bad scroll direction", DesktopAction{Action: "scroll", ScrollDirection: "sideways"}, "scroll_direction must be up, down, left or right"},
+		{"missing scroll direction", DesktopAction{Action: "scroll"}, "scroll_direction must be"},
+		{"too much scroll", DesktopAction{Action: "scroll", ScrollDirection: "up", ScrollAmount: 101}, "scroll_amount must be 1..100"},
+		{"scroll fields on click", DesktopAction{Action: "left_click", ScrollDirection: "up"}, "only for scroll"},
+		{"wait without duration", DesktopAction{Action: "wait"}, "duration_ms must be 1..100000"},
+		{"wait too long", DesktopAction{Action: "wait", DurationMS: 100_001}, "at most 100 seconds"},
+		{"hold forever", DesktopAction{Action: "hold_key", Text: "a", DurationMS: -5}, "duration_ms must be"},
+		{"duration on click", DesktopAction{Action: "left_click", DurationMS: 5}, "only for hold_key and wait"},
+		{"half a scale", DesktopAction{Action: "screenshot", ScaleWidth: 100}, "both be positive"},
+		{"negative scale", DesktopAction{Action: "screenshot", ScaleWidth: -1, ScaleHeight: 10}, "both be positive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := validate(tc.a, 1024, 768)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || codeOf(err) != CodeBadRequest || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want bad_request containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMouseArgs(t *testing.T) {
+	for _, tc := range []struct {
+		a    DesktopAction
+		want string
+	}{
+		{DesktopAction{Action: "mouse_move", Coordinate: pt(3, 4)}, "mousemove 3 4"},
+		{DesktopAction{Action: "left_click"}, "click --repeat 1 --delay 80 1"},
+		{DesktopAction{Action: "right_click", Coordinate: pt(1, 2), Text: "ctrl+shift"},
+			"mousemove 1 2 keydown ctrl+shift click --repeat 1 --delay 80 3 keyup ctrl+shift"},
+		{DesktopAction{Action: "triple_click"}, "click --repeat 3 --delay 80 1"},
+		{DesktopAction{Action: "left_mouse_down", Coordinate: pt(7, 8)}, "mousemove 7 8 mousedown 1"},
+		{DesktopAction{Action: "left_mouse_up"}, "mouseup 1"},
+		{DesktopAction{Action: "scroll", ScrollDirection: "left"}, "click --repeat 3 --delay 30 6"},
+		{DesktopAction{Action: "scroll", ScrollDirection: "down", ScrollAmount: 10, Coordinate: pt(5, 5)}, "mousemove 5 5 click --repeat 10 --delay 30 5"},
+		{DesktopAction{Action: "left_click_drag", Start: pt(0, 0), Coordinate: pt(10, 20), Text: "alt"},
+			"mousemove 0 0 keydown alt mousedown 1 sleep 0.05 mousemove 5 10 sleep 0.05 mousemove 10 20 sleep 0.05 mouseup 1 keyup alt"},
+	} {
+		if got := strings.Join(mouseArgs(tc.a), " "); got != tc.want {
+			t.Errorf("%s: xdotool %s, want %s", tc.a.Action, got, tc.want)
+		}
+	}
+}
+
+func TestScaleDownAveragesAndNeverEnlarges(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 4, 2))
+	for x := range 4 {
+		for y := range 2 {
+			if (x+y)%2 == 0 {
+				img.Set(x, y, color.RGBA{200, 100, 0, 255})
+			} else {
+				img.Set(x, y, color.RGBA{0, 0, 50, 255})
+			}
+		}
+	}
+	small := scaleDown(img, 2, 1)
+	if small.Rect.Dx() != 2 || small.Rect.Dy() != 1 {
+		t.Fatalf("size %v, want 2x1", small.Rect)
+	}
+	if got, want := small.RGBAAt(1, 0), (color.RGBA{100, 50, 25, 255}); got != want {
+		t.Errorf("pixel %v, want the average %v", got, want)
+	}
+	if same := scaleDown(img, 8, 8); same != img {
+		t.Errorf("enlarged to %v", same.Rect)
+	}
+	if odd := scaleDown(img, 3, 5); odd.Rect.Dx() != 3 || odd.Rect.Dy() != 2 {
+		t.Errorf("size %v, want 3x2 (height kept)", odd.Rect)
+	}
+}
+
+func TestCommandsSeeTheDisplay(t *testing.T) {
+	s, err := NewServer(ServerConfig{Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := newCapture(100)
+	if _, err := s.run(context.Background(), Shell(`printf %s "$DISPLAY"`), out, newCapture(100)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := out.result(); string(got) != Display {
+		t.Errorf("DISPLAY = %q, want %q", got, Display)
+	}
+	// A caller's own DISPLAY still wins (the last value counts).
+	if env, _ := s.env(map[string]string{"DISPLAY": ":7"}); env[len(env)-1] != "DISPLAY=:7" {
+		t.Errorf("env ends %q", env[len(env)-1])
+	}
+}

@@ -1,0 +1,282 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// testSupervisor returns a supervisor of specs with fast timings, stopped
+// when the test ends.
+func testSupervisor(t *testing.T, mod func(*supervisorConfig), specs ...*serviceSpec) *supervisor {
+	t.Helper()
+	cfg := supervisorConfig{
+		LogDir: t.TempDir(), Dir: t.TempDir(),
+		ReadyTimeout: 5 * time.Second, StopGrace: 500 * time.Millisecond,
+		Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Poll: 5 * time.Millisecond,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	s := newSupervisor(cfg, specs...)
+	t.Cleanup(s.stop)
+	return s
+}
+
+// pidOf returns the pid of the service's running process, or 0.
+func (s *supervisor) pidOf(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.svcs[name].proc; p != nil && p.ready {
+		return p.cmd.Process.Pid
+	}
+	return 0
+}
+
+// eventually fails the test unless cond holds within 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
+
+func codeOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+func TestEnsureStartsOnceUnderConcurrentCalls(t *testing.T) {
+	var starts atomic.Int32
+	var readyAt atomic.Int64
+	spec := &serviceSpec{
+		name: "svc",
+		argv: []string{"sleep", "60"},
+		setup: func() error {
+			starts.Add(1)
+			readyAt.Store(time.Now().Add(50 * time.Millisecond).UnixNano())
+			return nil
+		},
+		ready: func(context.Context) error {
+			if time.Now().UnixNano() < readyAt.Load() {
+				return errors.New("not yet")
+			}
+			return nil
+		},
+	}
+	s := testSupervisor(t, nil, spec)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Go(func() { errs <- s.ensure(context.Background(), "svc") })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := starts.Load(); n != 1 {
+		t.Fatalf("started %d times, want 1", n)
+	}
+	if !alive(s.pidOf("svc")) {
+		t.Fatal("service not running after ensure")
+	}
+}
+
+func TestEnsureStartsDependenciesFirst(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	spec := func(name string, deps ...string) *serviceSpec {
+		return &serviceSpec{name: name, deps: deps, argv: []string{"sleep", "60"}, setup: func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, name)
+			return nil
+		}}
+	}
+	s := testSupervisor(t, func(c *supervisorConfig) { c.Groups = map[string][]string{"all": {"top", "other"}} },
+		spec("base"), spec("mid", "base"), spec("top", "mid", "base"), spec("other"))
+	if err := s.ensure(context.Background(), "all"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(order, ","); got != "base,mid,top,other" {
+		t.Fatalf("start order %s, want base,mid,top,other", got)
+	}
+	if err := s.ensure(context.Background(), "nope"); codeOf(err) != CodeNotFound {
+		t.Fatalf("unknown service: err = %v, want not_found", err)
+	}
+}
+
+func TestCrashedServiceIsRestarted(t *testing.T) {
+	s := testSupervisor(t, nil, &serviceSpec{name: "svc", argv: []string{"sleep", "60"}})
+	if err := s.ensure(context.Background(), "svc"); err != nil {
+		t.Fatal(err)
+	}
+	first := s.pidOf("svc")
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The watcher restarts it without anyone asking.
+	eventually(t, "a restart", func() bool { p := s.pidOf("svc"); return p != 0 && p != first })
+	if err := s.ensure(context.Background(), "svc"); err != nil {
+		t.Fatalf("ensure after restart: %v", err)
+	}
+}
+
+func TestCrashLoopStopsRestartsAndReportsLog(t *testing.T) {
+	var starts atomic.Int32
+	spec := &serviceSpec{
+		name:  "bad",
+		argv:  []string{"sh", "-c", "echo cannot open display: boom >&2; exit 3"},
+		setup: func() error { starts.Add(1); return nil },
+		ready: func(context.Context) error { return errors.New("never") },
+	}
+	s := testSupervisor(t, nil, spec)
+	err := s.ensure(context.Background(), "bad")
+	if codeOf(err) != CodeService || !strings.Contains(err.Error(), "keeps crashing") || !strings.Contains(err.Error(), "cannot open display: boom") {
+		t.Fatalf("err = %v, want a service error with the log's tail", err)
+	}
+	n := starts.Load()
+	if n != int32(s.cfg.CrashLimit) {
+		t.Errorf("started %d times before giving up, want %d", n, s.cfg.CrashLimit)
+	}
+	if err := s.ensure(context.Background(), "bad"); codeOf(err) != CodeService {
+		t.Fatalf("second ensure: err = %v, want the crash-loop error", err)
+	}
+	if starts.Load() != n {
+		t.Error("a crash-looped service was started again within the crash window")
+	}
+}
+
+func TestCrashLoopIsRetriedAfterTheWindow(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "fixed")
+	spec := &serviceSpec{
+		name: "flaky",
+		argv: []string{"sh", "-c", "test -e " + marker + " || exit 1; exec sleep 60"},
+		ready: func(context.Context) error {
+			if _, err := os.Stat(marker); err != nil {
+				return err
+			}
+			return nil
+		},
+	}
+	s := testSupervisor(t, func(c *supervisorConfig) { c.CrashWindow = 300 * time.Millisecond }, spec)
+	if err := s.ensure(context.Background(), "flaky"); codeOf(err) != CodeService {
+		t.Fatalf("err = %v, want a crash loop", err)
+	}
+	os.WriteFile(marker, nil, 0o644)
+	eventually(t, "a retry after the crash window", func() bool { return s.ensure(context.Background(), "flaky") == nil })
+}
+
+func TestServiceThatNeverAnswersIsKilled(t *testing.T) {
+	s := testSupervisor(t, func(c *supervisorConfig) { c.ReadyTimeout = 200 * time.Millisecond },
+		&serviceSpec{name: "mute", argv: []string{"sleep", "60"}, ready: func(context.Context) error { return errors.New("no") }})
+	err := s.ensure(context.Background(), "mute")
+	if codeOf(err) != CodeService || !strings.Contains(err.Error(), "did not answer within") {
+		t.Fatalf("err = %v, want a readiness timeout", err)
+	}
+	s.mu.Lock()
+	p := s.svcs["mute"].proc
+	s.mu.Unlock()
+	if p != nil {
+		t.Fatal("the unready process is still recorded as running")
+	}
+}
+
+func TestEnsureHonoursCallerContext(t *testing.T) {
+	s := testSupervisor(t, nil,
+		&serviceSpec{name: "slow", argv: []string{"sleep", "60"}, ready: func(context.Context) error { return errors.New("no") }})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := s.ensure(ctx, "slow"); codeOf(err) != CodeService {
+		t.Fatalf("err = %v, want a service error", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("ensure returned after %v, long after its context ended", d)
+	}
+}
+
+func TestStopEndsEveryServiceAndItsGroup(t *testing.T) {
+	dir := t.TempDir()
+	child := filepath.Join(dir, "child.pid")
+	s := testSupervisor(t, nil,
+		&serviceSpec{name: "polite", argv: []string{"sleep", "60"}},
+		// Ignores SIGTERM and leaves a child in its group: both need SIGKILL.
+		&serviceSpec{name: "stubborn", argv: []string{"sh", "-c", "trap '' TERM; sleep 60 & echo $! > " + child + "; wait"},
+			ready: func(context.Context) error { _, err := os.Stat(child); return err }})
+	for _, name := range []string{"polite", "stubborn"} {
+		if err := s.ensure(context.Background(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pids := []int{s.pidOf("polite"), s.pidOf("stubborn"), readPid(t, child)}
+	start := time.Now()
+	s.stop()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stop took %v", d)
+	}
+	for _, pid := range pids {
+		eventually(t, "process exit", func() bool { return !alive(pid) })
+	}
+	if err := s.ensure(context.Background(), "polite"); codeOf(err) != CodeService {
+		t.Fatalf("ensure after stop: err = %v, want a service error", err)
+	}
+}
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for _, c := range strings.TrimSpace(string(b)) {
+		pid = pid*10 + int(c-'0')
+	}
+	return pid
+}
+
+func TestServiceLogIsTruncatedAndCapped(t *testing.T) {
+	s := testSupervisor(t, func(c *supervisorConfig) { c.LogCap = 1000 },
+		&serviceSpec{name: "chatty", argv: []string{"sh", "-c", "for i in $(seq 200); do echo line $i; done; echo last-line; exec sleep 60"}})
+	path := s.logPath("chatty")
+	os.WriteFile(path, []byte("an earlier run's output\n"), 0o600)
+	if err := s.ensure(context.Background(), "chatty"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the last line in the log", func() bool {
+		b, _ := os.ReadFile(path)
+		return strings.Contains(string(b), "last-line")
+	})
+	b, _ := os.ReadFile(path)
+	if len(b) > 1100 || strings.Contains(string(b), "earlier run") || !strings.Contains(string(b), "log emptied") {
+		t.Fatalf("log (%d bytes) not truncated on start and capped:\n%s", len(b), b)
+	}
+}
+
+func TestBackoffDoublesUpToTheCap(t *testing.T) {
+	s := newSupervisor(supervisorConfig{Backoff: 100 * time.Millisecond, MaxBackoff: time.Second})
+	for n, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 4: 800 * time.Millisecond, 5: time.Second, 30: time.Second} {
+		if got := s.backoff(n); got != want {
+			t.Errorf("backoff(%d) = %v, want %v", n, got, want)
+		}
+	}
+}
