@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,6 +95,12 @@ func TestBrowserDesktop(t *testing.T) {
 		t.Fatalf("the browser's screenshot is %.0f%% desktop colour, want > 30%%", 100*share)
 	}
 	t.Logf("browser screenshot: %.0f%% of pixels show the remote desktop's background", 100*share)
+	if n := s.sandboxes(); n != 1 {
+		t.Fatalf("%d sandboxes for the running job, want 1", n)
+	}
+	if ports := s.publishedPorts(); ports != "" {
+		t.Errorf("the sandbox publishes ports %q; the desktop must be reached only through the API", ports)
+	}
 
 	// The Jupyter UI loads the same way, with its own single-use ticket.
 	if err := chromedp.Do(ctx, chromedp.Navigate(absolute(s.url, links.JupyterURL))); err != nil {
@@ -195,4 +202,15 @@ func saveArtifact(t *testing.T, name string, data []byte) {
 		return
 	}
 	t.Logf("saved %s", p)
+}
+
+// publishedPorts lists the ports the server's sandboxes publish on the host
+// (docker ps's Ports column), empty when none does.
+func (s *server) publishedPorts() string {
+	s.t.Helper()
+	out, err := exec.Command("docker", "ps", "--format", "{{.Ports}}", "--filter", "label=io.agentbox.instance=servetest-"+filepath.Base(s.dataDir)).Output()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
 }

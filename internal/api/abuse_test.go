@@ -147,4 +147,12 @@ func TestNoAuthNeedsLoopbackHost(t *testing.T) {
 			t.Errorf("Origin %s: %d %s, want %d", origin, resp.StatusCode, b, want)
 		}
 	}
+	// A page served on this origin (a sandbox's proxied desktop or notebook)
+	// must not reach the API: its requests carry Sec-Fetch-Site.
+	for site, want := range map[string]int{"same-origin": 403, "same-site": 403, "cross-site": 403, "none": 200} {
+		resp, b := do(t, e, req{method: "GET", path: "/v1/jobs", noAuth: true, header: map[string]string{"Sec-Fetch-Site": site}})
+		if resp.StatusCode != want {
+			t.Errorf("Sec-Fetch-Site %s: %d %s, want %d", site, resp.StatusCode, b, want)
+		}
+	}
 }

@@ -87,7 +87,10 @@ func (s *server) guard(rt route, r *http.Request) error {
 		return nil
 	}
 	if s.cfg.NoAuth {
-		return checkLocalRequest(r)
+		if err := checkLocalRequest(r); err != nil {
+			return err
+		}
+		return refuseWebPages(r)
 	}
 	if !s.validToken(r.Header.Get("Authorization")) {
 		return errorf(http.StatusUnauthorized, CodeUnauthorized, "missing or invalid bearer token")
@@ -134,6 +137,20 @@ func checkLocalRequest(r *http.Request) error {
 			return errorf(http.StatusForbidden, CodeForbidden,
 				"this server runs without auth and refuses requests from web pages of other origins")
 		}
+	}
+	return nil
+}
+
+// refuseWebPages keeps the API of a server without auth from pages served
+// on its own origin: a sandbox's desktop and Jupyter pages are proxied from
+// it, and the agent controls what they contain. Browsers mark a request a
+// page's script or frame made with Sec-Fetch-Site (same-origin, same-site,
+// cross-site); an address typed into the bar says "none", and programs send
+// no such header.
+func refuseWebPages(r *http.Request) error {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "none" {
+		return errorf(http.StatusForbidden, CodeForbidden,
+			"this server runs without auth, so its API answers programs and addresses typed into the browser, not requests made by web pages (%s)", site)
 	}
 	return nil
 }

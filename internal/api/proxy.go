@@ -100,8 +100,10 @@ func (s *server) refuseTokenInQuery(r *http.Request) error {
 }
 
 // rewrite aims the request at the guest's /proxy/{service}/{rest}, keeping
-// the path's encoding and the query (minus a ticket) as sent. The API's
-// credentials stay behind: no Authorization header, no agentbox cookie.
+// the path's encoding and the query (minus a ticket) as sent. Only the
+// headers and cookies the services need go along (forwardHeaders,
+// serviceCookie): the API's credentials, and those an auth proxy in front
+// of the API may add (its session cookies, identity tokens), stay behind.
 // Host is kept, so the services' own origin checks see the browser's.
 func rewrite(pr *httputil.ProxyRequest, service string) {
 	in := pr.In
@@ -117,9 +119,12 @@ func rewrite(pr *httputil.ProxyRequest, service string) {
 	pr.Out.URL = &url.URL{Scheme: "http", Host: "guest", Path: p, RawPath: raw, RawQuery: dropParam(in.URL.RawQuery, ticketParam)}
 	pr.Out.Host = in.Host
 	h := pr.Out.Header
-	h.Del("Authorization")
-	h.Del("Proxy-Authorization")
-	stripOwnCookies(h)
+	for name := range h {
+		if !forwardHeaders[name] {
+			h.Del(name)
+		}
+	}
+	keepServiceCookies(h, service)
 	proto := "http"
 	if in.TLS != nil {
 		proto = "https"
@@ -133,15 +138,36 @@ func ownCookie(name string) bool {
 	return len(name) >= 8 && strings.EqualFold(name[:8], "agentbox")
 }
 
-// stripOwnCookies removes agentbox's cookies from the Cookie headers and
-// leaves the services' own cookies byte for byte.
-func stripOwnCookies(h http.Header) {
+// forwardHeaders are the request headers passed to a sandbox's web
+// service: content negotiation, caching, the WebSocket handshake (Connection
+// and Upgrade are set by the reverse proxy itself) and Jupyter's XSRF token.
+var forwardHeaders = map[string]bool{
+	"Accept": true, "Accept-Encoding": true, "Accept-Language": true,
+	"Cache-Control": true, "Pragma": true, "Content-Type": true, "Content-Length": true,
+	"Range": true, "If-Range": true, "If-Match": true, "If-None-Match": true,
+	"If-Modified-Since": true, "If-Unmodified-Since": true,
+	"User-Agent": true, "Origin": true, "Referer": true, "Cookie": true,
+	"Connection": true, "Upgrade": true,
+	"Sec-Websocket-Key": true, "Sec-Websocket-Version": true,
+	"Sec-Websocket-Protocol": true, "Sec-Websocket-Extensions": true,
+	"X-Xsrftoken": true, "X-Requested-With": true,
+}
+
+// serviceCookie reports whether a cookie belongs to the service: Jupyter's
+// XSRF and user cookies; noVNC uses none.
+func serviceCookie(service, name string) bool {
+	return service == "jupyter" && (name == "_xsrf" || strings.HasPrefix(name, "username-"))
+}
+
+// keepServiceCookies leaves in the Cookie headers only the service's own
+// cookies, byte for byte.
+func keepServiceCookies(h http.Header, service string) {
 	var keep []string
 	for _, line := range h.Values("Cookie") {
 		for _, c := range strings.Split(line, ";") {
 			c = strings.TrimSpace(c)
 			name, _, _ := strings.Cut(c, "=")
-			if c != "" && !ownCookie(strings.TrimSpace(name)) {
+			if c != "" && serviceCookie(service, strings.TrimSpace(name)) {
 				keep = append(keep, c)
 			}
 		}

@@ -238,7 +238,8 @@ func TestProxyWithBearerStripsCredentials(t *testing.T) {
 	e := newProxyEnv(t, api.Config{})
 	id := e.running()
 	resp, b := do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/jupyter/api/contents/a%20b%2Fc.ipynb?x=1&ticket=zz&y=%20",
-		body: `{"k":1}`, header: map[string]string{"Cookie": "_xsrf=abc; agentbox_view=v; Agentbox_session=s; other=1"}})
+		body: `{"k":1}`, header: map[string]string{"Cookie": "_xsrf=abc; agentbox_view=v; Agentbox_session=s; _oauth2_proxy=sess; username-x=u",
+			"X-Forwarded-Access-Token": "idp-token", "Cf-Access-Jwt-Assertion": "jwt", "X-Xsrftoken": "abc"}})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d: %s", resp.StatusCode, b)
 	}
@@ -250,8 +251,17 @@ func TestProxyWithBearerStripsCredentials(t *testing.T) {
 	if a := got.Header.Get("Authorization"); a != "" {
 		t.Errorf("Authorization reached the sandbox: %q", a)
 	}
-	if c := got.Header.Get("Cookie"); c != "_xsrf=abc; other=1" {
-		t.Errorf("Cookie forwarded as %q", c)
+	if c := got.Header.Get("Cookie"); c != "_xsrf=abc; username-x=u" {
+		t.Errorf("Cookie forwarded as %q, want only Jupyter's own", c)
+	}
+	// An auth proxy in front of the API may add identity headers: they stay behind.
+	for _, h := range []string{"X-Forwarded-Access-Token", "Cf-Access-Jwt-Assertion"} {
+		if v := got.Header.Get(h); v != "" {
+			t.Errorf("%s reached the sandbox: %q", h, v)
+		}
+	}
+	if got.Header.Get("X-Xsrftoken") != "abc" {
+		t.Errorf("Jupyter's XSRF header was dropped")
 	}
 	if u, _ := url.Parse(e.api.URL); got.Host != u.Host {
 		t.Errorf("Host %q, want the browser's %q", got.Host, u.Host)

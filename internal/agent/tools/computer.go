@@ -146,7 +146,7 @@ func (c ComputerTool) Run(ctx context.Context, env *Env, input json.RawMessage) 
 	}
 	res, err := g.Desktop(ctx, a)
 	if err != nil {
-		return failure(NameComputer, err)
+		return slowFailure(ctx, NameComputer, err)
 	}
 	text := sc.describe(in, res) + sc.mismatch(res)
 	switch in.Action {
@@ -170,7 +170,7 @@ func (sc scaling) after(ctx context.Context, g *guest.Client, action, text strin
 	}
 	res, err := g.Desktop(ctx, sc.shot(guest.DesktopAction{Action: "screenshot"}))
 	if err != nil {
-		r, err := failure(NameComputer, err)
+		r, err := slowFailure(ctx, NameComputer, err)
 		if err != nil {
 			return Result{}, err
 		}

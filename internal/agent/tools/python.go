@@ -68,7 +68,7 @@ func (PythonTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Res
 		err = canceled(ctx)
 	}
 	if err != nil {
-		return failure(NamePython, err)
+		return slowFailure(ctx, NamePython, err)
 	}
 	return kernelResult(res, timeout), nil
 }

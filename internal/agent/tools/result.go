@@ -73,6 +73,17 @@ func decodeInput(tool string, s *schema, input json.RawMessage, dst any) (Result
 	return Result{}, true
 }
 
+// slowFailure is failure for the desktop and kernel calls, whose guest work
+// (starting a service, restarting a kernel) may outlast the call's own
+// deadline: while the job goes on, that is a result the model reads, not
+// the end of the job.
+func slowFailure(ctx context.Context, tool string, err error) (Result, error) {
+	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return errorf("%s: the sandbox did not answer in time: %v. Try again; a hung service is restarted", tool, err), nil
+	}
+	return failure(tool, err)
+}
+
 // failure sorts an error from the guest. The guest's refusal (a path outside
 // the workspace, a missing file, a bad pattern) is a result for the model; a
 // guest that cannot be reached or a call canceled by ctx is a Go error.

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +150,24 @@ func TestSchemaDecode(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestSlowGuestIsAResult: a desktop or kernel call that ran out of its own
+// time while the job goes on is told to the model; a job that ended is a
+// Go error, as is a guest that cannot be reached.
+func TestSlowGuestIsAResult(t *testing.T) {
+	slow := fmt.Errorf("guest POST /kernel/execute: %w", context.DeadlineExceeded)
+	res, err := slowFailure(context.Background(), NamePython, slow)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "did not answer in time") {
+		t.Errorf("live job: %+v, %v; want a result for the model", res, err)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := slowFailure(ended, NamePython, slow); err == nil {
+		t.Error("ended job: want a Go error")
+	}
+	if _, err := slowFailure(context.Background(), NameComputer, fmt.Errorf("dial: %w", guest.ErrUnavailable)); err == nil {
+		t.Error("unreachable guest: want a Go error")
 	}
 }
