@@ -37,9 +37,10 @@ func (c *Client) KernelExecute(ctx context.Context, req KernelRequest) (KernelRe
 	if req.TimeoutMS > 0 {
 		timeout = time.Duration(req.TimeoutMS) * time.Millisecond
 	}
-	// Past the code's own timeout the guest interrupts, maybe restarts the
-	// kernel and answers; the margin covers that.
-	ctx, cancel := context.WithTimeout(ctx, timeout+2*time.Minute)
+	// Besides the code's own timeout, the guest may start the notebook
+	// server and kernel before it, and interrupt the code and restart the
+	// kernel after it; the margin covers both.
+	ctx, cancel := context.WithTimeout(ctx, timeout+kernelCallMargin)
 	defer cancel()
 	var res KernelResult
 	err := c.doJSON(ctx, http.MethodPost, "/kernel/execute", nil, req, &res, 3*DefaultMaxOutput)

@@ -113,6 +113,7 @@ func (s *Server) withX(ctx context.Context, f func() error) error {
 		return err
 	}
 	s.log.Warn("desktop: X server unreachable; ensuring it and retrying", "err", err)
+	s.sup.doubt(ServiceDesktop)
 	if err := s.ensure(ctx, ServiceDesktop); err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func (s *Server) perform(ctx context.Context, a DesktopAction) error {
 	case "screenshot", "cursor_position":
 		return nil
 	case "wait":
-		return sleepCtx(ctx, d)
+		return pause(ctx, d)
 	case "type":
 		return s.typeText(ctx, a.Text)
 	case "key":
@@ -227,22 +228,19 @@ func (s *Server) holdKey(ctx context.Context, keys string, d time.Duration) erro
 	if err := s.xdo(ctx, "keydown", keys); err != nil {
 		return err
 	}
-	slept := sleepCtx(ctx, d)
+	slept := pause(ctx, d)
 	if err := s.xdo(context.WithoutCancel(ctx), "keyup", keys); err != nil {
 		return err
 	}
 	return slept
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return errorf(CodeService, "desktop: interrupted: %v", context.Cause(ctx))
+// pause waits d for an action, unless the caller goes away first.
+func pause(ctx context.Context, d time.Duration) error {
+	if err := sleepCtx(ctx, d); err != nil {
+		return errorf(CodeService, "desktop: interrupted: %v", err)
 	}
+	return nil
 }
 
 // xdo runs one xdotool command line on the display. It is not cut short

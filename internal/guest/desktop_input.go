@@ -11,9 +11,10 @@ import (
 const (
 	maxActionDuration = 100_000 // ms, for hold_key and wait
 	maxActionText     = 64 << 10
-	// maxTypeRunes bounds type: xdotool types about 150 characters a
-	// second, so this takes about a minute, within a client's timeout.
-	maxTypeRunes   = 10_000
+	// maxTypeRunes bounds type: xdotool, with 12 ms between keystrokes,
+	// types at most about 83 characters a second, so this takes about 36 s,
+	// well within the client's desktopCallTimeout.
+	maxTypeRunes   = 3000
 	maxScrollClick = 100
 	maxKeys        = 100
 )

@@ -8,6 +8,13 @@ package guest
 // milliseconds), so nothing needs reading between calls and a dead
 // kernel's connection is never reused; the guest also watches the kernel's
 // process, which catches a kill at once.
+//
+// A call's work is bounded so that the host's client, which allows the
+// code's timeout plus kernelCallMargin, always gets an answer: starting the
+// server and kernel (kernelPrepareTimeout), then the code (its own timeout,
+// counted from when the kernel is ready), then interrupting it and
+// replacing a kernel that would not stop (kernelSettleTimeout). Waiting
+// for the call's turn is not bounded, but ends when the caller leaves.
 
 import (
 	"cmp"
@@ -15,15 +22,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 )
 
 const (
+	// kernelPrepareTimeout bounds what a call does before its code runs:
+	// starting the notebook server, and starting or replacing the kernel.
+	kernelPrepareTimeout = 2 * time.Minute
+	// kernelSettleTimeout bounds what a call does after its code ran:
+	// interrupting it, and replacing a kernel that died or would not stop.
+	kernelSettleTimeout = time.Minute
+	// kernelCallMargin is how much longer than the code's timeout a call
+	// may take: both bounds above, and the answer's transfer.
+	kernelCallMargin = kernelPrepareTimeout + kernelSettleTimeout + 30*time.Second
 	// kernelStartTimeout bounds starting a kernel and seeing it answer.
 	kernelStartTimeout = 2 * time.Minute
 	// defaultInterruptGrace is how long interrupted code has to stop before
@@ -52,10 +68,12 @@ const (
 	noteLost       = "The connection to the Python kernel broke, so the kernel was restarted." + lostState
 )
 
-// kernelState is the guest's one kernel. Calls are serialized by mu, which
-// guards the rest.
+// kernelState is the guest's one kernel. Calls are serialized by turn,
+// which guards the rest.
 type kernelState struct {
-	mu   sync.Mutex
+	// turn is held by the call under way: a one-slot channel rather than a
+	// mutex, so that a call waiting its turn gives up when its caller does.
+	turn chan struct{}
 	http *http.Client
 	log  *slog.Logger
 	// id is the kernel's id on the notebook server; "" before the first.
@@ -70,13 +88,17 @@ type kernelState struct {
 	// watch says whether to look for the kernel's process (tests whose
 	// kernel is fake turn it off).
 	watch bool
-	// grace is how long interrupted code has to stop.
-	grace time.Duration
+	// grace is how long interrupted code has to stop; prepareTime and
+	// settleTime bound a call's work before and after its code.
+	grace, prepareTime, settleTime time.Duration
 }
 
 // newKernelState is a Server's one kernel, not started until first used.
 func newKernelState(log *slog.Logger) *kernelState {
-	return &kernelState{http: newJupyterClient(), log: log, watch: true, grace: defaultInterruptGrace}
+	return &kernelState{
+		turn: make(chan struct{}, 1), http: newJupyterClient(), log: log, watch: true,
+		grace: defaultInterruptGrace, prepareTime: kernelPrepareTimeout, settleTime: kernelSettleTimeout,
+	}
 }
 
 func (s *Server) kernel() *kernelState { return s.kern }
@@ -124,27 +146,39 @@ func serviceError(err error) error {
 }
 
 // execute runs req's code in the kernel, starting or replacing the kernel
-// as needed. An error means the notebook server could not be used.
+// as needed. An error means the notebook server could not be used, or the
+// caller left before the code was sent.
 func (k *kernelState) execute(ctx context.Context, j jupyter, req KernelRequest, save saveFunc) (KernelResult, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	defer k.disconnect()
-	timeout := DefaultExecTimeout
-	if req.TimeoutMS > 0 {
-		timeout = time.Duration(req.TimeoutMS) * time.Millisecond
+	if err := k.lock(ctx); err != nil {
+		return KernelResult{}, err
 	}
-	deadline := time.Now().Add(timeout)
-	note, err := k.attachUp(ctx, j)
+	defer k.unlock()
+	defer k.disconnect()
+	prep, cancel := context.WithTimeout(ctx, k.prepareTime)
+	defer cancel()
+	note, err := k.attachUp(prep, j)
 	if err != nil {
 		return KernelResult{}, err
 	}
+	if ctx.Err() != nil {
+		return KernelResult{}, errorf(CodeService, "kernel: the caller left before the code ran: %v", context.Cause(ctx))
+	}
 	oomBefore := oomKills()
-	x, out, again, err := k.runCode(ctx, j, req.Code, deadline, save)
+	x, out, again, err := k.runCode(ctx, prep, j, req.Code, codeTimeout(req), save)
 	if err != nil {
 		return KernelResult{}, err
 	}
 	k.log.Debug("kernel execution", "kernel", k.id, "outcome", out, "started", x.started, "idle", x.idle, "status", x.status)
-	res := KernelResult{Restarted: cmp.Or(again, note)}
+	// Cleanup runs even if the caller left.
+	return k.finish(context.WithoutCancel(ctx), j, x, out, oomBefore, cmp.Or(again, note))
+}
+
+// finish settles the execution, within settleTime, and reports it; note says
+// why the kernel was replaced before the code ran.
+func (k *kernelState) finish(ctx context.Context, j jupyter, x *execution, out outcome, oomBefore int64, note string) (KernelResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, k.settleTime)
+	defer cancel()
+	res := KernelResult{Restarted: note}
 	if err := k.settle(ctx, j, x, out, oomBefore, &res); err != nil {
 		return KernelResult{}, err
 	}
@@ -154,20 +188,42 @@ func (k *kernelState) execute(ctx context.Context, j jupyter, req KernelRequest,
 		// The server restarted the kernel between our check and the code:
 		// find the new process, so the next call does not take it for dead.
 		res.Restarted = noteDied
-		if err := k.probe(context.WithoutCancel(ctx)); err != nil {
+		if err := k.probe(ctx); err != nil {
 			k.log.Warn("kernel probe", "kernel", k.id, "err", err)
 		}
 	}
 	return res, nil
 }
 
-// runCode runs code and waits for it. When the code did not run — the
-// kernel died before taking it (killed just before this call), the
-// connection broke before it was sent, or the kernel aborted it (as it
-// does a request that arrives while it still discards those queued behind
-// an error) — it runs it again, in a fresh kernel if need be, and note
-// says why the kernel was replaced.
-func (k *kernelState) runCode(ctx context.Context, j jupyter, code string, deadline time.Time, save saveFunc) (x *execution, out outcome, note string, err error) {
+// lock waits for the call's turn, unless its caller leaves first.
+func (k *kernelState) lock(ctx context.Context) error {
+	select {
+	case k.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return errorf(CodeService, "kernel: waiting for the previous call to end: %v", context.Cause(ctx))
+	}
+}
+
+func (k *kernelState) unlock() { <-k.turn }
+
+// codeTimeout is how long req's code may run.
+func codeTimeout(req KernelRequest) time.Duration {
+	if req.TimeoutMS > 0 {
+		return time.Duration(req.TimeoutMS) * time.Millisecond
+	}
+	return DefaultExecTimeout
+}
+
+// runCode runs code, for timeout from now, and waits for it. When the code
+// did not run — the kernel died before taking it (killed just before this
+// call), the connection broke before it was sent, or the kernel aborted it
+// (as it does a request that arrives while it still discards those queued
+// behind an error) — it runs it again, in a fresh kernel if need be, and
+// note says why the kernel was replaced. A replacement is bounded by prep,
+// and the code's time counted again from its end.
+func (k *kernelState) runCode(ctx, prep context.Context, j jupyter, code string, timeout time.Duration, save saveFunc) (x *execution, out outcome, note string, err error) {
+	deadline := time.Now().Add(timeout)
 	for try := 1; ; try++ {
 		x, out, err = k.run(ctx, code, deadline, save)
 		again := ""
@@ -186,9 +242,10 @@ func (k *kernelState) runCode(ctx context.Context, j jupyter, code string, deadl
 			return x, out, note, err
 		}
 		note = again
-		if err := k.replace(ctx, j); err != nil {
+		if err := k.replace(prep, j); err != nil {
 			return nil, 0, "", err
 		}
+		deadline = time.Now().Add(timeout)
 	}
 }
 
@@ -196,7 +253,6 @@ func (k *kernelState) runCode(ctx context.Context, j jupyter, code string, deadl
 // too long, and replaces a kernel that died or would not stop, saying so in
 // res.
 func (k *kernelState) settle(ctx context.Context, j jupyter, x *execution, out outcome, oomBefore int64, res *KernelResult) error {
-	ctx = context.WithoutCancel(ctx) // cleanup runs even if the caller left
 	switch out {
 	case finished:
 		return nil
@@ -236,22 +292,29 @@ func (k *kernelState) interrupt(ctx context.Context, j jupyter, x *execution) ou
 
 // attachUp has the notebook server started if it is not running, and
 // attaches to the kernel. A server killed a moment ago may still pass the
-// supervisor's check, then refuse connections: that is retried.
+// supervisor's check (which trusts a recent answer for a second), then
+// refuse or drop connections: that is retried, once the supervisor has
+// seen the exit and started a new server.
 func (k *kernelState) attachUp(ctx context.Context, j jupyter) (string, error) {
 	for try := 1; ; try++ {
 		if err := j.up(ctx); err != nil {
 			return "", err
 		}
 		note, err := k.attach(ctx, j)
-		if err == nil || try == 3 || !errors.Is(err, syscall.ECONNREFUSED) {
+		if err == nil || try == 3 || !serverGone(err) {
 			return note, err
 		}
-		select {
-		case <-time.After(restartPause):
-		case <-ctx.Done():
+		if sleepCtx(ctx, restartPause) != nil {
 			return "", err
 		}
 	}
+}
+
+// serverGone says whether err means the notebook server went away: it
+// refused a connection, or dropped one.
+func serverGone(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // attach connects to a live kernel, starting a kernel or replacing a dead
@@ -339,9 +402,7 @@ func (k *kernelState) restartInPlace(ctx context.Context, j jupyter) error {
 		if _, serr := j.state(ctx, k.id); errors.Is(serr, errKernelGone) {
 			return serr
 		}
-		select {
-		case <-time.After(restartPause):
-		case <-ctx.Done():
+		if sleepCtx(ctx, restartPause) != nil {
 			return err
 		}
 	}

@@ -59,7 +59,8 @@ func newFakeJupyter(t *testing.T) *fakeJupyter {
 
 // state returns a kernel state and a client of f, as the handler makes them.
 func (f *fakeJupyter) state() (*kernelState, jupyter) {
-	k := &kernelState{http: newJupyterClient(), log: slog.New(slog.DiscardHandler), grace: 200 * time.Millisecond}
+	k := newKernelState(slog.New(slog.DiscardHandler))
+	k.watch, k.grace = false, 200*time.Millisecond
 	return k, jupyter{base: f.srv.URL + "/j/", http: k.http, up: func(context.Context) error { return nil }}
 }
 
@@ -211,6 +212,7 @@ func (f *fakeJupyter) run(ctx context.Context, c *websocket.Conn, k *fakeKernel,
 		serverStatus("restarting")
 		return true
 	}
+	f.record("run " + code)
 	k.count++
 	send("iopub", "status", map[string]string{"execution_state": "busy"})
 	send("iopub", "execute_input", map[string]any{"code": code, "execution_count": k.count})
@@ -228,6 +230,9 @@ func (f *fakeJupyter) run(ctx context.Context, c *websocket.Conn, k *fakeKernel,
 		send("iopub", "display_data", map[string]any{"data": map[string]string{
 			"text/plain": "<Figure size 640x480 with 1 Axes>", "image/png": base64.StdEncoding.EncodeToString(fakePNG)}})
 		send("iopub", "display_data", map[string]any{"data": map[string]string{"text/plain": "<IPython.core.display.HTML object>"}})
+	case "nap":
+		time.Sleep(150 * time.Millisecond)
+		send("iopub", "stream", map[string]string{"name": "stdout", "text": "rested\n"})
 	case "sleep":
 		select {
 		case <-k.interrupt:
@@ -486,5 +491,66 @@ func TestParseBinaryMessage(t *testing.T) {
 		if _, err := parseMsg(websocket.MessageBinary, bad); err == nil {
 			t.Errorf("parse %q: no error", bad)
 		}
+	}
+}
+
+func TestKernelTimeoutStartsWhenTheKernelIsReady(t *testing.T) {
+	f, s := newFakeJupyter(t), kernelTestServer(t)
+	k, j := f.state()
+	j.up = func(context.Context) error { time.Sleep(300 * time.Millisecond); return nil } // the server starting
+	res := execFake(t, k, j, s, "nap", 200)
+	if res.TimedOut || res.Stdout != "rested\n" {
+		t.Fatalf("code of 150 ms with a 200 ms timeout after a slow start: %+v", res)
+	}
+}
+
+func TestKernelPreparationIsBounded(t *testing.T) {
+	f := newFakeJupyter(t)
+	k, j := f.state()
+	k.prepareTime = 100 * time.Millisecond
+	j.up = func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() } // a server that never answers
+	start := time.Now()
+	if _, err := k.execute(context.Background(), j, KernelRequest{Code: "print"}, nil); err == nil {
+		t.Fatal("no error from a server that never started")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("execute returned after %v, want about the prepare bound", d)
+	}
+}
+
+func TestKernelCallerGoneWhileWaitingRunsNothing(t *testing.T) {
+	f, s := newFakeJupyter(t), kernelTestServer(t)
+	k, j := f.state()
+	execFake(t, k, j, s, "print", 0)
+	long, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = k.execute(long, j, KernelRequest{Code: "sleep"}, s.saveOutput) })
+	for f.count("run sleep") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	errs := make(chan error, 1)
+	wg.Go(func() { _, err := k.execute(ctx, j, KernelRequest{Code: "error"}, s.saveOutput); errs <- err })
+	select {
+	case err := <-errs:
+		if codeOf(err) != CodeService {
+			t.Errorf("waiting behind a long call: err = %v, want a service error when the caller left", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Error("a call waiting behind a long one did not return when its caller left")
+	}
+	stop()
+	wg.Wait()
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := k.execute(gone, j, KernelRequest{Code: "error"}, s.saveOutput); err == nil {
+		t.Fatal("a caller already gone: no error")
+	}
+	if n := f.count("run error"); n != 0 {
+		t.Fatalf("code of callers that left was run %d times", n)
+	}
+	if res := execFake(t, k, j, s, "print", 0); res.Result != "42" {
+		t.Fatalf("the next call: %+v", res)
 	}
 }

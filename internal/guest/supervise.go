@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -30,6 +31,8 @@ type serviceSpec struct {
 	ready func(ctx context.Context) error
 	// recheck probes on every ensure, not only after a start, so a service
 	// that died a moment ago is not reported running. Only for cheap probes.
+	// A failed re-check replaces the process only if it exited or refuses
+	// connections: a slow answer may just be a busy machine.
 	recheck bool
 }
 
@@ -56,6 +59,9 @@ type supervisorConfig struct {
 	Backoff, MaxBackoff time.Duration
 	// Poll is how often readiness is probed.
 	Poll time.Duration
+	// Fresh is how long a re-checked service's last good answer is
+	// trusted, so a burst of requests (a page's assets) probes it once.
+	Fresh time.Duration
 	// LogCap is the size at which a service's log file is emptied.
 	LogCap int64
 }
@@ -72,6 +78,7 @@ func (c *supervisorConfig) defaults() {
 	set(&c.Backoff, 200*time.Millisecond)
 	set(&c.MaxBackoff, 5*time.Second)
 	set(&c.Poll, 25*time.Millisecond)
+	set(&c.Fresh, time.Second)
 	if c.CrashLimit <= 0 {
 		c.CrashLimit = 5
 	}
@@ -122,7 +129,8 @@ type process struct {
 	started time.Time
 	// Guarded by supervisor.mu:
 	ready     bool
-	abandoned bool // killed by the supervisor; not to be restarted
+	answered  time.Time // when a probe last succeeded
+	abandoned bool      // killed by the supervisor; not to be restarted
 	// reaped is closed once the exit is recorded; copied once the output
 	// pipe reached end of file.
 	reaped, copied chan struct{}
@@ -156,16 +164,37 @@ func newSupervisor(cfg supervisorConfig, specs ...*serviceSpec) *supervisor {
 // answer. It returns an *Error: CodeNotFound for an unknown name,
 // CodeService (with the tail of the service's log) when it cannot start.
 func (s *supervisor) ensure(ctx context.Context, name string) error {
-	names, ok := s.cfg.Groups[name]
-	if !ok {
-		names = []string{name}
-	}
-	for _, n := range names {
+	// Waits end when the caller goes or the supervisor stops, whichever first.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(s.ctx, func() { cancel(errStopping) })()
+	for _, n := range s.members(name) {
 		if err := s.ensureTree(ctx, n, nil); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// members lists the services of a group, or the one service name.
+func (s *supervisor) members(name string) []string {
+	if names, ok := s.cfg.Groups[name]; ok {
+		return names
+	}
+	return []string{name}
+}
+
+// doubt makes the next ensure of name (a service or group) probe it again,
+// however recently it answered: a caller that just failed to reach it
+// knows better.
+func (s *supervisor) doubt(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.members(name) {
+		if svc, ok := s.svcs[n]; ok && svc.proc != nil {
+			svc.proc.answered = time.Time{}
+		}
+	}
 }
 
 // ensureTree ensures name's dependencies, then name.
@@ -194,22 +223,21 @@ func (s *supervisor) ensureOne(ctx context.Context, svc *service) error {
 		return err
 	}
 	defer func() { <-svc.sem }()
-	deadline := time.NewTimer(s.cfg.ReadyTimeout)
-	defer deadline.Stop()
+	deadline := time.Now().Add(s.cfg.ReadyTimeout)
 	for {
 		p, wait, err := s.current(svc)
 		if err != nil {
 			return err
 		}
 		if p == nil {
-			if err := s.sleep(ctx, wait); err != nil {
-				return err
+			if err := sleepCtx(ctx, wait); err != nil {
+				return errorf(CodeService, "%s: waiting to restart it: %v", svc.spec.name, err)
 			}
 			if p, err = s.start(svc); err != nil {
 				return err
 			}
 		}
-		if done, err := s.awaitReady(ctx, svc, p, deadline.C); done || err != nil {
+		if done, err := s.awaitReady(ctx, svc, p, deadline); done || err != nil {
 			return err
 		}
 	}
@@ -238,75 +266,121 @@ func (s *supervisor) current(svc *service) (*process, time.Duration, error) {
 	return nil, last.Add(s.backoff(len(svc.exits))).Sub(now), nil
 }
 
-// awaitReady probes p until it answers (done), exits (not done: the caller
-// restarts it), or the deadline passes (p is killed and an error returned).
-func (s *supervisor) awaitReady(ctx context.Context, svc *service, p *process, deadline <-chan time.Time) (bool, error) {
-	tick := time.NewTicker(s.cfg.Poll)
-	defer tick.Stop()
-	for {
-		ready := s.isReady(p)
-		if ready && !svc.spec.recheck {
+// awaitReady waits until p answers (done), or exits (not done: the caller
+// restarts it). A process that answered before is only re-checked (see
+// recheck); a new one that does not answer by the deadline is killed.
+func (s *supervisor) awaitReady(ctx context.Context, svc *service, p *process, deadline time.Time) (bool, error) {
+	if ready, fresh := s.readiness(p); ready {
+		if !svc.spec.recheck || fresh {
 			return true, nil
 		}
-		if err := s.probe(ctx, svc); err == nil {
-			if !ready {
-				s.markReady(svc, p)
-			}
+		return s.recheck(ctx, svc, p, deadline)
+	}
+	tick := time.NewTicker(s.cfg.Poll)
+	defer tick.Stop()
+	timeout := time.NewTimer(time.Until(deadline))
+	defer timeout.Stop()
+	for {
+		if err := s.probe(ctx, svc, time.Second); err == nil {
+			s.markReady(svc, p)
 			return true, nil
 		}
 		select {
 		case <-p.reaped:
 			return false, nil
 		case <-tick.C:
-		case <-deadline:
+		case <-timeout.C:
 			s.abandon(p)
 			return true, errorf(CodeService, "%s did not answer within %v%s", svc.spec.name, s.cfg.ReadyTimeout, s.logTail(svc.spec.name))
 		case <-ctx.Done():
 			return true, errorf(CodeService, "%s: waiting for it to start: %v", svc.spec.name, context.Cause(ctx))
-		case <-s.ctx.Done():
-			return true, errorf(CodeService, "%s: %v", svc.spec.name, errStopping)
+		}
+	}
+}
+
+// recheckProbe bounds one probe of a process that answered before: long
+// enough for a busy server to answer, short enough to notice an exit soon.
+const recheckProbe = 5 * time.Second
+
+// recheck probes p, which answered before, until it answers again. If it
+// has exited (not done: the caller restarts it) or refuses connections (it
+// is killed, and restarted), it is replaced. If it is merely slow — a
+// CPU-starved server, whose kernels hold the user's state — it is left
+// running and the caller told it is busy.
+func (s *supervisor) recheck(ctx context.Context, svc *service, p *process, deadline time.Time) (bool, error) {
+	for {
+		err := s.probe(ctx, svc, min(recheckProbe, time.Until(deadline)))
+		switch {
+		case err == nil:
+			s.markAnswered(p)
+			return true, nil
+		case errors.Is(err, syscall.ECONNREFUSED):
+			s.cfg.Log.Warn("service refuses connections; restarting it", "service", svc.spec.name, "err", err)
+			killTree(p.cmd.Process.Pid)
+			<-p.reaped
+			return false, nil
+		}
+		select {
+		case <-p.reaped:
+			return false, nil
+		case <-ctx.Done():
+			return true, errorf(CodeService, "%s: waiting for it to answer: %v", svc.spec.name, context.Cause(ctx))
+		default:
+		}
+		if !time.Now().Before(deadline) {
+			return true, errorf(CodeService, "%s is running but did not answer within %v (last: %v); it is busy, perhaps short of CPU, and was left running: try again", svc.spec.name, s.cfg.ReadyTimeout, err)
+		}
+		if err := sleepCtx(ctx, s.cfg.Poll); err != nil {
+			return true, errorf(CodeService, "%s: waiting for it to answer: %v", svc.spec.name, err)
 		}
 	}
 }
 
 func (s *supervisor) markReady(svc *service, p *process) {
 	s.mu.Lock()
-	p.ready = true
+	p.ready, p.answered = true, time.Now()
 	s.mu.Unlock()
 	s.cfg.Log.Info("service ready", "service", svc.spec.name, "after", time.Since(p.started).Round(time.Millisecond))
 }
 
-func (s *supervisor) isReady(p *process) bool {
+func (s *supervisor) markAnswered(p *process) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return p.ready
+	p.answered = time.Now()
 }
 
-func (s *supervisor) probe(ctx context.Context, svc *service) error {
+// readiness says whether p has answered, and whether it did within Fresh.
+func (s *supervisor) readiness(p *process) (ready, fresh bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return p.ready, time.Since(p.answered) < s.cfg.Fresh
+}
+
+// probe asks svc once whether it answers, waiting at most timeout.
+func (s *supervisor) probe(ctx context.Context, svc *service, timeout time.Duration) error {
 	if svc.spec.ready == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return svc.spec.ready(ctx)
 }
 
-// acquire takes sem unless ctx ends or the supervisor stops first.
+// acquire takes sem unless ctx ends first.
 func (s *supervisor) acquire(ctx context.Context, sem chan struct{}) error {
 	select {
 	case sem <- struct{}{}:
 		return nil
 	case <-ctx.Done():
 		return errorf(CodeService, "waiting for a service: %v", context.Cause(ctx))
-	case <-s.ctx.Done():
-		return errorf(CodeService, "%v", errStopping)
 	}
 }
 
-// sleep waits d unless ctx ends or the supervisor stops first.
-func (s *supervisor) sleep(ctx context.Context, d time.Duration) error {
+// sleepCtx waits d unless ctx ends first (or has ended, whatever d), and
+// then returns its cause.
+func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
-		return nil
+		return context.Cause(ctx)
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -314,9 +388,7 @@ func (s *supervisor) sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return errorf(CodeService, "waiting to restart a service: %v", context.Cause(ctx))
-	case <-s.ctx.Done():
-		return errorf(CodeService, "%v", errStopping)
+		return context.Cause(ctx)
 	}
 }
 

@@ -86,7 +86,7 @@ func (s *supervisor) watch(svc *service, p *process) {
 	case <-time.After(500 * time.Millisecond): // a child that left the group holds the pipe
 	}
 	delay, restart := s.reap(svc, p, err)
-	if !restart || s.sleep(s.ctx, delay) != nil {
+	if !restart || sleepCtx(s.ctx, delay) != nil {
 		return
 	}
 	if err := s.ensure(s.ctx, svc.spec.name); err != nil && s.ctx.Err() == nil {

@@ -86,8 +86,15 @@ func (s *Server) jupyterArgv() []string {
 		"--NotebookApp.token=", "--NotebookApp.password=",
 		"--NotebookApp.disable_check_xsrf=True", "--NotebookApp.quit_button=False",
 		// The guest caps output itself; the server's default 1 MB/s limit
-		// would drop a fast print's output entirely.
-		"--NotebookApp.iopub_data_rate_limit=1.0e10", "--NotebookApp.iopub_msg_rate_limit=1.0e10",
+		// would drop a fast print's output entirely. The limit stays finite
+		// so that a huge print is dropped, with the server's "IOPub data
+		// rate exceeded" notice, rather than relayed as one WebSocket
+		// message over jupyterReadLimit, which breaks the connection and
+		// costs the kernel. Averaged over the server's 3 s window, 5e6
+		// bytes a second lets through stream messages of up to 15 MB,
+		// which the server relays as JSON of at most three times that
+		// (non-ASCII characters escaped): 45 MB. Only stream output counts.
+		"--NotebookApp.iopub_data_rate_limit=5.0e6", "--NotebookApp.iopub_msg_rate_limit=1.0e10",
 		"--NotebookApp.base_url=" + s.cfg.WebBase + "/jupyter/",
 		"--notebook-dir=" + s.cfg.Workspace,
 	}

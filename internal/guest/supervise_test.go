@@ -280,3 +280,86 @@ func TestBackoffDoublesUpToTheCap(t *testing.T) {
 		}
 	}
 }
+
+// switchable is a service probe whose answer a test changes: nil, a slow
+// answer (no answer until the probe gives up), or a refused connection
+// once (then nil, as from the process that replaces the refusing one).
+type switchable struct {
+	mode   atomic.Value // string: "ok", "slow" or "refused"
+	probes atomic.Int32
+}
+
+func (p *switchable) ready(ctx context.Context) error {
+	p.probes.Add(1)
+	switch p.mode.Load() {
+	case "slow":
+		<-ctx.Done()
+		return ctx.Err()
+	case "refused":
+		p.mode.Store("ok")
+		return &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}
+	}
+	return nil
+}
+
+func TestReadyServiceThatTurnsSlowIsLeftRunning(t *testing.T) {
+	probe := &switchable{}
+	probe.mode.Store("ok")
+	s := testSupervisor(t, func(c *supervisorConfig) { c.ReadyTimeout, c.Fresh = 300*time.Millisecond, 50*time.Millisecond },
+		&serviceSpec{name: "busy", argv: []string{"sleep", "60"}, ready: probe.ready, recheck: true})
+	if err := s.ensure(context.Background(), "busy"); err != nil {
+		t.Fatal(err)
+	}
+	pid := s.pidOf("busy")
+	probe.mode.Store("slow")
+	time.Sleep(60 * time.Millisecond) // past Fresh: the next ensure probes again
+	err := s.ensure(context.Background(), "busy")
+	if codeOf(err) != CodeService || !strings.Contains(err.Error(), "left running") {
+		t.Fatalf("err = %v, want a service error saying it was left running", err)
+	}
+	if !alive(pid) || s.pidOf("busy") != pid {
+		t.Fatalf("the slow service (pid %d) was replaced by %d or killed", pid, s.pidOf("busy"))
+	}
+	probe.mode.Store("ok")
+	if err := s.ensure(context.Background(), "busy"); err != nil || s.pidOf("busy") != pid {
+		t.Fatalf("once it answers again: err = %v, pid %d, want the same process %d", err, s.pidOf("busy"), pid)
+	}
+}
+
+func TestReadyServiceThatRefusesIsReplaced(t *testing.T) {
+	probe := &switchable{}
+	probe.mode.Store("ok")
+	s := testSupervisor(t, func(c *supervisorConfig) { c.Fresh = time.Nanosecond },
+		&serviceSpec{name: "dead", argv: []string{"sleep", "60"}, ready: probe.ready, recheck: true})
+	if err := s.ensure(context.Background(), "dead"); err != nil {
+		t.Fatal(err)
+	}
+	pid := s.pidOf("dead")
+	probe.mode.Store("refused")
+	if err := s.ensure(context.Background(), "dead"); err != nil {
+		t.Fatal(err)
+	}
+	if p := s.pidOf("dead"); p == pid || p == 0 {
+		t.Fatalf("pid %d after the process refused connections, want a new one", p)
+	}
+	eventually(t, "the old process's exit", func() bool { return !alive(pid) })
+}
+
+func TestReadyServiceProbedOncePerFreshPeriodUnlessDoubted(t *testing.T) {
+	probe := &switchable{}
+	probe.mode.Store("ok")
+	s := testSupervisor(t, func(c *supervisorConfig) { c.Fresh = time.Minute },
+		&serviceSpec{name: "web", argv: []string{"sleep", "60"}, ready: probe.ready, recheck: true})
+	for range 50 {
+		if err := s.ensure(context.Background(), "web"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := probe.probes.Load(); n != 1 {
+		t.Fatalf("probed %d times in 50 ensures, want once", n)
+	}
+	s.doubt("web") // a caller could not reach it
+	if err := s.ensure(context.Background(), "web"); err != nil || probe.probes.Load() != 2 {
+		t.Fatalf("after doubt: err = %v, %d probes, want a second probe", err, probe.probes.Load())
+	}
+}

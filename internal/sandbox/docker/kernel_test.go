@@ -119,6 +119,7 @@ func TestKernel(t *testing.T) {
 			t.Fatalf("stdout of %d bytes is not the capped head and tail (%.100q ... %.100q); stderr %.300q", len(res.Stdout), res.Stdout, res.Stdout[max(0, len(res.Stdout)-100):], res.Stderr)
 		}
 	})
+	t.Run("huge print", func(t *testing.T) { checkHugePrint(t, g) })
 	t.Run("bad input", func(t *testing.T) {
 		if _, err := g.KernelExecute(context.Background(), guest.KernelRequest{}); !errors.Is(err, guest.ErrBadRequest) {
 			t.Fatalf("empty code: err = %v, want ErrBadRequest", err)
@@ -189,6 +190,28 @@ func paths(imgs []guest.KernelImage) []string {
 		out = append(out, i.Path)
 	}
 	return out
+}
+
+// checkHugePrint prints a lot at once. The notebook server drops a print
+// over its data rate limit, and relays a smaller one in a message within
+// the guest's read limit even when escaping triples its size: neither
+// breaks the connection, which would cost the kernel its state.
+func checkHugePrint(t *testing.T, g *guest.Client) {
+	kexec(t, g, "before_huge = 'kept'", 0)
+	for _, c := range []struct{ code, want string }{
+		{"print('x' * 100_000_000)", "IOPub data rate exceeded"},
+		{"print('\\U0001F600' * 7_000_000)", "IOPub data rate exceeded"}, // 28 MB, 84 MB as JSON
+		{"print('\\U0001F600' * 3_700_000)", "bytes of output omitted"},  // 15 MB, 44 MB as JSON
+	} {
+		start := time.Now()
+		res := kexec(t, g, c.code, 0)
+		t.Logf("%s: %v", c.code, time.Since(start))
+		if res.Restarted != "" || res.Error != nil || !strings.Contains(res.Stdout+res.Stderr, c.want) {
+			t.Fatalf("%s: restarted %q, error %v, stdout %.100q, stderr %.100q; want %q and no restart",
+				c.code, res.Restarted, res.Error, res.Stdout, res.Stderr, c.want)
+		}
+	}
+	wantResult(t, kexec(t, g, "before_huge", 0), "'kept'")
 }
 
 // checkTimeout runs code past its timeout: it is interrupted and the
