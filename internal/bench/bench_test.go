@@ -25,3 +25,17 @@ func TestMarkdownRatio(t *testing.T) {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
+
+func TestGUIMarkdown(t *testing.T) {
+	var b bytes.Buffer
+	GUIMarkdown(&b, GUIResult{GuestRSS: 26 << 20, Idle: Memory{Usage: 6 << 20, Anon: 4 << 20},
+		Desktop: Memory{Usage: 64 << 20, Anon: 54 << 20}, Jupyter: Memory{Usage: 204 << 20, Anon: 192 << 20},
+		DesktopStart: 600 * time.Millisecond, KernelStart: 1300 * time.Millisecond,
+		Rows: []Row{{Name: "shot", Baseline: "import", Ours: Stats{P50: 10 * time.Millisecond}, Base: Stats{P50: 100 * time.Millisecond}}}})
+	for _, want := range []string{"its RSS 26.0 MiB", "| 6.0 MiB | 4.0 MiB |", "| 64.0 MiB | 54.0 MiB |", "| 204.0 MiB | 192.0 MiB |",
+		"desktop 600.00 ms", "first execution 1300.00 ms", "| 10.0× |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, b.String())
+		}
+	}
+}

@@ -15,13 +15,13 @@ import (
 
 // GUIResult is what the desktop and notebook stack costs.
 type GUIResult struct {
-	// GuestRSS is the guest daemon's resident memory while idle, and
-	// IdleMemory the whole sandbox's (its cgroup's usage) before anything
-	// of the stack ran.
-	GuestRSS, IdleMemory int64
-	// DesktopMemory is the sandbox's usage with the desktop running, and
-	// JupyterMemory with the notebook server and a kernel as well.
-	DesktopMemory, JupyterMemory int64
+	// GuestRSS is the guest daemon's resident memory while idle (mostly
+	// the static binary's file pages).
+	GuestRSS int64
+	// Idle, Desktop and Jupyter are the sandbox's memory before anything of
+	// the stack ran, with the desktop running, and with the notebook server
+	// and a kernel as well.
+	Idle, Desktop, Jupyter Memory
 	// DesktopStart and KernelStart are the cold starts: the first desktop
 	// call, and the first execution (notebook server plus kernel).
 	DesktopStart, KernelStart time.Duration
@@ -40,14 +40,14 @@ func GUI(ctx context.Context, o Options) (GUIResult, error) {
 	defer s.Destroy(context.WithoutCancel(ctx))
 	g, ref := s.Guest(), s.Handle().Ref
 	var r GUIResult
-	if r.GuestRSS, r.IdleMemory, err = memory(ctx, g); err != nil {
+	if r.GuestRSS, r.Idle, err = memory(ctx, g); err != nil {
 		return r, err
 	}
 	fmt.Fprintln(o.Log, "desktop: cold start, then screenshots")
 	if r.DesktopStart, err = timed(func() error { _, err := g.DesktopStart(ctx); return err }); err != nil {
 		return r, err
 	}
-	if _, r.DesktopMemory, err = memory(ctx, g); err != nil {
+	if _, r.Desktop, err = memory(ctx, g); err != nil {
 		return r, err
 	}
 	shot, err := screenshotRow(ctx, o, g, ref)
@@ -58,7 +58,7 @@ func GUI(ctx context.Context, o Options) (GUIResult, error) {
 	if r.KernelStart, err = timed(func() error { return kernelRun(ctx, g) }); err != nil {
 		return r, err
 	}
-	if _, r.JupyterMemory, err = memory(ctx, g); err != nil {
+	if _, r.Jupyter, err = memory(ctx, g); err != nil {
 		return r, err
 	}
 	kernel, err := kernelRow(ctx, o, g, ref)
@@ -102,29 +102,44 @@ func kernelRun(ctx context.Context, g *guest.Client) error {
 	return err
 }
 
+// Memory is a sandbox cgroup's memory: Usage is what its limit counts
+// (page cache included), Anon the processes' own (anonymous) memory.
+type Memory struct {
+	Usage, Anon int64
+}
+
+// memoryScript prints the guest's VmRSS, then the cgroup's usage and
+// anonymous memory (cgroup v2 memory.current and anon, else v1's
+// usage_in_bytes and total_rss), in bytes.
+const memoryScript = `awk '/^VmRSS:/ {print $2 * 1024}' /proc/%d/status
+if [ -e /sys/fs/cgroup/memory.current ]; then
+  cat /sys/fs/cgroup/memory.current; awk '$1 == "anon" {print $2}' /sys/fs/cgroup/memory.stat
+else
+  cat /sys/fs/cgroup/memory/memory.usage_in_bytes; awk '$1 == "total_rss" {print $2}' /sys/fs/cgroup/memory/memory.stat
+fi`
+
 // memory reads, from inside the sandbox, the guest's resident memory and
-// the sandbox cgroup's usage (cgroup v2 memory.current, else v1).
-func memory(ctx context.Context, g *guest.Client) (guestRSS, cgroup int64, err error) {
+// the sandbox cgroup's memory.
+func memory(ctx context.Context, g *guest.Client) (guestRSS int64, m Memory, err error) {
 	h, err := g.Health(ctx)
 	if err != nil {
-		return 0, 0, err
+		return 0, m, err
 	}
-	script := fmt.Sprintf(`awk '/^VmRSS:/ {print $2 * 1024}' /proc/%d/status; `+
-		`cat /sys/fs/cgroup/memory.current 2>/dev/null || cat /sys/fs/cgroup/memory/memory.usage_in_bytes`, h.PID)
-	res, err := g.Exec(ctx, guest.Shell(script))
+	res, err := g.Exec(ctx, guest.Shell(fmt.Sprintf(memoryScript, h.PID)))
 	if err != nil {
-		return 0, 0, err
+		return 0, m, err
 	}
 	f := strings.Fields(string(res.Stdout))
-	if res.ExitCode != 0 || len(f) != 2 {
-		return 0, 0, fmt.Errorf("read memory: exit %d: %q %s", res.ExitCode, res.Stdout, res.Stderr)
+	if res.ExitCode != 0 || len(f) != 3 {
+		return 0, m, fmt.Errorf("read memory: exit %d: %q %s", res.ExitCode, res.Stdout, res.Stderr)
 	}
-	guestRSS, err1 := strconv.ParseInt(f[0], 10, 64)
-	cgroup, err2 := strconv.ParseInt(f[1], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("read memory: %q", res.Stdout)
+	var n [3]int64
+	for i := range n {
+		if n[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
+			return 0, m, fmt.Errorf("read memory: %q: %w", res.Stdout, err)
+		}
 	}
-	return guestRSS, cgroup, nil
+	return n[0], Memory{Usage: n[1], Anon: n[2]}, nil
 }
 
 func timed(f func() error) (time.Duration, error) {
@@ -136,11 +151,12 @@ func timed(f func() error) (time.Duration, error) {
 // GUIMarkdown renders r.
 func GUIMarkdown(w io.Writer, r GUIResult) {
 	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-	fmt.Fprintln(w, "| state | sandbox memory (cgroup) |")
-	fmt.Fprintln(w, "|---|---|")
-	fmt.Fprintf(w, "| idle: guest only (guest RSS %s) | %s |\n", mib(r.GuestRSS), mib(r.IdleMemory))
-	fmt.Fprintf(w, "| desktop running (Xvfb, openbox, x11vnc, websockify) | %s |\n", mib(r.DesktopMemory))
-	fmt.Fprintf(w, "| desktop + Jupyter server + Python kernel | %s |\n", mib(r.JupyterMemory))
+	fmt.Fprintln(w, "| state | sandbox memory (cgroup usage, page cache included) | processes' own (anonymous) memory |")
+	fmt.Fprintln(w, "|---|---|---|")
+	row := func(name string, m Memory) { fmt.Fprintf(w, "| %s | %s | %s |\n", name, mib(m.Usage), mib(m.Anon)) }
+	row(fmt.Sprintf("idle: the guest only (its RSS %s, mostly the binary's file pages)", mib(r.GuestRSS)), r.Idle)
+	row("desktop running (Xvfb, openbox, x11vnc, websockify)", r.Desktop)
+	row("desktop + Jupyter server + Python kernel", r.Jupyter)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Cold starts: desktop %s, notebook server + kernel + first execution %s.\n\n", ms(r.DesktopStart), ms(r.KernelStart))
 	Markdown(w, r.Rows)
