@@ -80,23 +80,32 @@ func (e *env) start(t *testing.T, agent jobs.Agent, mod ...func(*jobs.SchedulerC
 	return svc, stop
 }
 
-// await waits for the job to reach a final status.
+// await waits for the job to reach a final status, and for its final state
+// event, which the worker appends just after recording the status.
 func await(t *testing.T, svc *jobs.Service, id string) store.Job {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(bg, 2*time.Minute)
 	defer cancel()
 	var after int64
 	for {
-		j, err := svc.Get(ctx, id)
+		evs, err := svc.Events(ctx, id, after, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.Status.Final() {
-			return j
+		for _, ev := range evs {
+			after = ev.Seq
+			var st struct{ Status store.Status }
+			if ev.Type == jobs.EventState && json.Unmarshal(ev.Payload, &st) == nil && st.Status.Final() {
+				j, err := svc.Get(ctx, id) // recorded before its state event
+				if err != nil {
+					t.Fatal(err)
+				}
+				return j
+			}
 		}
-		evs, _ := svc.Events(ctx, id, after, 1000)
-		if len(evs) > 0 {
-			after = evs[len(evs)-1].Seq
+		j, err := svc.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if err := svc.WaitEvents(ctx, id, after, 200*time.Millisecond); err != nil {
 			t.Fatalf("job %s did not end: %v (status %s)", id, err, j.Status)
