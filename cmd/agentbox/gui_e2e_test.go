@@ -11,9 +11,13 @@ import (
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
 )
 
-// openXterm starts an xterm on the sandbox's desktop and waits for its window.
+// openXterm starts an xterm on the sandbox's desktop and waits until its
+// window is on screen (mapped, not just created).
 const openXterm = `xterm -geometry 70x20+100+100 -bg white -fg black & ` +
-	`for i in $(seq 100); do xdotool search --class xterm >/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1`
+	`for i in $(seq 300); do xdotool search --onlyvisible --class xterm >/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1`
+
+// awaitTyped waits for the command typed into the xterm to have run.
+const awaitTyped = `for i in $(seq 300); do [ -s /workspace/typed.txt ] && exit 0; sleep 0.1; done; exit 1`
 
 func computer(action string, fields map[string]any) llmtest.Turn {
 	in := map[string]any{"action": action}
@@ -36,6 +40,7 @@ func TestAgentDrivesDesktop(t *testing.T) {
 				step(computer("left_click", map[string]any{"coordinate": []int{300, 200}})),
 				step(computer("type", map[string]any{"text": "echo drawn-by-the-agent > /workspace/typed.txt"})),
 				step(computer("key", map[string]any{"text": "Return"})),
+				step(llmtest.Call("bash", map[string]any{"command": awaitTyped})),
 				step(computer("screenshot", nil)),
 				step(llmtest.Call("finish", map[string]any{"summary": "typed into an xterm"})),
 			}})
