@@ -60,6 +60,7 @@ period, then stops them and hands them back (pending) for the next start.`,
 	f.DurationVar(&s.Lease, "lease", 0, "job lease without a heartbeat (AGENTBOX_LEASE; default 30s)")
 	f.DurationVar(&s.JobTimeout, "job-timeout", 0, "default job timeout (AGENTBOX_JOB_TIMEOUT; default 30m)")
 	f.DurationVar(&s.Grace, "grace", 0, "time running jobs get on shutdown; 0 stops them at once (AGENTBOX_GRACE; default 30s)")
+	f.StringVar(&s.PublicURL, "public-url", "", "where clients reach the server, e.g. https://agentbox.example.com behind a TLS proxy: links are made absolute with it and viewer cookies are Secure with https (AGENTBOX_PUBLIC_URL)")
 	f.StringVar(&a.flagCfg.Agent.Kind, "agent", "", "what works on jobs: model (a language model with tools) or shell (the task as a bash script) (AGENTBOX_AGENT; default model)")
 	return cmd
 }
@@ -95,6 +96,9 @@ func (a *app) applyServeFlags() error {
 	}
 	if k := a.flagCfg.Agent.Kind; k != "" {
 		a.cfg.Agent.Kind = k
+	}
+	if f.PublicURL != "" {
+		c.PublicURL = f.PublicURL
 	}
 	return a.cfg.Validate()
 }
@@ -148,7 +152,7 @@ func (a *app) serve(ctx context.Context) error {
 	baseCtx, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStreams()
 	srv := &http.Server{
-		Handler:           api.New(api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth}, svc, reg, a.log),
+		Handler:           api.New(api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL}, svc, reg, a.log),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },

@@ -341,6 +341,31 @@ func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
 	}
 }
 
+// TestServePublicURL: behind a proxy, links and viewer links use the
+// public URL; a public URL with a path is refused at start.
+func TestServePublicURL(t *testing.T) {
+	const public = "https://agentbox.example.com"
+	s := newServer(t, "AGENTBOX_PUBLIC_URL="+public, "AGENTBOX_CONCURRENCY=0")
+	s.start()
+	id, code := s.submit("true")
+	if code != http.StatusCreated {
+		t.Fatalf("submit: %d", code)
+	}
+	var links struct {
+		DesktopURL string `json:"desktop_url"`
+	}
+	if code := s.do("POST", "/v1/jobs/"+id+"/viewer", nil, &links); code != http.StatusOK {
+		t.Fatalf("viewer: %d", code)
+	}
+	if !strings.HasPrefix(links.DesktopURL, public+"/v1/jobs/"+id+"/desktop/?ticket=") {
+		t.Errorf("viewer link %q does not use the public URL", links.DesktopURL)
+	}
+	if _, _, err := run(context.Background(), "serve", "--public-url", "https://example.com/sub", "--data-dir", t.TempDir()); err == nil ||
+		!strings.Contains(err.Error(), "without a path") {
+		t.Errorf("a public URL with a path: %v", err)
+	}
+}
+
 func TestServerTokens(t *testing.T) {
 	tests := []struct {
 		name, addr string

@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,6 +68,11 @@ type Server struct {
 	MaxAttempts int
 	// Grace is how long running jobs may finish on SIGTERM (AGENTBOX_GRACE).
 	Grace time.Duration
+	// PublicURL is where clients reach the server, e.g. behind a
+	// TLS-terminating proxy (AGENTBOX_PUBLIC_URL): links in answers and
+	// viewer links are made absolute with it, and an https URL makes the
+	// viewer cookie Secure.
+	PublicURL string
 }
 
 // Client configures the CLI's connection to a server.
@@ -169,6 +175,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("AGENTBOX_ADDR", &c.Server.Addr)
 	str("AGENTBOX_TOKEN", &c.Server.Token)
 	str("AGENTBOX_TOKEN_FILE", &c.Server.TokenFile)
+	str("AGENTBOX_PUBLIC_URL", &c.Server.PublicURL)
 	str("AGENTBOX_URL", &c.Client.URL)
 	str("AGENTBOX_TOKEN", &c.Client.Token)
 	if v, ok := lookup("AGENTBOX_NO_AUTH"); ok {
@@ -273,6 +280,12 @@ func (s Server) Validate() error {
 	}
 	if s.Lease < time.Second || s.JobTimeout < time.Second || s.Grace < 0 {
 		errs = append(errs, fmt.Errorf("lease %v and job timeout %v must be at least 1s, grace not negative", s.Lease, s.JobTimeout))
+	}
+	if s.PublicURL != "" {
+		if u, err := url.Parse(s.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
+			errs = append(errs, fmt.Errorf("public URL %q: want http(s)://host[:port], without a path", s.PublicURL))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -18,13 +18,14 @@ func TestFromEnv(t *testing.T) {
 		"DOCKER_HOST":             "unix:///run/podman/podman.sock",
 		"ANTHROPIC_API_KEY":       "k",
 		"AGENTBOX_DISPLAY_SIZE":   "1280x800",
+		"AGENTBOX_PUBLIC_URL":     "https://agentbox.example.com",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.DataDir != "/srv/agentbox" || c.Sandbox.MemoryBytes != 512<<20 || c.Sandbox.NanoCPUs != 5e8 ||
 		c.Sandbox.PidsLimit != 64 || c.Docker.Host != "unix:///run/podman/podman.sock" || c.Model.AnthropicKey != "k" ||
-		c.Sandbox.DisplayWidth != 1280 || c.Sandbox.DisplayHeight != 800 {
+		c.Sandbox.DisplayWidth != 1280 || c.Sandbox.DisplayHeight != 800 || c.Server.PublicURL != "https://agentbox.example.com" {
 		t.Errorf("config %+v", c)
 	}
 }
@@ -55,6 +56,8 @@ func TestInvalid(t *testing.T) {
 		"bad instance":      {map[string]string{"AGENTBOX_INSTANCE": "a b"}, "instance"},
 		"display words":     {map[string]string{"AGENTBOX_DISPLAY_SIZE": "big"}, "WIDTHxHEIGHT"},
 		"display tiny":      {map[string]string{"AGENTBOX_DISPLAY_SIZE": "10x10"}, "320x200"},
+		"public URL path":   {map[string]string{"AGENTBOX_PUBLIC_URL": "https://example.com/agentbox"}, "without a path"},
+		"public URL scheme": {map[string]string{"AGENTBOX_PUBLIC_URL": "ftp://example.com"}, "public URL"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
