@@ -65,8 +65,7 @@ func TestBrowserDesktop(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(absolute(s.url, links.DesktopURL))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.classList.contains("noVNC_connected")`,
-		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+	if err := pollPage(ctx, `document.documentElement.classList.contains("noVNC_connected")`, 60*time.Second); err != nil {
 		t.Fatalf("noVNC did not connect: %v\nserver log:\n%s", err, s.logs)
 	}
 	location, err := chromedp.Run(ctx, chromedp.Location())
@@ -106,8 +105,7 @@ func TestBrowserDesktop(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(absolute(s.url, links.JupyterURL))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector("#notebook_list, #ipython-main-app")`,
-		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+	if err := pollPage(ctx, `!!document.querySelector("#notebook_list, #ipython-main-app")`, 60*time.Second); err != nil {
 		t.Fatalf("jupyter UI did not load: %v\nserver log:\n%s", err, s.logs)
 	}
 	title, err := chromedp.Run(ctx, chromedp.Title())
@@ -140,6 +138,33 @@ func newBrowser(t *testing.T, path string) context.Context {
 		t.Fatalf("start %s: %v", path, err)
 	}
 	return ctx
+}
+
+// pollPage waits until the JavaScript expression is true in the tab's page.
+// A poll is bound to one execution context: when the page it started in is
+// replaced (Navigate can return before chromedp has seen the new page's
+// context, and a redirected login replaces the page), it fails with a
+// context error, and is started again in the new page.
+func pollPage(ctx context.Context, expr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return chromedp.ErrPollingTimeout
+		}
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(left)))
+		if err == nil || !contextLost(err) {
+			return err
+		}
+	}
+}
+
+// contextLost reports whether err says the page a script ran in is gone.
+func contextLost(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot find context with specified id") ||
+		strings.Contains(msg, "Execution context was destroyed") ||
+		strings.Contains(msg, "Inspected target navigated or closed")
 }
 
 // navigateStatus loads url and returns the HTTP status of the document.

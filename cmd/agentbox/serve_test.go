@@ -31,7 +31,7 @@ type server struct {
 	dataDir string
 	env     []string
 	cmd     *exec.Cmd
-	logs    *bytes.Buffer
+	logs    *testenv.Buffer // written by exec's copying goroutines
 }
 
 // newServer prepares a server with its own data dir, port and instance label.
@@ -58,7 +58,7 @@ func newServer(t *testing.T, extraEnv ...string) *server {
 
 func (s *server) start() {
 	s.t.Helper()
-	s.logs = &bytes.Buffer{}
+	s.logs = &testenv.Buffer{}
 	s.cmd = exec.Command(guestBinary, "serve")
 	s.cmd.Env, s.cmd.Stdout, s.cmd.Stderr = s.env, s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {

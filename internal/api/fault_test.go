@@ -1,13 +1,11 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/testenv"
 )
 
 // fakeService is a hand-written api.Service for failures a real store does
@@ -40,26 +39,8 @@ func (f fakeService) WaitEvents(context.Context, string, int64, time.Duration) e
 func (f fakeService) Workspace(context.Context, string) (string, error)    { panic("not used") }
 func (f fakeService) Guest(context.Context, string) (*guest.Client, error) { panic("not used") }
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestServerFaultsAreGenericLogged500s(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.Buffer
 	svc := fakeService{get: func(id string) (store.Job, error) {
 		if id == "job_panic" {
 			panic("nil map somewhere")

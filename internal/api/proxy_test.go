@@ -23,6 +23,7 @@ import (
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/testenv"
 )
 
 // seen is what the fake guest received.
@@ -140,7 +141,7 @@ type proxyEnv struct {
 	api   *apitest.Env
 	seen  *[]seen
 	clock *clock
-	logs  *syncBuffer
+	logs  *testenv.Buffer
 	srv   *httptest.Server
 }
 
@@ -153,7 +154,7 @@ func newProxyEnv(t *testing.T, cfg api.Config, mod ...func(*http.Server)) *proxy
 	if cfg.Tokens == nil && !cfg.NoAuth {
 		cfg.Tokens = []string{apitest.Token}
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	h := api.New(cfg, sandboxService{base.Svc, g}, nil, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	srv := httptest.NewUnstartedServer(h)
 	for _, m := range mod {
