@@ -38,7 +38,9 @@ AGENTBOX_TOKEN or a file in AGENTBOX_TOKEN_FILE; without either, a token is
 generated on first start into <data dir>/token (mode 0600) and its path is
 logged. --no-auth turns auth off, on a loopback address only. A running job's
 desktop and Jupyter open in a browser with a one-time link from
-'agentbox view JOB_ID', which never carries the token.
+'agentbox view JOB_ID', which never carries the token; the link's cookie is
+signed with <data dir>/viewer.key (or AGENTBOX_VIEWER_KEY_FILE), so it
+outlives a restart.
 
 On SIGTERM or Ctrl-C serve stops claiming jobs, gives running jobs the grace
 period, then stops them and hands them back (pending) for the next start.`,
@@ -120,6 +122,10 @@ func (a *app) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	viewerKey, err := a.viewerKey()
+	if err != nil {
+		return err
+	}
 	l, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -152,7 +158,7 @@ func (a *app) serve(ctx context.Context) error {
 	baseCtx, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStreams()
 	srv := &http.Server{
-		Handler:           api.New(api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL}, svc, reg, a.log),
+		Handler:           api.New(api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL, ViewerKey: viewerKey}, svc, reg, a.log),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
@@ -264,6 +270,31 @@ func (a *app) serverTokens() ([]string, error) {
 		a.log.Info("using the API token", "path", path)
 	}
 	return []string{tok}, nil
+}
+
+// viewerKey loads the key that signs viewer links and cookies: the
+// configured file, which must exist, or <data dir>/viewer.key, generated on
+// first start. A key kept on disk lets viewer cookies outlive a restart.
+func (a *app) viewerKey() ([]byte, error) {
+	path := a.cfg.Server.ViewerKeyFile
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("viewer key file: %w (make one with: head -c 32 /dev/urandom | base64 > %s; chmod 600 %s)", err, path, path)
+		}
+	} else {
+		path = filepath.Join(a.cfg.DataDir, api.ViewerKeyFile)
+	}
+	key, created, err := api.LoadOrCreateSecret(path)
+	if err != nil {
+		return nil, fmt.Errorf("viewer key: %w", err)
+	}
+	if len(key) < 32 {
+		return nil, fmt.Errorf("viewer key %s: %d bytes, want at least 32", path, len(key))
+	}
+	if created {
+		a.log.Info("generated the viewer signing key", "path", path)
+	}
+	return []byte(key), nil
 }
 
 func isLoopback(addr string) bool {

@@ -366,6 +366,106 @@ func TestServePublicURL(t *testing.T) {
 	}
 }
 
+// TestServeViewerCookieSurvivesRestart: the viewer key is kept in the data
+// dir, so a browser's viewer cookie still opens the job's views after serve
+// restarts; a ticket issued before the restart does not.
+func TestServeViewerCookieSurvivesRestart(t *testing.T) {
+	s := newServer(t, "AGENTBOX_CONCURRENCY=0") // the job stays pending: no sandbox needed
+	s.start()
+	id, code := s.submit("true")
+	if code != http.StatusCreated {
+		t.Fatalf("submit: %d", code)
+	}
+	link := func() string {
+		var links struct {
+			DesktopURL string `json:"desktop_url"`
+		}
+		if code := s.do("POST", "/v1/jobs/"+id+"/viewer", nil, &links); code != http.StatusOK {
+			t.Fatalf("viewer: %d", code)
+		}
+		return links.DesktopURL
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path, cookie string) *http.Response {
+		req, _ := http.NewRequest("GET", s.url+path, nil)
+		if cookie != "" {
+			req.Header.Set("Cookie", cookie)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := get(link(), "")
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Fatalf("ticket: %d, cookies %v", resp.StatusCode, resp.Header["Set-Cookie"])
+	}
+	cookie := resp.Cookies()[0].Name + "=" + resp.Cookies()[0].Value
+	unused := link()
+	fi, err := os.Stat(filepath.Join(s.dataDir, "viewer.key"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("viewer key: %v %v, want mode 0600", fi, err)
+	}
+
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if err := s.cmd.Wait(); err != nil {
+		t.Fatalf("serve did not exit cleanly: %v\n%s", err, s.logs)
+	}
+	// Tickets carry whole seconds: start the new server in a later second
+	// than the one that issued the unused ticket.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	s.start()
+	// The cookie passes auth: the pending job has no sandbox yet (409), not 401.
+	if resp := get("/v1/jobs/"+id+"/desktop/", cookie); resp.StatusCode != http.StatusConflict {
+		t.Errorf("cookie after restart: %d, want 409 (authenticated, no sandbox)", resp.StatusCode)
+	}
+	if resp := get(unused, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("ticket issued before the restart: %d, want 401", resp.StatusCode)
+	}
+}
+
+func TestViewerKeyFile(t *testing.T) {
+	a := &app{log: slog.New(slog.DiscardHandler)}
+	a.cfg.DataDir = t.TempDir()
+	k1, err := a.viewerKey()
+	if err != nil || len(k1) < 32 {
+		t.Fatalf("generated key %q: %v", k1, err)
+	}
+	if k2, err := a.viewerKey(); err != nil || string(k2) != string(k1) {
+		t.Errorf("second start: %q %v, want the same key", k2, err)
+	}
+	dir := t.TempDir()
+	for name, tt := range map[string]struct {
+		content string
+		mode    os.FileMode
+		want    string
+	}{
+		"missing":          {want: "no such file"},
+		"short":            {content: "0123456789", mode: 0o600, want: "want at least 32"},
+		"readable by all":  {content: strings.Repeat("k", 40), mode: 0o644, want: "readable by others"},
+		"a good key works": {content: strings.Repeat("k", 40) + "\n", mode: 0o600},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a.cfg.Server.ViewerKeyFile = filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+			if tt.mode != 0 {
+				if err := os.WriteFile(a.cfg.Server.ViewerKeyFile, []byte(tt.content), tt.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			key, err := a.viewerKey()
+			if tt.want == "" {
+				if err != nil || string(key) != strings.Repeat("k", 40) {
+					t.Errorf("key %q, %v", key, err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
 func TestServerTokens(t *testing.T) {
 	tests := []struct {
 		name, addr string

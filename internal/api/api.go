@@ -51,8 +51,12 @@ type Config struct {
 	// each holds a goroutine and polls the store. Default 256.
 	MaxStreams int
 	// ViewerKey signs viewer tickets and cookies (HMAC-SHA256); at least 32
-	// bytes. Empty: 32 random bytes per API instance, so a restart (or
-	// another replica) does not honor the links and cookies of this one.
+	// bytes. With the same key, a restarted server (or another replica)
+	// honors this one's viewer cookies. Redeemed tickets are remembered in
+	// memory, per instance: a restarted server refuses tickets issued before
+	// it started, and replicas sharing a key could each accept a ticket once
+	// in its minute. Empty: 32 random bytes per API instance, so nothing
+	// survives a restart.
 	ViewerKey []byte
 	// Now is the clock viewer tickets and cookies are checked against;
 	// nil means time.Now. Tests set it.

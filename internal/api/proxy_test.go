@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,6 +144,9 @@ type proxyEnv struct {
 	clock *clock
 	logs  *testenv.Buffer
 	srv   *httptest.Server
+	// restart replaces the API server with a new one on the same config,
+	// service and address, as a restarted process.
+	restart func()
 }
 
 func newProxyEnv(t *testing.T, cfg api.Config, mod ...func(*http.Server)) *proxyEnv {
@@ -155,14 +159,19 @@ func newProxyEnv(t *testing.T, cfg api.Config, mod ...func(*http.Server)) *proxy
 		cfg.Tokens = []string{apitest.Token}
 	}
 	logs := &testenv.Buffer{}
-	h := api.New(cfg, sandboxService{base.Svc, g}, nil, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	srv := httptest.NewUnstartedServer(h)
+	var h atomic.Pointer[http.Handler]
+	start := func() {
+		handler := api.New(cfg, sandboxService{base.Svc, g}, nil, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+		h.Store(&handler)
+	}
+	start()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*h.Load()).ServeHTTP(w, r) }))
 	for _, m := range mod {
 		m(srv.Config)
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &proxyEnv{Env: base, api: envFor(srv), seen: log, clock: c, logs: logs, srv: srv}
+	return &proxyEnv{Env: base, api: envFor(srv), seen: log, clock: c, logs: logs, srv: srv, restart: start}
 }
 
 // running submits a job and marks it running.
@@ -422,6 +431,33 @@ func dialWS(t *testing.T, e *proxyEnv, id string, hdr http.Header) (*http.Respon
 	}
 	c.Close(websocket.StatusNormalClosure, "")
 	return resp, nil
+}
+
+// With a key of its own, a restarted server honors the viewer cookies of
+// the one before, but not its tickets: which of those were redeemed was
+// known to the old process only. Without one, nothing survives.
+func TestViewerCookiesSurviveRestartWithKey(t *testing.T) {
+	e := newProxyEnv(t, api.Config{ViewerKey: []byte("0123456789abcdef0123456789abcdef")})
+	id := e.running()
+	cookie := e.signIn(t, id)
+	unused := e.links(t, id)
+	e.clock.add(2 * time.Second)
+	e.restart()
+	if resp, b := e.get(t, "/v1/jobs/"+id+"/desktop/", map[string]string{"Cookie": cookie}); resp.StatusCode != http.StatusOK {
+		t.Errorf("cookie after restart: %d %s", resp.StatusCode, b)
+	}
+	resp, b := e.get(t, unused.DesktopURL, nil)
+	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	if fresh := e.signIn(t, id); fresh == "" {
+		t.Error("no cookie for a ticket issued after the restart")
+	}
+
+	e = newProxyEnv(t, api.Config{})
+	id = e.running()
+	cookie = e.signIn(t, id)
+	e.restart()
+	resp, b = e.get(t, "/v1/jobs/"+id+"/desktop/", map[string]string{"Cookie": cookie})
+	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
 }
 
 func TestProxyWebSocket(t *testing.T) {

@@ -48,6 +48,10 @@ const (
 type signer struct {
 	key []byte
 	now func() time.Time
+	// since is when this signer started: redeemed tickets are remembered
+	// in memory only, so a ticket issued before it may have been used
+	// already and is refused. Cookies, being reusable, are not.
+	since time.Time
 
 	mu   sync.Mutex
 	used map[string]time.Time // redeemed tickets' nonces, until they expire
@@ -59,7 +63,7 @@ func newSigner(key []byte, now func() time.Time) *signer {
 		key = make([]byte, 32)
 		_, _ = rand.Read(key) // never fails (crypto/rand panics rather)
 	}
-	return &signer{key: key, now: now, used: map[string]time.Time{}}
+	return &signer{key: key, now: now, since: now().Truncate(time.Second), used: map[string]time.Time{}}
 }
 
 func (g *signer) sign(kind, jobID string, ttl time.Duration) (string, time.Time) {
@@ -105,7 +109,7 @@ var errTicket = errors.New("this viewer link has expired or was already used")
 // redeem accepts a job's ticket once.
 func (g *signer) redeem(jobID, tok string) error {
 	nonce, exp, ok := g.check(kindTicket, jobID, tok)
-	if !ok {
+	if !ok || exp.Add(-TicketTTL).Before(g.since) {
 		return errTicket
 	}
 	g.mu.Lock()

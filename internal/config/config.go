@@ -56,6 +56,11 @@ type Server struct {
 	// in the data dir.
 	Token     string
 	TokenFile string
+	// ViewerKeyFile holds the key that signs viewer links and cookies
+	// (AGENTBOX_VIEWER_KEY_FILE): at least 32 bytes, mode 0600. Default
+	// <data dir>/viewer.key, generated on first start, so viewer cookies
+	// survive a restart; replicas behind one address share one file.
+	ViewerKeyFile string
 	// NoAuth turns auth off; allowed on loopback addresses only.
 	NoAuth bool
 	// Concurrency is how many jobs run at once (AGENTBOX_CONCURRENCY).
@@ -175,6 +180,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("AGENTBOX_ADDR", &c.Server.Addr)
 	str("AGENTBOX_TOKEN", &c.Server.Token)
 	str("AGENTBOX_TOKEN_FILE", &c.Server.TokenFile)
+	str("AGENTBOX_VIEWER_KEY_FILE", &c.Server.ViewerKeyFile)
 	str("AGENTBOX_PUBLIC_URL", &c.Server.PublicURL)
 	str("AGENTBOX_URL", &c.Client.URL)
 	str("AGENTBOX_TOKEN", &c.Client.Token)
