@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"net/http"
@@ -118,6 +120,100 @@ func TestBrowserDesktop(t *testing.T) {
 	fresh := newBrowser(t, browser)
 	if status := navigateStatus(t, fresh, absolute(s.url, links.DesktopURL)); status != http.StatusUnauthorized {
 		t.Errorf("reused ticket: status %d, want 401", status)
+	}
+}
+
+// TestBrowserViewOrigins: with AGENTBOX_VIEW_URL each job's views have an
+// origin of their own (job-<hex>.localhost here, which Chromium resolves to
+// the loopback address). The desktop and Jupyter work there as on the API's
+// origin, and a page of one job's sandbox can read neither another job's
+// views, although the browser is signed into both, nor the API.
+func TestBrowserViewOrigins(t *testing.T) {
+	browser := testenv.Browser(t)
+	s := newServer(t)
+	_, port, _ := strings.Cut(strings.TrimPrefix(s.url, "http://"), ":")
+	s.env = append(s.env, "AGENTBOX_VIEW_URL=http://{job}.localhost:"+port)
+	s.start()
+	defer func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", s.logs)
+		}
+	}()
+	a, code := s.submit(desktopJob)
+	if code != http.StatusCreated && code != http.StatusAccepted {
+		t.Fatalf("submit: %d", code)
+	}
+	b, _ := s.submit("sleep 300")
+	waitUntil(t, time.Minute, func() bool { return s.job(a).Status == "running" && s.job(b).Status == "running" })
+	defer s.do("POST", "/v1/jobs/"+a+"/cancel", nil, nil)
+	defer s.do("POST", "/v1/jobs/"+b+"/cancel", nil, nil)
+	type links struct {
+		DesktopURL string `json:"desktop_url"`
+		JupyterURL string `json:"jupyter_url"`
+	}
+	linksOf := func(id string) links {
+		var l links
+		if code := s.do("POST", "/v1/jobs/"+id+"/viewer", nil, &l); code != http.StatusOK {
+			t.Fatalf("viewer link: %d", code)
+		}
+		return l
+	}
+	la, lb := linksOf(a), linksOf(b)
+	originA := "http://" + strings.ReplaceAll(a, "_", "-") + ".localhost:" + port
+	if !strings.HasPrefix(la.DesktopURL, originA+"/v1/jobs/"+a+"/desktop/?ticket=") {
+		t.Fatalf("desktop link %q is not on the job's origin %s", la.DesktopURL, originA)
+	}
+
+	ctx := newBrowser(t, browser)
+	connect := func(link string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Navigate(link)); err != nil {
+			t.Fatal(err)
+		}
+		if err := pollPage(ctx, `document.documentElement.classList.contains("noVNC_connected")`, 60*time.Second); err != nil {
+			t.Fatalf("noVNC did not connect at %s: %v", link, err)
+		}
+	}
+	connect(lb.DesktopURL) // signed into job B's views too
+	connect(la.DesktopURL)
+	location, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || !strings.HasPrefix(location, originA+"/v1/jobs/"+a+"/desktop/vnc.html") {
+		t.Fatalf("location %q, %v", location, err)
+	}
+
+	// Script in job A's page, as a sandbox's page could run it.
+	probe := `(async () => {
+		const out = {};
+		for (const [name, u] of Object.entries(%s)) {
+			try { const r = await fetch(u, {credentials: "include"}); out[name] = "read " + r.status; }
+			catch (e) { out[name] = "blocked"; }
+		}
+		return out;
+	})()`
+	targets, _ := json.Marshal(map[string]string{
+		"own":   "/v1/jobs/" + a + "/desktop/vnc.html",
+		"other": strings.SplitN(lb.DesktopURL, "/v1/", 2)[0] + "/v1/jobs/" + b + "/desktop/vnc.html",
+		"api":   s.url + "/v1/jobs",
+	})
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](fmt.Sprintf(probe, targets), chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["own"] != "read 200" || got["other"] != "blocked" || got["api"] != "blocked" {
+		t.Errorf("fetches from job A's page: %v; want its own view read, job B's view and the API blocked", got)
+	}
+	t.Logf("fetches from job A's page: %v", got)
+
+	// Jupyter opens on the job's origin too.
+	if err := chromedp.Do(ctx, chromedp.Navigate(la.JupyterURL)); err != nil {
+		t.Fatal(err)
+	}
+	if err := pollPage(ctx, `!!document.querySelector("#notebook_list, #ipython-main-app")`, 60*time.Second); err != nil {
+		t.Fatalf("jupyter UI did not load: %v", err)
+	}
+	// The API's own host no longer serves the views to a browser.
+	if status := navigateStatus(t, ctx, s.url+"/v1/jobs/"+a+"/desktop/vnc.html"); status != http.StatusUnauthorized {
+		t.Errorf("the view on the API's host: %d, want 401", status)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -63,6 +64,7 @@ period, then stops them and hands them back (pending) for the next start.`,
 	f.DurationVar(&s.JobTimeout, "job-timeout", 0, "default job timeout (AGENTBOX_JOB_TIMEOUT; default 30m)")
 	f.DurationVar(&s.Grace, "grace", 0, "time running jobs get on shutdown; 0 stops them at once (AGENTBOX_GRACE; default 30s)")
 	f.StringVar(&s.PublicURL, "public-url", "", "where clients reach the server, e.g. https://agentbox.example.com behind a TLS proxy: links are made absolute with it and viewer cookies are Secure with https (AGENTBOX_PUBLIC_URL)")
+	f.StringVar(&s.ViewURL, "view-url", "", "give each job's desktop and Jupyter an origin of their own, e.g. https://{job}.view.example.com (a wildcard DNS name reaching this server), or http://{job}.localhost:8080 on one machine: a sandbox's pages then cannot reach other jobs' views or the API from the browser (AGENTBOX_VIEW_URL)")
 	f.StringVar(&a.flagCfg.Agent.Kind, "agent", "", "what works on jobs: model (a language model with tools) or shell (the task as a bash script) (AGENTBOX_AGENT; default model)")
 	return cmd
 }
@@ -101,6 +103,15 @@ func (a *app) applyServeFlags() error {
 	}
 	if f.PublicURL != "" {
 		c.PublicURL = f.PublicURL
+	}
+	if f.ViewURL != "" {
+		c.ViewURL = f.ViewURL
+	}
+	if err := api.CheckViewURL(c.ViewURL); err != nil {
+		return err
+	}
+	if u, _ := url.Parse(strings.Replace(c.ViewURL, api.JobPlaceholder, "x", 1)); c.NoAuth && c.ViewURL != "" && !strings.HasSuffix(u.Hostname(), ".localhost") {
+		return fmt.Errorf("view URL %q: without auth, views are served on loopback names only, such as http://{job}.localhost:8080", c.ViewURL)
 	}
 	return a.cfg.Validate()
 }
@@ -158,7 +169,7 @@ func (a *app) serve(ctx context.Context) error {
 	baseCtx, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStreams()
 	srv := &http.Server{
-		Handler:           api.New(api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL, ViewerKey: viewerKey}, svc, reg, a.log),
+		Handler:           api.New(api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL, ViewerKey: viewerKey, ViewURL: cfg.Server.ViewURL}, svc, reg, a.log),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },

@@ -364,6 +364,15 @@ func TestServePublicURL(t *testing.T) {
 		!strings.Contains(err.Error(), "without a path") {
 		t.Errorf("a public URL with a path: %v", err)
 	}
+	for _, args := range [][]string{
+		{"--view-url", "https://view.example.com"},
+		{"--view-url", "https://{job}.view.example.com", "--no-auth"},
+	} {
+		args = append([]string{"serve", "--data-dir", t.TempDir()}, args...)
+		if _, _, err := run(context.Background(), args...); err == nil || !strings.Contains(err.Error(), "view URL") {
+			t.Errorf("%v: %v, want a view URL error", args, err)
+		}
+	}
 }
 
 // TestServeViewerCookieSurvivesRestart: the viewer key is kept in the data

@@ -58,6 +58,13 @@ type Config struct {
 	// in its minute. Empty: 32 random bytes per API instance, so nothing
 	// survives a restart.
 	ViewerKey []byte
+	// ViewURL gives each job's desktop and Jupyter an origin of their own:
+	// a template "http(s)://{job}.DOMAIN[:PORT]" (see CheckViewURL), served
+	// by this handler under a wildcard DNS name. Viewer links and cookies
+	// then work on the job's host only, and the API's own host serves the
+	// views to bearer-token clients (programs) only. Empty: the views are
+	// served on the API's origin.
+	ViewURL string
 	// Now is the clock viewer tickets and cookies are checked against;
 	// nil means time.Now. Tests set it.
 	Now func() time.Time
@@ -117,6 +124,7 @@ type server struct {
 	unclean http.Handler
 	streams chan struct{} // one token per open SSE stream
 	view    *signer       // viewer tickets and cookies
+	views   *viewHosts    // per-job view origins; nil: the API's origin
 }
 
 // New returns the API handler. reg is served at /metrics (the job
@@ -133,6 +141,11 @@ func New(cfg Config, svc Service, reg *prometheus.Registry, log *slog.Logger) ht
 	s.tokens = hashTokens(cfg.Tokens)
 	s.streams = make(chan struct{}, s.cfg.MaxStreams)
 	s.view = newSigner(s.cfg.ViewerKey, s.cfg.Now)
+	views, err := parseViewURL(cfg.ViewURL)
+	if err != nil {
+		panic("api.New: " + err.Error() + " (check it with CheckViewURL first)")
+	}
+	s.views = views
 	if len(s.tokens) == 0 && !cfg.NoAuth {
 		log.Warn("api: no token configured and auth not disabled; every request but /healthz will be refused")
 	}
@@ -148,6 +161,9 @@ func New(cfg Config, svc Service, reg *prometheus.Registry, log *slog.Logger) ht
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !isClean(r.URL.Path) {
 		s.unclean.ServeHTTP(w, r)
+		return
+	}
+	if s.confineViewHost(w, r) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)

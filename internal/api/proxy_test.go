@@ -414,7 +414,7 @@ func dialWS(t *testing.T, e *proxyEnv, id string, hdr http.Header) (*http.Respon
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	u := "ws" + strings.TrimPrefix(e.api.URL, "http") + "/v1/jobs/" + id + "/desktop/websockify"
-	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: hdr})
+	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: hdr, Host: hdr.Get("Host")})
 	if err != nil {
 		return resp, err
 	}
@@ -608,5 +608,128 @@ func TestProxyAddsSlashAndUsesBaseURL(t *testing.T) {
 	cookie := resp.Cookies()[0]
 	if _, err := dialWS(t, e, id, http.Header{"Cookie": {cookie.Name + "=" + cookie.Value}, "Origin": {"https://ab.example.com"}}); err != nil {
 		t.Errorf("public origin: %v", err)
+	}
+}
+
+// With per-job view origins, a job's views, its viewer links and its cookie
+// live on the job's own host; that host serves nothing else, and the API's
+// host serves the views to bearer-token clients only.
+func TestViewHostsPerJob(t *testing.T) {
+	e := newProxyEnv(t, api.Config{ViewURL: "https://{job}.view.test"})
+	a, b := e.running(), e.running()
+	hostA, hostB := strings.ReplaceAll(a, "_", "-")+".view.test", strings.ReplaceAll(b, "_", "-")+".view.test"
+	onA := func(extra map[string]string) map[string]string {
+		h := map[string]string{"Host": hostA}
+		for k, v := range extra {
+			h[k] = v
+		}
+		return h
+	}
+	l := e.links(t, a)
+	if !strings.HasPrefix(l.DesktopURL, "https://"+hostA+"/v1/jobs/"+a+"/desktop/?ticket=") ||
+		!strings.HasPrefix(l.JupyterURL, "https://"+hostA+"/v1/jobs/"+a+"/jupyter/?ticket=") {
+		t.Fatalf("links %+v", l)
+	}
+	ticket := strings.SplitN(l.DesktopURL, "ticket=", 2)[1]
+
+	// A ticket is not redeemed on the API's host, nor on another job's.
+	resp, body := e.get(t, "/v1/jobs/"+a+"/desktop/?ticket="+ticket, nil)
+	wantError(t, resp, body, http.StatusUnauthorized, api.CodeUnauthorized)
+	resp, body = e.get(t, "/v1/jobs/"+a+"/desktop/?ticket="+ticket, map[string]string{"Host": hostB})
+	wantError(t, resp, body, http.StatusNotFound, api.CodeNotFound)
+	// On the job's host it is, once: a host-only, Secure cookie.
+	resp, body = e.get(t, "/v1/jobs/"+a+"/desktop/?ticket="+ticket, onA(nil))
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/v1/jobs/"+a+"/desktop/" || len(resp.Cookies()) != 1 {
+		t.Fatalf("ticket on the job's host: %d %q %s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+	c := resp.Cookies()[0]
+	if c.Domain != "" || !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+		t.Errorf("cookie %+v", c)
+	}
+	cookie := c.Name + "=" + c.Value
+	if resp, body := e.get(t, "/v1/jobs/"+a+"/desktop/vnc.html", onA(map[string]string{"Cookie": cookie})); resp.StatusCode != http.StatusOK {
+		t.Fatalf("cookie on the job's host: %d %s", resp.StatusCode, body)
+	}
+	if got := e.lastSeen(t); got.Path != "/proxy/desktop/vnc.html" || got.Host != hostA {
+		t.Errorf("the guest saw %+v", got)
+	}
+
+	for _, tt := range []struct {
+		name, path string
+		hdr        map[string]string
+		status     int
+	}{
+		{"the cookie on the API's host", "/v1/jobs/" + a + "/desktop/", map[string]string{"Cookie": cookie}, http.StatusUnauthorized},
+		{"job A's views on job B's host", "/v1/jobs/" + a + "/desktop/", map[string]string{"Host": hostB, "Cookie": cookie}, http.StatusNotFound},
+		{"the API on a view host, with the token", "/v1/jobs", map[string]string{"Host": hostA, "Authorization": "Bearer " + apitest.Token}, http.StatusNotFound},
+		{"the viewer route on a view host", "/v1/jobs/" + a + "/events", map[string]string{"Host": hostA, "Cookie": cookie}, http.StatusNotFound},
+		{"a view host naming no job", "/v1/jobs/" + a + "/desktop/", map[string]string{"Host": "evil.view.test", "Cookie": cookie}, http.StatusNotFound},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := e.get(t, tt.path, tt.hdr)
+			wantError(t, resp, body, tt.status, map[int]string{401: api.CodeUnauthorized, 404: api.CodeNotFound}[tt.status])
+		})
+	}
+	// Programs still reach the views on the API's host with the token.
+	if resp, body := do(t, e.api, req{method: "GET", path: "/v1/jobs/" + b + "/jupyter/api"}); resp.StatusCode != http.StatusOK {
+		t.Errorf("bearer on the API's host: %d %s", resp.StatusCode, body)
+	}
+	// The bare view host leads to the desktop.
+	if resp, _ := e.get(t, "/", onA(nil)); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/v1/jobs/"+a+"/desktop/" {
+		t.Errorf("GET / on the view host: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+
+	// WebSockets: from the job's own origin only.
+	if _, err := dialWS(t, e, a, http.Header{"Host": {hostA}, "Cookie": {cookie}, "Origin": {"https://" + hostA}}); err != nil {
+		t.Fatalf("same origin: %v", err)
+	}
+	for _, origin := range []string{"https://" + hostB, e.api.URL} {
+		resp, err := dialWS(t, e, a, http.Header{"Host": {hostA}, "Cookie": {cookie}, "Origin": {origin}})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("origin %s: %v %v", origin, resp, err)
+		}
+	}
+}
+
+// Without auth, view hosts under .localhost serve the views to browsers;
+// the API's host, to programs only.
+func TestViewHostsWithoutAuth(t *testing.T) {
+	e := newProxyEnv(t, api.Config{NoAuth: true, ViewURL: "http://{job}.localhost:8080"})
+	id := e.running()
+	host := strings.ReplaceAll(id, "_", "-") + ".localhost:8080"
+	if l := e.links(t, id); !strings.HasPrefix(l.DesktopURL, "http://"+host+"/v1/jobs/"+id+"/desktop/") {
+		t.Errorf("links %+v", l)
+	}
+	page := map[string]string{"Sec-Fetch-Site": "same-origin"}
+	resp, body := e.get(t, "/v1/jobs/"+id+"/desktop/vnc.html", map[string]string{"Host": host, "Sec-Fetch-Site": "same-origin"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a page on the view host: %d %s", resp.StatusCode, body)
+	}
+	resp, body = e.get(t, "/v1/jobs/"+id+"/desktop/vnc.html", page)
+	wantError(t, resp, body, http.StatusForbidden, api.CodeForbidden)
+	if resp, body := e.get(t, "/v1/jobs/"+id+"/desktop/vnc.html", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("a program on the API's host: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestCheckViewURL(t *testing.T) {
+	for tmpl, want := range map[string]string{
+		"":                                "",
+		"https://{job}.view.example.com":  "",
+		"http://{job}.localhost:8080":     "",
+		"https://{job}.view.example.com/": "",
+		"ftp://{job}.example.com":         "scheme",
+		"https://view.example.com":        "must start with {job}.",
+		"https://x{job}.example.com":      "must start with {job}.",
+		"https://{job}.{job}.example.com": "must start with {job}.",
+		"https://{job}.example.com/views": "path",
+		"https://{job}.example.com?a=1":   "path",
+		"https://{job}.127.0.0.1":         "domain",
+		"https://{job}.example.com:x":     "invalid port",
+	} {
+		err := api.CheckViewURL(tmpl)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("CheckViewURL(%q) = %v, want %q", tmpl, err, want)
+		}
 	}
 }

@@ -142,7 +142,11 @@ func (s *server) viewer(w http.ResponseWriter, r *http.Request) error {
 	if j.Status.Final() {
 		return errorf(http.StatusConflict, CodeNoSandbox, "job %s is %s: its sandbox was removed when it ended", j.ID, j.Status)
 	}
-	base := s.cfg.BaseURL + "/v1/jobs/" + url.PathEscape(j.ID)
+	origin := s.cfg.BaseURL
+	if s.views != nil {
+		origin = s.views.origin(j.ID)
+	}
+	base := origin + "/v1/jobs/" + url.PathEscape(j.ID)
 	desktop, exp := s.view.sign(kindTicket, j.ID, TicketTTL)
 	jupyter, _ := s.view.sign(kindTicket, j.ID, TicketTTL)
 	w.Header().Set("Cache-Control", "no-store")
@@ -163,7 +167,10 @@ func (s *server) viewer(w http.ResponseWriter, r *http.Request) error {
 func (s *server) admit(w http.ResponseWriter, r *http.Request) (done bool, err error) {
 	id := pathID(r)
 	if t := r.URL.Query().Get(ticketParam); t != "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		terr := s.view.redeem(id, t)
+		terr := errTicket // with per-job origins, tickets are for the job's host only
+		if s.viewerHost(r, id) {
+			terr = s.view.redeem(id, t)
+		}
 		if terr == nil {
 			s.setViewerCookie(w, r, id)
 		} else if s.credentials(r, id) != nil {
@@ -189,18 +196,32 @@ func (s *server) credentials(r *http.Request, id string) error {
 		if err := checkLocalRequest(r); err != nil {
 			return err
 		}
+		if !s.viewerHost(r, id) {
+			// With per-job origins, the API's host serves the views
+			// to programs only.
+			if err := refuseWebPages(r); err != nil {
+				return err
+			}
+		}
 	case s.validToken(r.Header.Get("Authorization")):
 		bearer = true
-	case s.validViewerCookie(r, id):
+	case s.viewerHost(r, id) && s.validViewerCookie(r, id):
 	default:
 		return errorf(http.StatusUnauthorized, CodeUnauthorized,
 			"this page needs a viewer link: run 'agentbox view %s' and open the link it prints within a minute (each link works once); "+
 				"if you just opened one from another web site, press Enter in the address bar", id)
 	}
-	if (isUpgrade(r) || !bearer) && !s.sameOrigin(r) {
+	if (isUpgrade(r) || !bearer) && !s.sameOrigin(r, id) {
 		return errorf(http.StatusForbidden, CodeForbidden, "requests from pages of other origins are refused")
 	}
 	return nil
+}
+
+// viewerHost reports whether a browser may use viewer links and cookies
+// for job id on r's host: any host without per-job origins, else the job's
+// own view host only.
+func (s *server) viewerHost(r *http.Request, id string) bool {
+	return s.views == nil || s.viewHostOf(r, id)
 }
 
 func (s *server) validViewerCookie(r *http.Request, id string) bool {
@@ -220,13 +241,14 @@ func (s *server) setViewerCookie(w http.ResponseWriter, r *http.Request, id stri
 		Name: ViewerCookie, Value: v, Path: "/v1/jobs/" + url.PathEscape(id) + "/",
 		Expires: exp, MaxAge: int(ViewerCookieTTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil || strings.HasPrefix(s.cfg.BaseURL, "https:"),
+		Secure: r.TLS != nil || strings.HasPrefix(s.cfg.BaseURL, "https:") || s.views != nil && s.views.scheme == "https",
 	})
 }
 
 // sameOrigin reports whether the request's Origin, if any, is this
-// server: the Host asked for, or the configured base URL's.
-func (s *server) sameOrigin(r *http.Request) bool {
+// server: the Host asked for, or the configured base URL's (on a job's
+// view host, the job's view origin).
+func (s *server) sameOrigin(r *http.Request, id string) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {
 		return true
@@ -237,6 +259,9 @@ func (s *server) sameOrigin(r *http.Request) bool {
 	}
 	if strings.EqualFold(u.Host, r.Host) {
 		return true
+	}
+	if s.views != nil && s.viewHostOf(r, id) {
+		return strings.EqualFold(o, s.views.origin(id))
 	}
 	b, err := url.Parse(s.cfg.BaseURL)
 	return s.cfg.BaseURL != "" && err == nil && strings.EqualFold(u.Host, b.Host)

@@ -78,6 +78,12 @@ type Server struct {
 	// viewer links are made absolute with it, and an https URL makes the
 	// viewer cookie Secure.
 	PublicURL string
+	// ViewURL gives each job's desktop and Jupyter views an origin of
+	// their own (AGENTBOX_VIEW_URL): a template such as
+	// https://{job}.view.example.com, under a wildcard DNS name and
+	// certificate that reach this server. Empty: the views are served on
+	// the API's origin.
+	ViewURL string
 }
 
 // Client configures the CLI's connection to a server.
@@ -182,6 +188,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("AGENTBOX_TOKEN_FILE", &c.Server.TokenFile)
 	str("AGENTBOX_VIEWER_KEY_FILE", &c.Server.ViewerKeyFile)
 	str("AGENTBOX_PUBLIC_URL", &c.Server.PublicURL)
+	str("AGENTBOX_VIEW_URL", &c.Server.ViewURL)
 	str("AGENTBOX_URL", &c.Client.URL)
 	str("AGENTBOX_TOKEN", &c.Client.Token)
 	if v, ok := lookup("AGENTBOX_NO_AUTH"); ok {
