@@ -181,26 +181,41 @@ func TestBrowserViewOrigins(t *testing.T) {
 		t.Fatalf("location %q, %v", location, err)
 	}
 
-	// Script in job A's page, as a sandbox's page could run it.
+	// Script in job A's page, as a sandbox's page could run it: fetches,
+	// whose answers the browser keeps from the page, and then a no-cors
+	// fetch and a script tag, which reach job B's view all the same and
+	// must be refused by the server.
 	probe := `(async () => {
 		const out = {};
 		for (const [name, u] of Object.entries(%s)) {
 			try { const r = await fetch(u, {credentials: "include"}); out[name] = "read " + r.status; }
 			catch (e) { out[name] = "blocked"; }
 		}
+		await fetch(%[2]q + "?no-cors", {credentials: "include", mode: "no-cors"}).catch(() => {});
+		await new Promise(done => {
+			const el = document.createElement("script");
+			el.src = %[2]q + "?script";
+			el.onload = el.onerror = done;
+			document.head.appendChild(el);
+		});
 		return out;
 	})()`
+	otherView := strings.SplitN(lb.DesktopURL, "/v1/", 2)[0] + "/v1/jobs/" + b + "/desktop/vnc.html"
 	targets, _ := json.Marshal(map[string]string{
 		"own":   "/v1/jobs/" + a + "/desktop/vnc.html",
-		"other": strings.SplitN(lb.DesktopURL, "/v1/", 2)[0] + "/v1/jobs/" + b + "/desktop/vnc.html",
+		"other": otherView,
 		"api":   s.url + "/v1/jobs",
 	})
-	got, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](fmt.Sprintf(probe, targets), chromedp.EvalAwaitPromise))
+	refusedBefore := s.viewRefusals()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](fmt.Sprintf(probe, targets, otherView), chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got["own"] != "read 200" || got["other"] != "blocked" || got["api"] != "blocked" {
 		t.Errorf("fetches from job A's page: %v; want its own view read, job B's view and the API blocked", got)
+	}
+	if refused := s.viewRefusals() - refusedBefore; refused < 3 {
+		t.Errorf("the server refused %d of the 3 requests job A's page made to job B's view", refused)
 	}
 	t.Logf("fetches from job A's page: %v", got)
 
@@ -215,6 +230,22 @@ func TestBrowserViewOrigins(t *testing.T) {
 	if status := navigateStatus(t, ctx, s.url+"/v1/jobs/"+a+"/desktop/vnc.html"); status != http.StatusUnauthorized {
 		t.Errorf("the view on the API's host: %d, want 401", status)
 	}
+}
+
+// viewRefusals counts the desktop requests the server refused (401, 403),
+// from its metrics.
+func (s *server) viewRefusals() int {
+	s.t.Helper()
+	n := 0
+	for _, line := range strings.Split(string(s.get(s.t, "/metrics", http.StatusOK)), "\n") {
+		if strings.HasPrefix(line, "agentbox_http_requests_total{") && strings.Contains(line, "/desktop/{path...}") &&
+			(strings.Contains(line, `code="401"`) || strings.Contains(line, `code="403"`)) {
+			var v float64
+			fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v)
+			n += int(v)
+		}
+	}
+	return n
 }
 
 // newBrowser starts a headless Chromium for the test.
@@ -252,6 +283,9 @@ func pollPage(ctx context.Context, expr string, timeout time.Duration) error {
 		if err == nil || !contextLost(err) {
 			return err
 		}
+		// The new page's context is announced by an event of its own;
+		// give it a moment rather than flood the browser with retries.
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -110,8 +110,13 @@ func (a *app) applyServeFlags() error {
 	if err := api.CheckViewURL(c.ViewURL); err != nil {
 		return err
 	}
-	if u, _ := url.Parse(strings.Replace(c.ViewURL, api.JobPlaceholder, "x", 1)); c.NoAuth && c.ViewURL != "" && !strings.HasSuffix(u.Hostname(), ".localhost") {
-		return fmt.Errorf("view URL %q: without auth, views are served on loopback names only, such as http://{job}.localhost:8080", c.ViewURL)
+	if c.ViewURL != "" {
+		if c.NoAuth && !api.LocalViewURL(c.ViewURL) {
+			return fmt.Errorf("view URL %q: without auth, views are served on loopback names only, such as http://{job}.localhost:8080", c.ViewURL)
+		}
+		if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && err == nil && api.OnViewDomain(c.ViewURL, u.Host) {
+			return fmt.Errorf("view URL %q: the public URL %s is under the views' domain; the API needs a host outside it", c.ViewURL, c.PublicURL)
+		}
 	}
 	return a.cfg.Validate()
 }
@@ -300,7 +305,7 @@ func (a *app) viewerKey() ([]byte, error) {
 		return nil, fmt.Errorf("viewer key: %w", err)
 	}
 	if len(key) < 32 {
-		return nil, fmt.Errorf("viewer key %s: %d bytes, want at least 32", path, len(key))
+		return nil, fmt.Errorf("viewer key %s: %d characters, want at least 32 of random text (head -c 32 /dev/urandom | base64)", path, len(key))
 	}
 	if created {
 		a.log.Info("generated the viewer signing key", "path", path)

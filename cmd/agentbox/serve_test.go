@@ -367,11 +367,15 @@ func TestServePublicURL(t *testing.T) {
 	for _, args := range [][]string{
 		{"--view-url", "https://view.example.com"},
 		{"--view-url", "https://{job}.view.example.com", "--no-auth"},
+		{"--view-url", "https://{job}.example.com", "--public-url", "https://agentbox.example.com"},
 	} {
-		args = append([]string{"serve", "--data-dir", t.TempDir()}, args...)
-		if _, _, err := run(context.Background(), args...); err == nil || !strings.Contains(err.Error(), "view URL") {
+		args = append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, args...)
+		// Refused before serving; were it not, the deadline ends the server.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		if _, _, err := run(ctx, args...); err == nil || !strings.Contains(err.Error(), "view URL") {
 			t.Errorf("%v: %v, want a view URL error", args, err)
 		}
+		cancel()
 	}
 }
 
@@ -422,9 +426,6 @@ func TestServeViewerCookieSurvivesRestart(t *testing.T) {
 	if err := s.cmd.Wait(); err != nil {
 		t.Fatalf("serve did not exit cleanly: %v\n%s", err, s.logs)
 	}
-	// Tickets carry whole seconds: start the new server in a later second
-	// than the one that issued the unused ticket.
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	s.start()
 	// The cookie passes auth: the pending job has no sandbox yet (409), not 401.
 	if resp := get("/v1/jobs/"+id+"/desktop/", cookie); resp.StatusCode != http.StatusConflict {

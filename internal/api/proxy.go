@@ -210,6 +210,8 @@ func filterResponse(resp *http.Response, id, service string) error {
 		h.Add("Set-Cookie", c)
 	}
 	h.Add("Content-Security-Policy", "frame-ancestors 'self'")
+	// Nor load it as a script or an image (which needs no CORS).
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	return nil
 }
 

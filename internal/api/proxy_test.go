@@ -441,7 +441,7 @@ func TestViewerCookiesSurviveRestartWithKey(t *testing.T) {
 	id := e.running()
 	cookie := e.signIn(t, id)
 	unused := e.links(t, id)
-	e.clock.add(2 * time.Second)
+	e.clock.add(300 * time.Millisecond) // a restart within the second the ticket was issued
 	e.restart()
 	if resp, b := e.get(t, "/v1/jobs/"+id+"/desktop/", map[string]string{"Cookie": cookie}); resp.StatusCode != http.StatusOK {
 		t.Errorf("cookie after restart: %d %s", resp.StatusCode, b)
@@ -664,11 +664,44 @@ func TestViewHostsPerJob(t *testing.T) {
 		{"the API on a view host, with the token", "/v1/jobs", map[string]string{"Host": hostA, "Authorization": "Bearer " + apitest.Token}, http.StatusNotFound},
 		{"the viewer route on a view host", "/v1/jobs/" + a + "/events", map[string]string{"Host": hostA, "Cookie": cookie}, http.StatusNotFound},
 		{"a view host naming no job", "/v1/jobs/" + a + "/desktop/", map[string]string{"Host": "evil.view.test", "Cookie": cookie}, http.StatusNotFound},
+		{"an escaped slash to the API", "/v1/jobs/" + a + "%2Fdesktop", map[string]string{"Host": hostA, "Authorization": "Bearer " + apitest.Token}, http.StatusNotFound},
+		{"an escaped slash to the events", "/v1/jobs/" + a + "%2Fdesktop/events", map[string]string{"Host": hostA, "Authorization": "Bearer " + apitest.Token}, http.StatusNotFound},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, body := e.get(t, tt.path, tt.hdr)
 			wantError(t, resp, body, tt.status, map[int]string{401: api.CodeUnauthorized, 404: api.CodeNotFound}[tt.status])
+			if tt.status == http.StatusNotFound && !strings.Contains(string(body), "this host") {
+				t.Errorf("not refused by the view host's confinement: %s", body)
+			}
 		})
+	}
+	// Jupyter too, with the same cookie; answers can't be loaded by pages
+	// of other origins.
+	resp, body = e.get(t, "/v1/jobs/"+a+"/jupyter/api", onA(map[string]string{"Cookie": cookie}))
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Cross-Origin-Resource-Policy") != "same-origin" {
+		t.Errorf("jupyter on the job's host: %d, CORP %q: %s", resp.StatusCode, resp.Header.Get("Cross-Origin-Resource-Policy"), body)
+	}
+	// Pages of other sites (job B's host is same-site) may link to the view
+	// but not load it with the browser's cookie: no Origin is sent with a
+	// script or an image, Fetch Metadata is.
+	for _, tt := range []struct {
+		site, mode, dest string
+		status           int
+	}{
+		{"same-origin", "no-cors", "script", http.StatusOK},
+		{"none", "navigate", "document", http.StatusOK},
+		{"same-site", "navigate", "document", http.StatusOK},
+		{"cross-site", "navigate", "document", http.StatusOK},
+		{"same-site", "no-cors", "script", http.StatusForbidden},
+		{"cross-site", "no-cors", "image", http.StatusForbidden},
+		{"same-site", "navigate", "iframe", http.StatusForbidden},
+		{"same-site", "cors", "empty", http.StatusForbidden},
+	} {
+		resp, body := e.get(t, "/v1/jobs/"+a+"/desktop/vnc.html", onA(map[string]string{"Cookie": cookie,
+			"Sec-Fetch-Site": tt.site, "Sec-Fetch-Mode": tt.mode, "Sec-Fetch-Dest": tt.dest}))
+		if resp.StatusCode != tt.status {
+			t.Errorf("Sec-Fetch-Site %s, mode %s, dest %s: %d, want %d: %s", tt.site, tt.mode, tt.dest, resp.StatusCode, tt.status, body)
+		}
 	}
 	// Programs still reach the views on the API's host with the token.
 	if resp, body := do(t, e.api, req{method: "GET", path: "/v1/jobs/" + b + "/jupyter/api"}); resp.StatusCode != http.StatusOK {
@@ -683,7 +716,7 @@ func TestViewHostsPerJob(t *testing.T) {
 	if _, err := dialWS(t, e, a, http.Header{"Host": {hostA}, "Cookie": {cookie}, "Origin": {"https://" + hostA}}); err != nil {
 		t.Fatalf("same origin: %v", err)
 	}
-	for _, origin := range []string{"https://" + hostB, e.api.URL} {
+	for _, origin := range []string{"https://" + hostB, e.api.URL, "http://" + hostA} {
 		resp, err := dialWS(t, e, a, http.Header{"Host": {hostA}, "Cookie": {cookie}, "Origin": {origin}})
 		if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
 			t.Errorf("origin %s: %v %v", origin, resp, err)
@@ -709,6 +742,19 @@ func TestViewHostsWithoutAuth(t *testing.T) {
 	wantError(t, resp, body, http.StatusForbidden, api.CodeForbidden)
 	if resp, body := e.get(t, "/v1/jobs/"+id+"/desktop/vnc.html", nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("a program on the API's host: %d %s", resp.StatusCode, body)
+	}
+	// Another job's page (another *.localhost site), or any web site, gets
+	// nothing: not with a script tag, not with a POST.
+	other := e.running()
+	otherOrigin := "http://" + strings.ReplaceAll(other, "_", "-") + ".localhost:8080"
+	resp, body = e.get(t, "/v1/jobs/"+id+"/jupyter/files/x.js", map[string]string{"Host": host,
+		"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "script"})
+	wantError(t, resp, body, http.StatusForbidden, api.CodeForbidden)
+	resp, body = do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/jupyter/api/kernels", noAuth: true,
+		header: map[string]string{"Host": host, "Origin": otherOrigin}})
+	wantError(t, resp, body, http.StatusForbidden, api.CodeForbidden)
+	if !api.LocalViewURL("http://{job}.Agentbox.LOCALHOST:8080") || api.LocalViewURL("https://{job}.view.example.com") {
+		t.Error("LocalViewURL: want .localhost names, in any case, only")
 	}
 }
 

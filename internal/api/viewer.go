@@ -44,7 +44,9 @@ const (
 
 // signer makes and checks viewer tokens: base64url(payload) "."
 // base64url(HMAC-SHA256(key, payload)), the payload being
-// "v1|kind|job id|expiry unix seconds|nonce".
+// "v2|kind|job id|expiry in unix milliseconds|nonce". (Milliseconds, not
+// seconds, so that a server restarted within the second a ticket was issued
+// still knows the ticket is older than itself.)
 type signer struct {
 	key []byte
 	now func() time.Time
@@ -63,14 +65,14 @@ func newSigner(key []byte, now func() time.Time) *signer {
 		key = make([]byte, 32)
 		_, _ = rand.Read(key) // never fails (crypto/rand panics rather)
 	}
-	return &signer{key: key, now: now, since: now().Truncate(time.Second), used: map[string]time.Time{}}
+	return &signer{key: key, now: now, since: now().Truncate(time.Millisecond), used: map[string]time.Time{}}
 }
 
 func (g *signer) sign(kind, jobID string, ttl time.Duration) (string, time.Time) {
 	var n [16]byte
 	_, _ = rand.Read(n[:])
-	exp := g.now().Add(ttl).Truncate(time.Second)
-	payload := strings.Join([]string{"v1", kind, jobID, strconv.FormatInt(exp.Unix(), 10),
+	exp := g.now().Add(ttl).Truncate(time.Millisecond)
+	payload := strings.Join([]string{"v2", kind, jobID, strconv.FormatInt(exp.UnixMilli(), 10),
 		base64.RawURLEncoding.EncodeToString(n[:])}, "|")
 	return enc(payload) + "." + enc(string(g.mac(payload))), exp
 }
@@ -93,11 +95,11 @@ func (g *signer) check(kind, jobID, tok string) (nonce string, exp time.Time, ok
 		return "", time.Time{}, false
 	}
 	f := strings.Split(string(payload), "|")
-	if len(f) != 5 || f[0] != "v1" || f[1] != kind || f[2] != jobID {
+	if len(f) != 5 || f[0] != "v2" || f[1] != kind || f[2] != jobID {
 		return "", time.Time{}, false
 	}
-	secs, err := strconv.ParseInt(f[3], 10, 64)
-	if exp = time.Unix(secs, 0); err != nil || !g.now().Before(exp) {
+	ms, err := strconv.ParseInt(f[3], 10, 64)
+	if exp = time.UnixMilli(ms); err != nil || !g.now().Before(exp) {
 		return "", time.Time{}, false
 	}
 	return f[4], exp, true
@@ -214,6 +216,26 @@ func (s *server) credentials(r *http.Request, id string) error {
 	if (isUpgrade(r) || !bearer) && !s.sameOrigin(r, id) {
 		return errorf(http.StatusForbidden, CodeForbidden, "requests from pages of other origins are refused")
 	}
+	if !bearer {
+		return refuseOtherSites(r)
+	}
+	return nil
+}
+
+// refuseOtherSites keeps pages of other sites (another job's view host
+// under the same domain is same-site) from making a browser load the views
+// with its cookie: as a script, an image, a frame. Browsers send no Origin
+// with those, but mark them with Fetch Metadata. Following a link to the
+// view (a top-level navigation) stays allowed.
+func refuseOtherSites(r *http.Request) error {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		dest := r.Header.Get("Sec-Fetch-Dest")
+		if r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Mode") == "navigate" && (dest == "document" || dest == "") {
+			return nil
+		}
+		return errorf(http.StatusForbidden, CodeForbidden, "the views answer their own pages and links to them, not requests that pages of other sites make")
+	}
 	return nil
 }
 
@@ -257,11 +279,11 @@ func (s *server) sameOrigin(r *http.Request, id string) bool {
 	if err != nil || u.Host == "" {
 		return false // "null" (a sandboxed frame, a file) included
 	}
+	if s.views != nil && s.viewHostOf(r, id) {
+		return strings.EqualFold(o, s.views.origin(id)) // the scheme too
+	}
 	if strings.EqualFold(u.Host, r.Host) {
 		return true
-	}
-	if s.views != nil && s.viewHostOf(r, id) {
-		return strings.EqualFold(o, s.views.origin(id))
 	}
 	b, err := url.Parse(s.cfg.BaseURL)
 	return s.cfg.BaseURL != "" && err == nil && strings.EqualFold(u.Host, b.Host)

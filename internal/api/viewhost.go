@@ -75,6 +75,21 @@ func (v *viewHosts) origin(id string) string {
 	return v.scheme + "://" + viewLabel(id) + v.suffix + v.port
 }
 
+// OnViewDomain reports whether host (host[:port]) is under the view URL
+// template's domain, where the API itself is not served.
+func OnViewDomain(template, host string) bool {
+	v, err := parseViewURL(template)
+	_, isView := v.jobOf(host)
+	return err == nil && isView
+}
+
+// LocalViewURL reports whether the template's view hosts are loopback
+// names (*.localhost), which a server without auth requires.
+func LocalViewURL(template string) bool {
+	v, err := parseViewURL(template)
+	return err == nil && v != nil && strings.HasSuffix(v.suffix, ".localhost")
+}
+
 // jobOf reports whether host (a Host header) is a view host, and whose:
 // id is empty for a host under the view domain that names no job.
 func (v *viewHosts) jobOf(host string) (id string, isView bool) {
@@ -111,14 +126,15 @@ func (s *server) confineViewHost(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if id != "" {
-		base := "/v1/jobs/" + id + "/"
-		for _, svc := range []string{"desktop", "jupyter"} {
-			if p := r.URL.Path; p == base+svc || strings.HasPrefix(p, base+svc+"/") {
-				return false
-			}
+		// The escaped path's segments, as the mux routes them: a decoded
+		// path would take /v1/jobs/job_x%2Fdesktop for the views.
+		seg := strings.SplitN(r.URL.EscapedPath(), "/", 6)
+		if len(seg) >= 5 && seg[0] == "" && seg[1] == "v1" && seg[2] == "jobs" && seg[3] == id &&
+			(seg[4] == "desktop" || seg[4] == "jupyter") {
+			return false
 		}
 		if r.URL.Path == "/" && r.Method == http.MethodGet {
-			http.Redirect(w, r, base+"desktop/", http.StatusFound)
+			http.Redirect(w, r, "/v1/jobs/"+id+"/desktop/", http.StatusFound)
 			return true
 		}
 	}
