@@ -294,6 +294,10 @@ func (s *Server) observe(ctx context.Context, a DesktopAction) (DesktopResult, e
 	if err != nil {
 		return res, errorf(CodeService, "desktop: %v", err)
 	}
+	// The pointer is a nicety: a screenshot without it is still an answer.
+	if c, err := x.cursor(); err == nil && c != nil {
+		drawCursor(img, c)
+	}
 	if a.ScaleWidth > 0 {
 		img = scaleDown(img, a.ScaleWidth, a.ScaleHeight)
 	}

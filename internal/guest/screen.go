@@ -17,8 +17,10 @@ import (
 // A minimal X11 client, just enough to read the screen and the pointer
 // without running a program per screenshot: connection setup without
 // authorization (Xvfb runs without -auth, so local clients are let in),
-// GetImage, QueryPointer, InternAtom and GetProperty. Input goes through
-// xdotool, which knows how to map any text to keys.
+// GetImage, QueryPointer, InternAtom, GetProperty and XFixes'
+// GetCursorImage (GetImage leaves the pointer out; screenshots draw it in,
+// as `scrot -p` does). Input goes through xdotool, which knows how to map
+// any text to keys.
 
 // xSocketPath is the unix socket of display ":n".
 func xSocketPath(display string) string {
@@ -35,6 +37,9 @@ type xconn struct {
 	pad   int // scanline pad, in bits
 	msb   bool
 	masks [3]uint32 // red, green, blue masks of the root visual
+
+	xfixes        byte // XFixes' major opcode once its version is agreed; 0: none
+	xfixesChecked bool
 }
 
 // dialX connects to display and reads the first screen's description.
@@ -232,6 +237,89 @@ func (x *xconn) screenshot() (*image.RGBA, error) {
 		return nil, fmt.Errorf("get image: %d bytes for a %dx%d screen", len(data), x.w, x.h)
 	}
 	return x.toRGBA(data), nil
+}
+
+// cursorImage is the pointer's image: premultiplied ARGB pixels, drawn
+// with the hot spot at the pointer's position.
+type cursorImage struct {
+	x, y, w, h, xhot, yhot int
+	pix                    []uint32
+}
+
+// maxCursor bounds the cursor size accepted from the server.
+const maxCursor = 256
+
+// cursor returns the pointer's image; nil, without error, on a server
+// without XFixes.
+func (x *xconn) cursor() (*cursorImage, error) {
+	if !x.xfixesChecked {
+		x.xfixesChecked = true
+		const name = "XFIXES"
+		req := make([]byte, 8+pad4(len(name)))
+		req[0] = 98 // QueryExtension
+		le.PutUint16(req[2:], uint16(len(req)/4))
+		le.PutUint16(req[4:], uint16(len(name)))
+		copy(req[8:], name)
+		head, _, err := x.call(req)
+		if err != nil {
+			return nil, fmt.Errorf("query XFixes: %w", err)
+		}
+		if head[8] == 0 {
+			return nil, nil
+		}
+		// The extension answers nothing but QueryVersion before a
+		// version is agreed; GetCursorImage needs version 1.
+		ver := make([]byte, 12)
+		ver[0], ver[1] = head[9], 0 // XFixesQueryVersion
+		le.PutUint16(ver[2:], 3)
+		le.PutUint32(ver[4:], 4)
+		if _, _, err := x.call(ver); err != nil {
+			return nil, fmt.Errorf("XFixes version: %w", err)
+		}
+		x.xfixes = head[9]
+	}
+	if x.xfixes == 0 {
+		return nil, nil
+	}
+	head, data, err := x.call([]byte{x.xfixes, 4, 1, 0}) // XFixesGetCursorImage
+	if err != nil {
+		return nil, fmt.Errorf("get cursor image: %w", err)
+	}
+	c := &cursorImage{
+		x: int(int16(le.Uint16(head[8:]))), y: int(int16(le.Uint16(head[10:]))),
+		w: int(le.Uint16(head[12:])), h: int(le.Uint16(head[14:])),
+		xhot: int(le.Uint16(head[16:])), yhot: int(le.Uint16(head[18:])),
+	}
+	if c.w > maxCursor || c.h > maxCursor || len(data) < 4*c.w*c.h {
+		return nil, fmt.Errorf("get cursor image: %dx%d with %d bytes", c.w, c.h, len(data))
+	}
+	c.pix = make([]uint32, c.w*c.h)
+	for i := range c.pix {
+		c.pix[i] = le.Uint32(data[4*i:])
+	}
+	return c, nil
+}
+
+// drawCursor blends the cursor into img (over, premultiplied alpha),
+// clipped to the image.
+func drawCursor(img *image.RGBA, c *cursorImage) {
+	b := img.Bounds()
+	for j := range c.h {
+		for i := range c.w {
+			p := c.pix[j*c.w+i]
+			a := p >> 24
+			px, py := c.x-c.xhot+i, c.y-c.yhot+j
+			if a == 0 || !(image.Point{X: px, Y: py}).In(b) {
+				continue
+			}
+			o := img.PixOffset(px, py)
+			d := img.Pix[o : o+3 : o+3]
+			for k, shift := range [3]int{16, 8, 0} {
+				src := (p >> shift) & 0xff
+				d[k] = byte(min(255, src+(uint32(d[k])*(255-a)+127)/255))
+			}
+		}
+	}
 }
 
 // toRGBA converts 32-bit little-endian pixels with the visual's masks.

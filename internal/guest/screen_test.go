@@ -58,7 +58,7 @@ func serveFakeX(c net.Conn) {
 		event := make([]byte, 32)
 		event[0] = 11 // KeymapNotify
 		c.Write(event)
-		c.Write(fakeReply(head[0]))
+		c.Write(fakeReply(head[0], head[1]))
 	}
 }
 
@@ -102,10 +102,30 @@ func fakeSetup() []byte {
 	return append(head, b...)
 }
 
-func fakeReply(opcode byte) []byte {
+// fakeXFixes is the major opcode the fake server gives XFixes.
+const fakeXFixes = 140
+
+func fakeReply(opcode, minor byte) []byte {
 	r := make([]byte, 32)
 	r[0] = 1
 	switch opcode {
+	case 98: // QueryExtension: XFixes is there
+		r[8], r[9] = 1, fakeXFixes
+	case fakeXFixes:
+		switch minor {
+		case 0: // QueryVersion
+			le.PutUint32(r[8:], 4)
+		case 4: // GetCursorImage: 2x1 at (1,1), hot spot (0,0): opaque white, half-transparent black
+			le.PutUint32(r[4:], 2)
+			le.PutUint16(r[8:], 1)
+			le.PutUint16(r[10:], 1)
+			le.PutUint16(r[12:], 2)
+			le.PutUint16(r[14:], 1)
+			r = le.AppendUint32(r, 0xffffffff)
+			r = le.AppendUint32(r, 0x80000000)
+		default:
+			r[0], r[1] = 0, 1
+		}
 	case 38: // QueryPointer
 		le.PutUint16(r[16:], 3)
 		le.PutUint16(r[18:], 1)
@@ -153,6 +173,28 @@ func TestXClientAgainstFakeServer(t *testing.T) {
 	}
 	if got, want := img.RGBAAt(1, 1), (color.RGBA{5, 10, 255, 255}); got != want {
 		t.Fatalf("pixel (1,1) = %v, want %v", got, want)
+	}
+	c, err := x.cursor()
+	if err != nil || c == nil {
+		t.Fatalf("cursor = %+v, %v", c, err)
+	}
+	drawCursor(img, c)
+	for _, tt := range []struct {
+		x, y int
+		want color.RGBA
+	}{
+		{1, 1, color.RGBA{255, 255, 255, 255}}, // opaque white
+		{2, 1, color.RGBA{3, 6, 127, 255}},     // half black over (6, 12, 255)
+		{0, 1, color.RGBA{4, 8, 255, 255}},     // untouched
+	} {
+		if got := img.RGBAAt(tt.x, tt.y); got != tt.want {
+			t.Errorf("pixel (%d,%d) with the cursor = %v, want %v", tt.x, tt.y, got, tt.want)
+		}
+	}
+	// A cursor hanging over the edge is clipped.
+	drawCursor(img, &cursorImage{x: 3, y: 1, w: 2, h: 2, pix: []uint32{0xff000000, 0xff000000, 0xff000000, 0xff000000}})
+	if got := img.RGBAAt(3, 1); got != (color.RGBA{0, 0, 0, 255}) {
+		t.Errorf("pixel (3,1) under a black cursor = %v", got)
 	}
 	if _, _, err := x.call([]byte{99, 0, 1, 0}); err == nil {
 		t.Fatal("an X error was not reported")

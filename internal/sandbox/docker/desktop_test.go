@@ -166,6 +166,18 @@ func checkPointer(t *testing.T, g *guest.Client) {
 	if res := act(t, g, guest.DesktopAction{Action: "cursor_position"}); res.Cursor != (guest.Point{X: 200, Y: 150}) || res.PNG != nil {
 		t.Fatalf("cursor_position = %+v (png %d bytes)", res.Cursor, len(res.PNG))
 	}
+	// The pointer is drawn into screenshots where it is: two screenshots
+	// with the pointer in two places differ around both places.
+	at := func(p guest.Point) image.Image {
+		return decodePNG(t, act(t, g, guest.DesktopAction{Action: "mouse_move", Coordinate: &p, Screenshot: true}).PNG)
+	}
+	p1, p2 := guest.Point{X: 700, Y: 500}, guest.Point{X: 850, Y: 650}
+	img1, img2 := at(p1), at(p2)
+	for _, p := range []guest.Point{p1, p2} {
+		if box := image.Rect(p.X-24, p.Y-24, p.X+24, p.Y+24); !differsIn(img1, img2, box) {
+			t.Errorf("no pointer drawn near %v: screenshots with the pointer there and elsewhere are the same in %v", p, box)
+		}
+	}
 	res = act(t, g, guest.DesktopAction{Action: "left_click", Coordinate: &guest.Point{X: 1023, Y: 767}, Screenshot: true})
 	if res.Cursor != (guest.Point{X: 1023, Y: 767}) || len(res.PNG) == 0 {
 		t.Fatalf("click with screenshot: cursor %+v, png %d bytes", res.Cursor, len(res.PNG))
@@ -183,7 +195,8 @@ func checkXtermTyping(t *testing.T, g *guest.Client, empty image.Image) {
 	}
 	waitFor(t, 10*time.Second, "the xterm in a screenshot", func() bool {
 		_, img := screenshot(t, g)
-		return differs(img, empty)
+		// Inside the xterm, away from where the pointer was and is.
+		return differsIn(img, empty, image.Rect(110, 110, 300, 300))
 	})
 	act(t, g, guest.DesktopAction{Action: "left_click", Coordinate: &guest.Point{X: 300, Y: 200}})
 	act(t, g, guest.DesktopAction{Action: "type", Text: "echo 'hi there' > " + docker.WorkspacePath + "/typed.txt"})
@@ -194,11 +207,12 @@ func checkXtermTyping(t *testing.T, g *guest.Client, empty image.Image) {
 	})
 }
 
-func differs(a, b image.Image) bool {
+// differsIn reports whether a and b differ within r.
+func differsIn(a, b image.Image, r image.Rectangle) bool {
 	if a == nil || b == nil || a.Bounds() != b.Bounds() {
 		return true
 	}
-	r := a.Bounds()
+	r = r.Intersect(a.Bounds())
 	for y := r.Min.Y; y < r.Max.Y; y++ {
 		for x := r.Min.X; x < r.Max.X; x++ {
 			if a.At(x, y) != b.At(x, y) {
