@@ -143,6 +143,7 @@ func (c *chat) open(ctx context.Context, name string) error {
 		return err
 	}
 	if len(h.Messages) > 0 {
+		agent.IndexHistory(c.loop) // so recall finds what the last sessions did
 		fmt.Fprintf(c.errw, "resumed session %s: %d messages, %d steps so far\n", name, len(h.Messages), h.Steps)
 	}
 	return nil

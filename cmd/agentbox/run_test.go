@@ -72,6 +72,7 @@ func TestChatSession(t *testing.T) {
 	fake := useModel(t, llmtest.Script{Steps: []llmtest.Step{
 		step(llmtest.Call("bash", map[string]any{"command": "echo first > notes.txt"})),
 		step(llmtest.Say("Wrote notes.txt.")),
+		step(llmtest.Call("recall", map[string]any{"query": "notes.txt first"})),
 		step(llmtest.Call("bash", map[string]any{"command": "cat notes.txt"})),
 		step(llmtest.Say("It says first.")),
 	}})
@@ -106,11 +107,23 @@ func TestChatSession(t *testing.T) {
 	if len(last.Messages) < 5 || !strings.Contains(o.String(), "It says first.") {
 		t.Errorf("resumed conversation sent %d messages; stdout %q", len(last.Messages), o.String())
 	}
+	// The recall index holds the first session's steps too.
+	var recalled string
+	for _, m := range last.Messages {
+		for _, b := range m.Content {
+			if b.Type == llm.BlockToolResult && strings.Contains(b.Text, "step ") && recalled == "" {
+				recalled = b.Text
+			}
+		}
+	}
+	if !strings.Contains(recalled, "step 1 (") || !strings.Contains(recalled, "echo first") {
+		t.Errorf("recall in the resumed session found no step of the first one: %q", recalled)
+	}
 	var h struct {
 		Messages []llm.Message `json:"messages"`
 	}
 	b, err := os.ReadFile(filepath.Join(os.Getenv("AGENTBOX_DATA_DIR"), "chats", "s1", "history.json"))
-	if err != nil || json.Unmarshal(b, &h) != nil || len(h.Messages) != 8 {
+	if err != nil || json.Unmarshal(b, &h) != nil || len(h.Messages) != 10 {
 		t.Errorf("history: %d messages, %v", len(h.Messages), err)
 	}
 	assertNoSandboxes(t, instance)

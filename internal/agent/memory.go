@@ -163,6 +163,46 @@ func (r recallTool) Run(_ context.Context, _ *tools.Env, input json.RawMessage) 
 	return tools.Result{Text: b.String()}, nil
 }
 
+// IndexHistory fills the recall index from the conversation itself, for a
+// loop resumed from saved messages rather than from an event log (agentbox
+// chat). Step N is the model's N-th answer, as the memory's stubs count
+// steps; recall's own results are left out, as when they were made.
+func IndexHistory(l *Loop) {
+	if l.Recall == nil {
+		return
+	}
+	step := 0
+	var call llm.Message
+	for _, m := range l.Messages {
+		if m.Role == llm.RoleAssistant {
+			step++
+			call = m
+			var b strings.Builder
+			renderMessage(&b, m)
+			l.Recall.Add(step, "model", b.String())
+			continue
+		}
+		for _, blk := range m.Content {
+			if blk.Type != llm.BlockToolResult || step == 0 || strings.TrimSpace(blk.Text) == "" {
+				continue
+			}
+			if name := callName(call, blk.ID); name != "recall" {
+				l.Recall.Add(step, "tool_result "+name, blk.Text)
+			}
+		}
+	}
+}
+
+// callName is the tool of the call id among an assistant message's calls.
+func callName(call llm.Message, id string) string {
+	for _, b := range call.ToolUses() {
+		if b.ID == id {
+			return b.Name
+		}
+	}
+	return "tool"
+}
+
 // restoreMemory picks up a resumed job's condensation state and recall
 // index from its event log.
 func restoreMemory(l *Loop, events []store.Event) {

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -57,5 +59,39 @@ func TestRecallByStep(t *testing.T) {
 	if !strings.Contains(res.Text, "running the tests") || !strings.Contains(res.Text, "THE-END") ||
 		strings.Contains(res.Text, "eleven") || len(res.Text) > 2*recallStepBytes {
 		t.Errorf("recall of step 12: %d bytes: %.200q", len(res.Text), res.Text)
+	}
+}
+
+// A chat resumed from its saved messages gets its recall index back: step N
+// is the model's N-th answer, as the memory's stubs number steps, and
+// recall's own results are not indexed again.
+func TestIndexHistory(t *testing.T) {
+	call := func(id, name, input string) llm.Message {
+		return llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{{Type: llm.BlockToolUse, ID: id, Name: name, Input: json.RawMessage(input)}}}
+	}
+	result := func(id, text string) llm.Message {
+		return llm.Message{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockToolResult, ID: id, Text: text}}}
+	}
+	l := &Loop{Recall: &memory.Index{}, Messages: []llm.Message{
+		llm.Text(llm.RoleUser, "the task mentions zebra"),
+		call("a", "bash", `{"command":"ls"}`), result("a", "giraffe.txt"),
+		call("b", "recall", `{"query":"giraffe"}`), result("b", "step 1 (tool_result bash): giraffe.txt"),
+		llm.Text(llm.RoleAssistant, "done with the okapi"),
+	}}
+	IndexHistory(l)
+	for query, want := range map[string][]memory.Hit{
+		"giraffe": {{Step: 1, Kind: "tool_result bash"}, {Step: 2, Kind: "model"}},
+		"okapi":   {{Step: 3, Kind: "model"}},
+		"zebra":   nil, // the user's messages are not indexed, as live
+	} {
+		hits := l.Recall.Search(query, 10)
+		var got []memory.Hit
+		for _, h := range hits {
+			got = append(got, memory.Hit{Step: h.Step, Kind: h.Kind})
+		}
+		sort.Slice(got, func(i, j int) bool { return got[i].Step < got[j].Step })
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("recall %q: %+v, want %+v", query, got, want)
+		}
 	}
 }
