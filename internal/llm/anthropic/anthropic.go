@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"net/http"
 	"strings"
 	"time"
 
@@ -36,28 +35,7 @@ const (
 )
 
 // Config says which model to use and how to reach it.
-type Config struct {
-	// Name is the model, e.g. claude-sonnet-4-5.
-	Name string
-	// APIKey is required unless BaseURL points at a gateway that needs none.
-	APIKey string
-	// BaseURL replaces https://api.anthropic.com (without /v1).
-	BaseURL string
-	// MaxRetries is how often a transient failure is retried: 0 means
-	// DefaultMaxRetries, a negative number none.
-	MaxRetries int
-	// HTTPClient replaces the default client (optional).
-	HTTPClient *http.Client
-	// NoStream asks for whole responses instead of streams; the iterator
-	// then yields everything at once. For gateways that cannot stream.
-	NoStream bool
-
-	// Price, ContextWindow and MaxOutput describe the model (zero values:
-	// no price, DefaultContextWindow, DefaultMaxOutput).
-	Price         llm.Price
-	ContextWindow int
-	MaxOutput     int
-}
+type Config = llm.ClientConfig
 
 // Model talks to one Anthropic model.
 type Model struct {
@@ -82,51 +60,19 @@ func New(cfg Config) (*Model, error) {
 }
 
 func clientOptions(cfg Config) []option.RequestOption {
-	retries := cfg.MaxRetries
-	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
-	}
-	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(), option.WithMaxRetries(retries)}
+	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(), option.WithMaxRetries(cfg.Retries(DefaultMaxRetries))}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = defaultHTTPClient()
-	}
-	return append(opts, option.WithHTTPClient(client))
-}
-
-// defaultHTTPClient bounds the wait for response headers, so that a server
-// that accepts a connection and never answers fails (and is retried)
-// instead of hanging; the body, a stream that may run long, is not bounded.
-func defaultHTTPClient() *http.Client {
-	if t, ok := http.DefaultTransport.(*http.Transport); ok {
-		t = t.Clone()
-		t.ResponseHeaderTimeout = headerTimeout
-		return &http.Client{Transport: t}
-	}
-	return &http.Client{Transport: http.DefaultTransport}
+	return append(opts, option.WithHTTPClient(cfg.Client(headerTimeout)))
 }
 
 func info(cfg Config) llm.ModelInfo {
-	i := llm.ModelInfo{
-		Provider: "anthropic", Name: cfg.Name, Price: cfg.Price,
-		ContextWindow: cfg.ContextWindow, MaxOutputTokens: cfg.MaxOutput,
-		NativeComputerUse: true,
-	}
-	if i.ContextWindow <= 0 {
-		i.ContextWindow = DefaultContextWindow
-	}
-	if i.MaxOutputTokens <= 0 {
-		i.MaxOutputTokens = DefaultMaxOutput
-	}
+	i := cfg.Info("anthropic", DefaultContextWindow, DefaultMaxOutput)
+	i.NativeComputerUse = true
 	return i
 }
 

@@ -15,7 +15,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"net/http"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -40,28 +39,7 @@ const headerTimeout = 10 * time.Minute
 const ErrorPrefix = "Error: "
 
 // Config says which model to use and how to reach it.
-type Config struct {
-	// Name is the model as the server knows it: gpt-4.1, llama3.1, ...
-	Name string
-	// APIKey is required for OpenAI itself; with a BaseURL it may be
-	// empty (Ollama and most local servers need none).
-	APIKey string
-	// BaseURL replaces https://api.openai.com/v1; it ends in /v1.
-	BaseURL string
-	// MaxRetries is how often a transient failure is retried: 0 means
-	// DefaultMaxRetries, a negative number none.
-	MaxRetries int
-	// HTTPClient replaces the default client (optional).
-	HTTPClient *http.Client
-	// NoStream asks for whole responses instead of streams.
-	NoStream bool
-
-	// Price, ContextWindow and MaxOutput describe the model (zero values:
-	// no price, DefaultContextWindow, DefaultMaxOutput).
-	Price         llm.Price
-	ContextWindow int
-	MaxOutput     int
-}
+type Config = llm.ClientConfig
 
 // Model talks to one model of an OpenAI-compatible server.
 type Model struct {
@@ -86,51 +64,18 @@ func New(cfg Config) (*Model, error) {
 }
 
 func clientOptions(cfg Config) []option.RequestOption {
-	retries := cfg.MaxRetries
-	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
-	}
-	opts := []option.RequestOption{option.WithEnvironmentProduction(), option.WithMaxRetries(retries)}
+	opts := []option.RequestOption{option.WithEnvironmentProduction(), option.WithMaxRetries(cfg.Retries(DefaultMaxRetries))}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = defaultHTTPClient()
-	}
-	return append(opts, option.WithHTTPClient(client))
-}
-
-// defaultHTTPClient bounds the wait for response headers, so that a server
-// that accepts a connection and never answers fails (and is retried)
-// instead of hanging; the body, a stream that may run long, is not bounded.
-func defaultHTTPClient() *http.Client {
-	if t, ok := http.DefaultTransport.(*http.Transport); ok {
-		t = t.Clone()
-		t.ResponseHeaderTimeout = headerTimeout
-		return &http.Client{Transport: t}
-	}
-	return &http.Client{Transport: http.DefaultTransport}
+	return append(opts, option.WithHTTPClient(cfg.Client(headerTimeout)))
 }
 
 func info(cfg Config) llm.ModelInfo {
-	i := llm.ModelInfo{
-		Provider: "openai", Name: cfg.Name, Price: cfg.Price,
-		ContextWindow: cfg.ContextWindow, MaxOutputTokens: cfg.MaxOutput,
-	}
-	if i.ContextWindow <= 0 {
-		i.ContextWindow = DefaultContextWindow
-	}
-	if i.MaxOutputTokens <= 0 {
-		i.MaxOutputTokens = DefaultMaxOutput
-	}
-	return i
+	return cfg.Info("openai", DefaultContextWindow, DefaultMaxOutput)
 }
 
 // Info describes the model.
