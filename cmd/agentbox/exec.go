@@ -52,14 +52,7 @@ workspace is made and removed. Ctrl-C kills the command and removes the sandbox.
 				req = guest.Shell(args[0])
 				req.TimeoutMS = f.timeout.Milliseconds()
 			}
-			code, err := a.execOnce(cmd.Context(), spec, req, cmd.OutOrStdout(), cmd.ErrOrStderr(), f.quiet)
-			if err != nil {
-				return err
-			}
-			if code != 0 {
-				return exitError{code}
-			}
-			return nil
+			return exitWith(a.execOnce(cmd.Context(), spec, req, cmd.OutOrStdout(), cmd.ErrOrStderr(), f.quiet))
 		},
 	}
 	fl := cmd.Flags()

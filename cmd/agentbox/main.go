@@ -85,6 +85,14 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
+// exitWith is err, or else the exit status code as an exitError (nil for 0).
+func exitWith(code int, err error) error {
+	if err == nil && code != 0 {
+		return exitError{code}
+	}
+	return err
+}
+
 func newRootCmd() *cobra.Command {
 	a := &app{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}
 	root := &cobra.Command{

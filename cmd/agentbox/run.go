@@ -51,14 +51,7 @@ it was canceled.`,
 			if err != nil {
 				return err
 			}
-			code, err := a.runTask(cmd.Context(), task, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if code != 0 {
-				return exitError{code}
-			}
-			return nil
+			return exitWith(a.runTask(cmd.Context(), task, f, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
 	}
 	fl := cmd.Flags()
