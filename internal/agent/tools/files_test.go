@@ -13,13 +13,7 @@ func TestReadFile(t *testing.T) {
 	env, dir := sandboxEnv(t)
 	sh(t, env, fmt.Sprintf(`cd %s && seq 1 10 | sed 's/^/line /' > ten.txt && : > empty.txt && printf 'a\0b' > bin.dat &&
 		printf 'no newline' > last.txt && printf 'crlf\r\n' > dos.txt && head -c 5000 /dev/zero | tr '\0' x > long.txt && mkdir sub && ln -s ten.txt link.txt`, dir))
-	cases := []struct {
-		name    string
-		input   obj
-		isError bool
-		want    []string
-		never   []string
-	}{
+	cases := []toolCase{
 		{"whole", obj{"path": dir + "/ten.txt"}, false, []string{"     1\tline 1\n", "    10\tline 10\n"}, []string{"showing"}},
 		{"range", obj{"path": dir + "/ten.txt", "start_line": 3, "end_line": 5}, false,
 			[]string{"     3\tline 3\n     4\tline 4\n     5\tline 5\n", "[showing lines 3-5 of 10]"}, []string{"line 2\n", "line 6"}},
@@ -38,13 +32,7 @@ func TestReadFile(t *testing.T) {
 		{"directory", obj{"path": dir + "/sub"}, true, []string{"is a directory", "list_files"}, nil},
 		{"empty path", obj{"path": ""}, true, []string{"path is empty"}, nil},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := call(t, env, tools.ReadFileTool{}, c.input)
-			wantText(t, res, c.isError, c.want...)
-			wantNot(t, res, c.never...)
-		})
-	}
+	runCases(t, env, tools.ReadFileTool{}, cases)
 }
 
 // TestReadFileLimits: a file larger than one call can show comes back in

@@ -23,13 +23,7 @@ func TestListFiles(t *testing.T) {
 	t.Parallel()
 	env, dir := sandboxEnv(t)
 	tree(t, env, dir)
-	cases := []struct {
-		name    string
-		input   obj
-		isError bool
-		want    []string
-		never   []string
-	}{
+	cases := []toolCase{
 		{"top level", obj{"path": dir}, false,
 			[]string{"/workspace/" + dir + " (6 entries):", dir + "/src/\n", dir + "/README.md  32 B\n", dir + "/data.bin  2.9 KiB\n", dir + "/app-link -> src/app.py\n", dir + "/.git/\n"},
 			[]string{"app.py  ", "objects"}},
@@ -41,13 +35,7 @@ func TestListFiles(t *testing.T) {
 		{"empty", obj{"path": dir + "/src/pkg/none"}, true, []string{"no such file or directory"}, nil},
 		{"a file", obj{"path": dir + "/README.md"}, true, []string{"is a file, not a directory", "read_file"}, nil},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := call(t, env, tools.ListFilesTool{}, c.input)
-			wantText(t, res, c.isError, c.want...)
-			wantNot(t, res, c.never...)
-		})
-	}
+	runCases(t, env, tools.ListFilesTool{}, cases)
 	sh(t, env, "mkdir "+dir+"/void")
 	wantText(t, call(t, env, tools.ListFilesTool{}, obj{"path": dir + "/void"}), false, "(empty directory)")
 	wantText(t, call(t, env, tools.ListFilesTool{}, obj{}), false, "/workspace (", "t/\n")
@@ -57,13 +45,7 @@ func TestSearchFiles(t *testing.T) {
 	t.Parallel()
 	env, dir := sandboxEnv(t)
 	tree(t, env, dir)
-	cases := []struct {
-		name    string
-		input   obj
-		isError bool
-		want    []string
-		never   []string
-	}{
+	cases := []toolCase{
 		{"regex", obj{"pattern": `def \w+\(`, "path": dir}, false,
 			[]string{"2 matches for /def \\w+\\(/", dir + "/src/app.py:3: def main():", dir + "/src/pkg/util.py:1: def helper():"}, nil},
 		{"case", obj{"pattern": "hello", "path": dir}, false, []string{"util.py:2:", "README.md:2:"}, []string{"app.py"}},
@@ -76,13 +58,7 @@ func TestSearchFiles(t *testing.T) {
 		{"no lookahead", obj{"pattern": "foo(?=bar)", "path": dir}, true, []string{"bad pattern"}, nil},
 		{"missing path", obj{"pattern": "x", "path": dir + "/nope"}, true, []string{"no such file or directory"}, nil},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := call(t, env, tools.SearchFilesTool{}, c.input)
-			wantText(t, res, c.isError, c.want...)
-			wantNot(t, res, c.never...)
-		})
-	}
+	runCases(t, env, tools.SearchFilesTool{}, cases)
 }
 
 // TestSearchFilesSkipsBinary: binary files are counted, not searched.

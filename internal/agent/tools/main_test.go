@@ -126,6 +126,27 @@ func sh(t *testing.T, env *tools.Env, command string) string {
 // obj is shorthand for a tool's input.
 type obj = map[string]any
 
+// toolCase is one call of a tool and what its result must say.
+type toolCase struct {
+	name    string
+	input   obj
+	isError bool
+	want    []string // in the text
+	never   []string // not in the text
+}
+
+// runCases calls tool with each case's input, in a subtest each.
+func runCases(t *testing.T, env *tools.Env, tool tools.Tool, cases []toolCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := call(t, env, tool, c.input)
+			wantText(t, res, c.isError, c.want...)
+			wantNot(t, res, c.never...)
+		})
+	}
+}
+
 func wantText(t *testing.T, res tools.Result, isError bool, parts ...string) {
 	t.Helper()
 	if res.IsError != isError {

@@ -11,13 +11,7 @@ func TestRunCode(t *testing.T) {
 	env, dir := sandboxEnv(t)
 	sh(t, env, "mkdir -p "+dir+"/lib && echo 'GREETING = \"hi from a module\"' > "+dir+"/lib/greet.py && touch "+dir+"/lib/__init__.py && echo 'a,b' > "+dir+"/in.csv")
 	mod := "t." + dir[2:] + ".lib.greet" // t/<name>/lib/greet.py as a dotted module path
-	cases := []struct {
-		name    string
-		input   obj
-		isError bool
-		want    []string
-		never   []string
-	}{
+	cases := []toolCase{
 		{"python", obj{"language": "python", "code": "import sys\nprint(sum(range(10)))\nprint('warn', file=sys.stderr)"}, false,
 			[]string{"exit code: 0", "<stdout>\n45\n</stdout>", "<stderr>\nwarn\n</stderr>"}, nil},
 		{"python exception", obj{"language": "python", "code": "x = 1\nprint('before')\nprint(x / 0)\n"}, true,
@@ -36,13 +30,7 @@ func TestRunCode(t *testing.T) {
 		{"timeout", obj{"language": "python", "code": "import time\nprint('started')\ntime.sleep(60)", "timeout_seconds": 1}, true,
 			[]string{"timed out after 1s", "started"}, nil},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := call(t, env, tools.RunCodeTool{}, c.input)
-			wantText(t, res, c.isError, c.want...)
-			wantNot(t, res, c.never...)
-		})
-	}
+	runCases(t, env, tools.RunCodeTool{}, cases)
 	// Every snippet's temporary directory is gone, even the killed one's.
 	wantText(t, call(t, env, tools.BashTool{}, obj{"command": "ls -d /tmp/agentbox-run-* 2>&1"}), true, "No such file or directory")
 }
