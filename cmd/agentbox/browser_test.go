@@ -52,13 +52,7 @@ func TestBrowserDesktop(t *testing.T) {
 		t.Fatalf("desktop without auth: status %d, want 401", status)
 	}
 
-	var links struct {
-		DesktopURL string `json:"desktop_url"`
-		JupyterURL string `json:"jupyter_url"`
-	}
-	if code := s.do("POST", "/v1/jobs/"+id+"/viewer", nil, &links); code != http.StatusOK && code != http.StatusCreated {
-		t.Fatalf("viewer link: %d", code)
-	}
+	links := s.viewerLinks(id)
 	if strings.Contains(links.DesktopURL, testToken) {
 		t.Fatalf("viewer link carries the API token: %s", links.DesktopURL)
 	}
@@ -147,18 +141,7 @@ func TestBrowserViewOrigins(t *testing.T) {
 	waitUntil(t, time.Minute, func() bool { return s.job(a).Status == "running" && s.job(b).Status == "running" })
 	defer s.do("POST", "/v1/jobs/"+a+"/cancel", nil, nil)
 	defer s.do("POST", "/v1/jobs/"+b+"/cancel", nil, nil)
-	type links struct {
-		DesktopURL string `json:"desktop_url"`
-		JupyterURL string `json:"jupyter_url"`
-	}
-	linksOf := func(id string) links {
-		var l links
-		if code := s.do("POST", "/v1/jobs/"+id+"/viewer", nil, &l); code != http.StatusOK {
-			t.Fatalf("viewer link: %d", code)
-		}
-		return l
-	}
-	la, lb := linksOf(a), linksOf(b)
+	la, lb := s.viewerLinks(a), s.viewerLinks(b)
 	originA := "http://" + strings.ReplaceAll(a, "_", "-") + ".localhost:" + port
 	if !strings.HasPrefix(la.DesktopURL, originA+"/v1/jobs/"+a+"/desktop/?ticket=") {
 		t.Fatalf("desktop link %q is not on the job's origin %s", la.DesktopURL, originA)

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/testenv"
 )
 
@@ -220,6 +221,16 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 }
 
+// viewerLinks asks for a job's one-time viewer links.
+func (s *server) viewerLinks(id string) api.ViewerLinks {
+	s.t.Helper()
+	var l api.ViewerLinks
+	if code := s.do("POST", "/v1/jobs/"+id+"/viewer", nil, &l); code != http.StatusOK {
+		s.t.Fatalf("viewer links of %s: %d", id, code)
+	}
+	return l
+}
+
 func (s *server) get(t *testing.T, path string, want int) []byte {
 	t.Helper()
 	req, _ := http.NewRequest("GET", s.url+path, nil)
@@ -351,12 +362,7 @@ func TestServePublicURL(t *testing.T) {
 	if code != http.StatusCreated {
 		t.Fatalf("submit: %d", code)
 	}
-	var links struct {
-		DesktopURL string `json:"desktop_url"`
-	}
-	if code := s.do("POST", "/v1/jobs/"+id+"/viewer", nil, &links); code != http.StatusOK {
-		t.Fatalf("viewer: %d", code)
-	}
+	links := s.viewerLinks(id)
 	if !strings.HasPrefix(links.DesktopURL, public+"/v1/jobs/"+id+"/desktop/?ticket=") {
 		t.Errorf("viewer link %q does not use the public URL", links.DesktopURL)
 	}
@@ -389,15 +395,6 @@ func TestServeViewerCookieSurvivesRestart(t *testing.T) {
 	if code != http.StatusCreated {
 		t.Fatalf("submit: %d", code)
 	}
-	link := func() string {
-		var links struct {
-			DesktopURL string `json:"desktop_url"`
-		}
-		if code := s.do("POST", "/v1/jobs/"+id+"/viewer", nil, &links); code != http.StatusOK {
-			t.Fatalf("viewer: %d", code)
-		}
-		return links.DesktopURL
-	}
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	get := func(path, cookie string) *http.Response {
 		req, _ := http.NewRequest("GET", s.url+path, nil)
@@ -411,12 +408,12 @@ func TestServeViewerCookieSurvivesRestart(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	resp := get(link(), "")
+	resp := get(s.viewerLinks(id).DesktopURL, "")
 	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
 		t.Fatalf("ticket: %d, cookies %v", resp.StatusCode, resp.Header["Set-Cookie"])
 	}
 	cookie := resp.Cookies()[0].Name + "=" + resp.Cookies()[0].Value
-	unused := link()
+	unused := s.viewerLinks(id).DesktopURL
 	fi, err := os.Stat(filepath.Join(s.dataDir, "viewer.key"))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("viewer key: %v %v, want mode 0600", fi, err)
