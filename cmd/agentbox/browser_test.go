@@ -133,6 +133,10 @@ func TestBrowserViewOrigins(t *testing.T) {
 			t.Logf("server log:\n%s", s.logs)
 		}
 	}()
+	// The browser starts first, so that the links are opened as soon as
+	// the jobs run, while their sandboxes may still be starting: the API
+	// waits for them.
+	ctx := newBrowser(t, browser)
 	a, code := s.submit(desktopJob)
 	if code != http.StatusCreated && code != http.StatusAccepted {
 		t.Fatalf("submit: %d", code)
@@ -147,7 +151,6 @@ func TestBrowserViewOrigins(t *testing.T) {
 		t.Fatalf("desktop link %q is not on the job's origin %s", la.DesktopURL, originA)
 	}
 
-	ctx := newBrowser(t, browser)
 	connect := func(link string) {
 		t.Helper()
 		if err := chromedp.Do(ctx, chromedp.Navigate(link)); err != nil {
@@ -263,13 +266,28 @@ func pollPage(ctx context.Context, expr string, timeout time.Duration) error {
 			return chromedp.ErrPollingTimeout
 		}
 		_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(left)))
-		if err == nil || !contextLost(err) {
-			return err
+		if err == nil {
+			return nil
+		}
+		if !contextLost(err) {
+			return fmt.Errorf("%w; the page: %s", err, describePage(ctx))
 		}
 		// The new page's context is announced by an event of its own;
 		// give it a moment rather than flood the browser with retries.
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// describePage says where the tab is and what it shows, for a failure.
+func describePage(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	page, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`location.href + " " + JSON.stringify(document.title) + " class=" + JSON.stringify(document.documentElement.className) + " text=" + JSON.stringify((document.body ? document.body.innerText : "").slice(0, 400))`))
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return page
 }
 
 // contextLost reports whether err says the page a script ran in is gone.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
@@ -27,9 +28,41 @@ const maxRecovered = 64
 // client is dropped when the job is seen to have ended. Never Destroy
 // what this returns: the job's worker owns the sandbox.
 //
+// A job that is running but whose sandbox is still starting (a viewer link
+// opened right after the submit) is waited for, up to SandboxStartWait or
+// until ctx ends; a pending job is not: it may queue for long.
+//
 // Errors: store.ErrNotFound for an unknown job, ErrNoSandbox when there is
 // no running sandbox to reach.
 func (s *Service) Guest(ctx context.Context, id string) (*guest.Client, error) {
+	giveUp := time.NewTimer(SandboxStartWait)
+	defer giveUp.Stop()
+	for {
+		g, err := s.guest(ctx, id)
+		if !errors.Is(err, errStarting) {
+			return g, err
+		}
+		select {
+		case <-time.After(sandboxPoll):
+		case <-giveUp.C:
+			return nil, fmt.Errorf("%w: job %s is running but its sandbox did not start within %v", ErrNoSandbox, id, SandboxStartWait)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: job %s is running but its sandbox is still starting", ErrNoSandbox, id)
+		}
+	}
+}
+
+// SandboxStartWait bounds how long Guest waits for a running job's
+// sandbox to start; sandboxPoll is how often it looks.
+const (
+	SandboxStartWait = 30 * time.Second
+	sandboxPoll      = 100 * time.Millisecond
+)
+
+// errStarting: the job runs, but its sandbox has not started yet.
+var errStarting = errors.New("sandbox starting")
+
+func (s *Service) guest(ctx context.Context, id string) (*guest.Client, error) {
 	if s.sched != nil {
 		if sb := s.sched.liveSandbox(id); sb != nil {
 			return sb.Guest(), nil
@@ -45,13 +78,12 @@ func (s *Service) Guest(ctx context.Context, id string) (*guest.Client, error) {
 	case j.Status != store.StatusRunning:
 		s.recovered.drop(id)
 		return nil, fmt.Errorf("%w: job %s is %s and its sandbox was removed", ErrNoSandbox, id, j.Status)
+	case s.sched == nil:
+		return nil, fmt.Errorf("%w: job %s runs on another server; this one has no sandbox driver", ErrNoSandbox, id)
 	}
 	var h sandbox.Handle
 	if len(j.Sandbox) == 0 || json.Unmarshal(j.Sandbox, &h) != nil || h.ID == "" {
-		return nil, fmt.Errorf("%w: job %s is running but its sandbox is still starting", ErrNoSandbox, id)
-	}
-	if s.sched == nil {
-		return nil, fmt.Errorf("%w: job %s runs on another server; this one has no sandbox driver", ErrNoSandbox, id)
+		return nil, errStarting
 	}
 	return s.recovered.get(ctx, s.sched.driver, id, h)
 }

@@ -134,12 +134,30 @@ func TestGuestStates(t *testing.T) {
 	}
 	wantNone("pending")
 	set(store.StatusRunning, "")
-	wantNone("starting")
-	set(store.StatusRunning, "sb_1")
-	g1, err := svc.Guest(bg, id)
-	if err != nil {
-		t.Fatal(err)
+	// A sandbox still starting is waited for: until the caller gives up,
+	short, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	begin := time.Now()
+	_, err = svc.Guest(short, id)
+	cancel()
+	if !errors.Is(err, jobs.ErrNoSandbox) || !strings.Contains(err.Error(), "starting") || time.Since(begin) < 300*time.Millisecond {
+		t.Errorf("starting, caller gone after 300ms: %v after %v", err, time.Since(begin))
 	}
+	// or until the worker saves its handle.
+	type result struct {
+		g   *guest.Client
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		g, err := svc.Guest(bg, id)
+		got <- result{g, err}
+	}()
+	set(store.StatusRunning, "sb_1")
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("sandbox started while waiting: %v", r.err)
+	}
+	g1 := r.g
 	if g, _ := svc.Guest(bg, id); g != g1 {
 		t.Error("second call reattached again")
 	}
