@@ -37,14 +37,13 @@ func TestBrowserDesktop(t *testing.T) {
 	browser := testenv.Browser(t)
 	s := newServer(t)
 	s.start()
+	ctx := newBrowser(t, browser) // first: the link is opened while the sandbox may be starting
 	id, code := s.submit(desktopJob)
 	if code != http.StatusAccepted && code != http.StatusCreated {
 		t.Fatalf("submit: %d", code)
 	}
 	waitUntil(t, time.Minute, func() bool { return s.job(id).Status == "running" })
 	defer s.do("POST", "/v1/jobs/"+id+"/cancel", nil, nil)
-
-	ctx := newBrowser(t, browser)
 
 	// Without auth: refused, in the browser as with a plain request.
 	status := navigateStatus(t, ctx, s.url+"/v1/jobs/"+id+"/desktop/")
