@@ -36,14 +36,16 @@ func TestComputer(t *testing.T) {
 	wantScreenshot(t, res, 1024, 768)
 	wantText(t, res, false, "Screenshot (1024x768).")
 
-	sh(t, env, "(xterm -geometry 80x10+0+0 >/dev/null 2>&1 &) && for i in $(seq 100); do xdotool search --class xterm >/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1")
+	// Clicked and typed into once it is mapped: a window that exists but is
+	// not shown yet (a loaded machine) gets neither the click nor the focus.
+	sh(t, env, "(xterm -geometry 80x10+0+0 >/dev/null 2>&1 &) && for i in $(seq 300); do xdotool search --onlyvisible --class xterm >/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1")
 	t.Cleanup(func() { call(t, env, tools.BashTool{}, obj{"command": "pkill -x xterm; true"}) })
 	wantScreenshot(t, call(t, env, c, obj{"action": "left_click", "coordinate": []int{100, 60}}), 1024, 768)
 	res = call(t, env, c, obj{"action": "type", "text": "echo typed-by-the-agent > /workspace/" + dir + "/typed.txt"})
 	wantText(t, res, false, "Typed")
 	wantScreenshot(t, res, 1024, 768)
 	wantScreenshot(t, call(t, env, c, obj{"action": "key", "text": "Return"}), 1024, 768)
-	got := sh(t, env, "for i in $(seq 50); do test -s "+dir+"/typed.txt && break; sleep 0.1; done; cat "+dir+"/typed.txt")
+	got := sh(t, env, "for i in $(seq 200); do test -s "+dir+"/typed.txt && break; sleep 0.1; done; cat "+dir+"/typed.txt")
 	if !strings.Contains(got, "typed-by-the-agent") {
 		t.Errorf("the typed command did not run: %s", got)
 	}
