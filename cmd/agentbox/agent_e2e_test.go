@@ -153,7 +153,7 @@ func TestAgentHTTPServerInSandbox(t *testing.T) {
 		"        self.send_header('Content-Type', 'application/json'); self.end_headers()\n" +
 		"        self.wfile.write(b'{\"status\": \"ok\"}')\n" +
 		"HTTPServer(('127.0.0.1', 8000), H).serve_forever()\n"
-	test := "for i in $(seq 100); do curl -s localhost:8000/health && exit 0; sleep 0.1; done; exit 1"
+	test := "for i in $(seq 300); do curl -s localhost:8000/health && exit 0; sleep 0.1; done; exit 1"
 	s, _ := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
 		step(llmtest.Call("write_file", map[string]any{"path": "app.py", "content": app})),
 		step(llmtest.Call("bash", map[string]any{"command": "python3 app.py > server.log 2>&1 &"})),

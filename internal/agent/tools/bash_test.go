@@ -82,7 +82,7 @@ func TestBashBackgroundServer(t *testing.T) {
 		sh(t, env, "pid=$(cat "+dir+"/server.pid); kill $pid; while kill -0 $pid 2>/dev/null; do sleep 0.05; done")
 	})
 	// Wait for the server to listen, then ask it; the loop awaits a condition.
-	res = call(t, env, tools.BashTool{}, obj{"command": "for i in $(seq 100); do curl -sf localhost:8000/ && exit 0; sleep 0.1; done; cat " + dir + "/server.log; exit 1"})
+	res = call(t, env, tools.BashTool{}, obj{"command": "for i in $(seq 300); do curl -sf localhost:8000/ && exit 0; sleep 0.1; done; cat " + dir + "/server.log; exit 1"})
 	wantText(t, res, false, "hello.txt")
 	res = call(t, env, tools.BashTool{}, obj{"command": "curl -s localhost:8000/hello.txt"})
 	wantText(t, res, false, "<stdout>\nhi\n")
@@ -103,7 +103,7 @@ func TestBashCanceled(t *testing.T) {
 		t.Fatalf("err = %v, want the context's error", err)
 	}
 	// The guest kills the command when its caller goes away; await that.
-	res := call(t, env, tools.BashTool{}, obj{"command": "for i in $(seq 100); do kill -0 $(cat " + dir + "/pid) 2>/dev/null || exit 0; sleep 0.1; done; exit 1"})
+	res := call(t, env, tools.BashTool{}, obj{"command": "for i in $(seq 300); do kill -0 $(cat " + dir + "/pid) 2>/dev/null || exit 0; sleep 0.1; done; exit 1"})
 	wantText(t, res, false)
 }
 
