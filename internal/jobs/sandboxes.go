@@ -37,9 +37,13 @@ const maxRecovered = 64
 func (s *Service) Guest(ctx context.Context, id string) (*guest.Client, error) {
 	giveUp := time.NewTimer(SandboxStartWait)
 	defer giveUp.Stop()
-	for {
+	starting := fmt.Errorf("%w: job %s is running but its sandbox is still starting", ErrNoSandbox, id)
+	for waited := false; ; waited = true {
 		g, err := s.guest(ctx, id)
-		if !errors.Is(err, errStarting) {
+		switch {
+		case waited && err != nil && ctx.Err() != nil:
+			return nil, starting // the caller left while the store was asked again
+		case !errors.Is(err, errStarting):
 			return g, err
 		}
 		select {
@@ -47,7 +51,7 @@ func (s *Service) Guest(ctx context.Context, id string) (*guest.Client, error) {
 		case <-giveUp.C:
 			return nil, fmt.Errorf("%w: job %s is running but its sandbox did not start within %v", ErrNoSandbox, id, SandboxStartWait)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: job %s is running but its sandbox is still starting", ErrNoSandbox, id)
+			return nil, starting
 		}
 	}
 }
