@@ -158,17 +158,23 @@ func (st *sseStream) send(evs []store.Event) (done bool, err error) {
 	return false, nil
 }
 
+// finalEventLag is how long a stream that saw its job ended waits, at the
+// least, for the final state event: the worker records the status and the
+// event in two writes, and a busy machine can pause between them.
+const finalEventLag = time.Second
+
 // ended reports whether the stream should end with nothing more to send:
 // the job has ended and its final state event is the last one sent (a
 // resume after it), or the job has been seen ended for a poll interval
-// without its final state event arriving (it must not hold the stream open).
+// (finalEventLag at least) without its final state event arriving (it must
+// not hold the stream open).
 func (st *sseStream) ended(ctx context.Context) (bool, error) {
 	j, err := st.s.svc.Get(ctx, st.id)
 	if err != nil || !j.Status.Final() {
 		return false, err
 	}
 	if !st.endedSeen.IsZero() {
-		return time.Since(st.endedSeen) >= st.s.cfg.Poll, nil
+		return time.Since(st.endedSeen) >= max(st.s.cfg.Poll, finalEventLag), nil
 	}
 	st.endedSeen = time.Now()
 	if st.after == 0 {

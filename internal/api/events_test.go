@@ -179,6 +179,24 @@ func TestStreamEndsForJobEndedWithoutFinalEvent(t *testing.T) {
 	}
 }
 
+// TestStreamWaitsForLaggingFinalEvent: the worker records a job's end and
+// its final state event in two writes; a stream that sees the end first
+// waits a moment for the event, even with a fast poll.
+func TestStreamWaitsForLaggingFinalEvent(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	id := e.Submit("x").ID
+	s := openStream(t, e, "/v1/jobs/"+id+"/events", nil)
+	if _, ok := s.next(); !ok {
+		t.Fatal("no first event")
+	}
+	e.SetStatus(id, store.StatusComplete)
+	time.Sleep(300 * time.Millisecond) // the pause between the writes: 30 polls
+	e.Emit(id, jobs.EventState, map[string]any{"status": store.StatusComplete})
+	if got := s.rest(); len(got) != 1 || got[0] != 2 {
+		t.Errorf("events after the first %v, want [2]: the final state event", got)
+	}
+}
+
 func TestStreamKeepAlive(t *testing.T) {
 	e := apitest.New(t, api.Config{KeepAlive: time.Millisecond, Poll: 5 * time.Millisecond})
 	id := e.Submit("x").ID
