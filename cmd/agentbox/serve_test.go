@@ -291,6 +291,7 @@ func TestServeSurvivesKill9(t *testing.T) {
 			if i >= 5 && code == 0 {
 				return // the server is down
 			}
+			time.Sleep(25 * time.Millisecond) // paced: every accepted job must then run, two at a time
 		}
 	}()
 	waitUntil(t, time.Minute, func() bool {

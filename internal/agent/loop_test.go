@@ -75,7 +75,7 @@ func TestMidStreamFailureIsRetried(t *testing.T) {
 
 func TestStalledStreamIsRetried(t *testing.T) {
 	defer func(d time.Duration) { streamIdle = d }(streamIdle)
-	streamIdle = 300 * time.Millisecond
+	streamIdle = time.Second
 	l, fake, _ := newLoop(t, llmtest.Script{Steps: []llmtest.Step{
 		one(llmtest.Turn{Text: "hmm", Stall: true}),
 		one(finishTurn()),

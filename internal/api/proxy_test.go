@@ -420,7 +420,7 @@ func dialWS(t *testing.T, e *proxyEnv, id string, hdr http.Header) (*http.Respon
 	}
 	defer c.CloseNow()
 	for _, msg := range []string{"hello", "again"} {
-		time.Sleep(300 * time.Millisecond) // outlasts the server's timeouts in TestProxyWebSocket
+		time.Sleep(700 * time.Millisecond) // outlasts the server's timeouts in TestProxyWebSocket
 		if err := c.Write(ctx, websocket.MessageBinary, []byte(msg)); err != nil {
 			t.Fatalf("write: %v", err)
 		}
@@ -462,7 +462,7 @@ func TestViewerCookiesSurviveRestartWithKey(t *testing.T) {
 
 func TestProxyWebSocket(t *testing.T) {
 	// Server timeouts shorter than the session must not cut it.
-	e := newProxyEnv(t, api.Config{}, func(s *http.Server) { s.ReadTimeout, s.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond })
+	e := newProxyEnv(t, api.Config{}, func(s *http.Server) { s.ReadTimeout, s.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond })
 	id := e.running()
 	cookie := e.signIn(t, id)
 	if _, err := dialWS(t, e, id, http.Header{"Cookie": {cookie}, "Origin": {e.api.URL}}); err != nil {

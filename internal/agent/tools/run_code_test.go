@@ -27,8 +27,8 @@ func TestRunCode(t *testing.T) {
 			[]string{"RAN", "/tmp/agentbox-run"}},
 		{"typescript throws", obj{"language": "typescript", "code": "function f(): never {\n  throw new Error('boom');\n}\nf();\n"}, true,
 			[]string{"exit code: 1", "Error: boom", "snippet.ts:2"}, nil},
-		{"timeout", obj{"language": "python", "code": "import time\nprint('started')\ntime.sleep(60)", "timeout_seconds": 1}, true,
-			[]string{"timed out after 1s", "started"}, nil},
+		{"timeout", obj{"language": "python", "code": "import time\nprint('started')\ntime.sleep(60)", "timeout_seconds": 5}, true,
+			[]string{"timed out after 5s", "started"}, nil},
 	}
 	runCases(t, env, tools.RunCodeTool{}, cases)
 	// Every snippet's temporary directory is gone, even the killed one's.

@@ -193,7 +193,7 @@ func checkXtermTyping(t *testing.T, g *guest.Client, empty image.Image) {
 	if out, code := run(t, g, "timeout 20 xdotool search --sync --onlyvisible --name abtest"); code != 0 {
 		t.Fatalf("xterm window never appeared: %s", out)
 	}
-	waitFor(t, 10*time.Second, "the xterm in a screenshot", func() bool {
+	waitFor(t, 30*time.Second, "the xterm in a screenshot", func() bool {
 		_, img := screenshot(t, g)
 		// Inside the xterm, away from where the pointer was and is.
 		return differsIn(img, empty, image.Rect(110, 110, 300, 300))
@@ -201,7 +201,7 @@ func checkXtermTyping(t *testing.T, g *guest.Client, empty image.Image) {
 	act(t, g, guest.DesktopAction{Action: "left_click", Coordinate: &guest.Point{X: 300, Y: 200}})
 	act(t, g, guest.DesktopAction{Action: "type", Text: "echo 'hi there' > " + docker.WorkspacePath + "/typed.txt"})
 	act(t, g, guest.DesktopAction{Action: "key", Text: "Return"})
-	waitFor(t, 10*time.Second, "the typed command's file", func() bool {
+	waitFor(t, 30*time.Second, "the typed command's file", func() bool {
 		out, _ := run(t, g, "cat typed.txt 2>/dev/null")
 		return out == "hi there"
 	})

@@ -184,7 +184,7 @@ func TestGuestThatNeverAnswers(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "guest exited before answering: exit code 3") || !strings.Contains(err.Error(), "broken guest") {
 		t.Fatalf("err = %v, want the exit code and the guest's logs", err)
 	}
-	if d := time.Since(begin); d > 15*time.Second {
+	if d := time.Since(begin); d > time.Minute {
 		t.Errorf("took %v to notice", d)
 	}
 	assertNoLeak(t, d)

@@ -222,7 +222,7 @@ func checkTimeout(t *testing.T, g *guest.Client) {
 	res := kexec(t, g, "import time\ntime.sleep(600)", 2000)
 	took := time.Since(start)
 	t.Logf("sleep with a 2 s timeout returned after %v", took)
-	if !res.TimedOut || res.Restarted != "" || took > 10*time.Second {
+	if !res.TimedOut || res.Restarted != "" || took > 30*time.Second {
 		t.Fatalf("after %v: %+v, want timed out without a restart", took, res)
 	}
 	if res.Error == nil || res.Error.Name != "KeyboardInterrupt" {
@@ -241,7 +241,7 @@ func checkCancel(t *testing.T, g *guest.Client) {
 	}
 	start := time.Now()
 	wantResult(t, kexec(t, g, "kept", 0), "'yes'")
-	if took := time.Since(start); took > 10*time.Second {
+	if took := time.Since(start); took > 30*time.Second {
 		t.Fatalf("the next call took %v", took)
 	}
 }
