@@ -183,12 +183,7 @@ func TestStreamEndsForJobEndedWithoutFinalEvent(t *testing.T) {
 // its final state event in two writes; a stream that sees the end first
 // waits a moment for the event, even with a fast poll.
 func TestStreamWaitsForLaggingFinalEvent(t *testing.T) {
-	e := apitest.New(t, api.Config{})
-	id := e.Submit("x").ID
-	s := openStream(t, e, "/v1/jobs/"+id+"/events", nil)
-	if _, ok := s.next(); !ok {
-		t.Fatal("no first event")
-	}
+	e, id, s := followNewJob(t)
 	e.SetStatus(id, store.StatusComplete)
 	time.Sleep(300 * time.Millisecond) // the pause between the writes: 30 polls
 	e.Emit(id, jobs.EventState, map[string]any{"status": store.StatusComplete})
@@ -212,14 +207,21 @@ func TestStreamKeepAlive(t *testing.T) {
 }
 
 func TestStreamStopsWhenClientLeaves(t *testing.T) {
+	e, _, s := followNewJob(t)
+	s.cancel()
+	e.Server.Close() // waits for the handler: it must notice the client left
+}
+
+// followNewJob submits a job and follows its events, past the first.
+func followNewJob(t *testing.T) (*apitest.Env, string, *sseStream) {
+	t.Helper()
 	e := apitest.New(t, api.Config{})
 	id := e.Submit("x").ID
 	s := openStream(t, e, "/v1/jobs/"+id+"/events", nil)
 	if _, ok := s.next(); !ok {
 		t.Fatal("no first event")
 	}
-	s.cancel()
-	e.Server.Close() // waits for the handler: it must notice the client left
+	return e, id, s
 }
 
 func TestStreamsAreCapped(t *testing.T) {
