@@ -294,12 +294,15 @@ func TestServeSurvivesKill9(t *testing.T) {
 			time.Sleep(25 * time.Millisecond) // paced: every accepted job must then run, two at a time
 		}
 	}()
-	waitUntil(t, time.Minute, func() bool {
+	waitUntil(t, time.Minute, func() bool { // two running, more queued
 		var page struct {
 			Jobs []jobDTO `json:"jobs"`
 		}
 		s.do("GET", "/v1/jobs?status=running", nil, &page)
-		return len(page.Jobs) >= 2
+		mu.Lock()
+		n := len(accepted)
+		mu.Unlock()
+		return len(page.Jobs) >= 2 && n >= 6
 	})
 	s.cmd.Process.Signal(syscall.SIGKILL)
 	s.cmd.Wait()
