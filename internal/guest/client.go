@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -18,32 +18,48 @@ import (
 // returns is capped in size before it is decoded.
 type Client struct {
 	http *http.Client
+	// probe dials afresh for every request, so Health checks the socket as
+	// it is now, not a connection made before the sandbox replaced it.
+	probe *http.Client
 	// MaxResponseBytes caps a JSON answer (default 16 MiB plus twice the
 	// largest exec output asked for).
 	MaxResponseBytes int64
 }
 
-// NewClient returns a client of the guest listening on socketPath.
+// NewClient returns a client of the guest listening on socketPath. Its
+// directory is trusted; the socket itself is never reached through a link
+// (see NewClientAt).
 func NewClient(socketPath string) *Client {
+	return NewClientAt(filepath.Dir(socketPath), filepath.Base(socketPath))
+}
+
+// NewClientAt returns a client of the guest whose socket is rel beneath
+// dir. dir is the host's own; each component of rel may have been written
+// by the sandbox, so the client connects only if each is a real directory
+// and the last a socket, never following a link, and fails with
+// ErrUnsafeSocket otherwise.
+func NewClientAt(dir, rel string) *Client {
+	dial := newSocketDialer(dir, rel).DialContext
 	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socketPath)
-		},
+		DialContext:         dial,
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	return &Client{http: &http.Client{Transport: tr}, MaxResponseBytes: 16 << 20}
+	probe := &http.Transport{DialContext: dial, DisableKeepAlives: true, DisableCompression: true}
+	return &Client{http: &http.Client{Transport: tr}, probe: &http.Client{Transport: probe}, MaxResponseBytes: 16 << 20}
 }
 
 // Close releases idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
-// Health asks the guest for its health and version.
+// Health asks the guest for its health and version, over a new connection:
+// it checks the socket as it is now (the watchdog relies on that).
 func (c *Client) Health(ctx context.Context) (Health, error) {
+	fresh := *c
+	fresh.http = c.probe
 	var h Health
-	err := c.doJSON(ctx, http.MethodGet, "/health", nil, nil, &h)
+	err := fresh.doJSON(ctx, http.MethodGet, "/health", nil, nil, &h)
 	return h, err
 }
 

@@ -166,6 +166,10 @@ var (
 	ErrProtocol = errors.New("guest protocol mismatch")
 	// ErrUnavailable means the guest could not be reached or broke the connection.
 	ErrUnavailable = errors.New("guest unavailable")
+	// ErrUnsafeSocket means the guest's socket, or a directory on the way to
+	// it, is not what the host made (a link, a file, a FIFO): the sandbox
+	// tampered with it, and the host refuses to connect.
+	ErrUnsafeSocket = errors.New("unsafe guest socket")
 )
 
 var codeErrors = map[string]error{
