@@ -54,8 +54,9 @@ func (s *server) file(w http.ResponseWriter, r *http.Request) error {
 }
 
 // artifacts handles GET /v1/jobs/{id}/artifacts.zip: the ended job's whole
-// workspace as a zip, streamed. Symlinks are stored as symlinks (their
-// target text), never followed; devices, sockets and FIFOs are left out.
+// workspace as a zip, streamed and bounded by the artifact package: links
+// inside kept as links, links out, sparse files, devices, sockets and FIFOs
+// left out, names made safe, and AGENTBOX-OMITTED.txt saying what and why.
 func (s *server) artifacts(w http.ResponseWriter, r *http.Request) error {
 	root, err := s.openWorkspace(r)
 	if err != nil {

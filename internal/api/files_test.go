@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
+	"github.com/agentbox/agentbox/internal/artifact"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -111,16 +112,22 @@ func TestArtifactsZip(t *testing.T) {
 	}
 	entries := readZip(t, b)
 	want := map[string]string{
-		"hello.txt": "hello\n", "src/": "", "src/app/": "", "src/app/main.py": "print(42)\n",
-		"etc": "link:/etc", "passwd": "link:/etc/passwd", "up": "link:../..", "inside": "link:hello.txt",
+		"hello.txt": "hello\n", "src/": "", "src/app/": "", "src/app/main.py": "print(42)\n", "inside": "link:hello.txt",
 	}
 	for name, content := range want {
 		if got, ok := entries[name]; !ok || got != content {
 			t.Errorf("entry %s = %q (present %v), want %q", name, got, ok, content)
 		}
 	}
-	if len(entries) != len(want) {
-		t.Errorf("entries %v, want exactly %v (no FIFO, nothing followed)", keys(entries), keys(want))
+	// Links out of the workspace are left out, and the manifest says why.
+	manifest := entries[artifact.ManifestName]
+	for _, link := range []string{`"etc": symlink to "/etc"`, `"passwd": symlink to "/etc/passwd"`, `"up": symlink to "../.."`} {
+		if !strings.Contains(manifest, "left out "+link+", outside the workspace") {
+			t.Errorf("manifest lacks %s:\n%s", link, manifest)
+		}
+	}
+	if len(entries) != len(want)+1 {
+		t.Errorf("entries %v, want exactly %v and the manifest (no FIFO, nothing followed)", keys(entries), keys(want))
 	}
 	if bytes.Contains(b, []byte(etcPasswdMarker)) {
 		t.Error("zip holds /etc/passwd data")

@@ -1,0 +1,65 @@
+package artifact
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/docker/go-units"
+	"golang.org/x/sys/unix"
+)
+
+// charge takes a file of size bytes out of the zip's budgets, or says why
+// it does not fit. Holes are checked first: a sparse file may be far
+// larger than the budget, and "sparse" is the better reason then.
+func (z *zipper) charge(f *os.File, size int64) (why string) {
+	holes := holeBytes(f, size, z.holesLeft)
+	if holes > z.holesLeft {
+		return fmt.Sprintf("sparse file of %s: its holes are more than the %s left of the %s of holes one zip expands into zeros",
+			units.BytesSize(float64(size)), units.BytesSize(float64(z.holesLeft)), units.BytesSize(float64(z.opts.maxHoleBytes())))
+	}
+	if size > z.bytesLeft {
+		return fmt.Sprintf("file of %s, over the zip's budget of %s of file content (%s was left)",
+			units.BytesSize(float64(size)), units.BytesSize(float64(z.opts.maxBytes())), units.BytesSize(float64(z.bytesLeft)))
+	}
+	z.bytesLeft -= size
+	z.holesLeft -= holes
+	return ""
+}
+
+// holeBytes counts the bytes of holes in the first size bytes of f with
+// SEEK_HOLE and SEEK_DATA, and stops counting once it has found more than
+// limit, so a file of many small holes costs a bounded number of calls.
+// A file system without holes reports the whole file as data.
+func holeBytes(f *os.File, size, limit int64) int64 {
+	var holes int64
+	for off := int64(0); off < size && holes <= limit; {
+		hole, err := f.Seek(off, unix.SEEK_HOLE)
+		if err != nil || hole >= size {
+			break
+		}
+		data, err := f.Seek(hole, unix.SEEK_DATA)
+		if err != nil || data > size { // ENXIO: a hole up to the end
+			data = size
+		}
+		if data <= hole { // the file changed under us
+			break
+		}
+		holes += data - hole
+		off = data
+	}
+	return holes
+}
+
+func (o Options) maxBytes() int64 {
+	if o.MaxBytes <= 0 {
+		return DefaultMaxBytes
+	}
+	return o.MaxBytes
+}
+
+func (o Options) maxHoleBytes() int64 {
+	if o.MaxHoleBytes <= 0 {
+		return DefaultMaxHoleBytes
+	}
+	return o.MaxHoleBytes
+}
