@@ -59,6 +59,8 @@ type Limits struct {
 	MaxSteps    int           `json:"max_steps,omitempty"`
 	MemoryBytes int64         `json:"memory_bytes,omitempty"`
 	NanoCPUs    int64         `json:"nano_cpus,omitempty"`
+	// DiskBytes is the sandbox's disk quota.
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
 	// ContextWindow overrides the model's context window, in tokens.
 	ContextWindow int `json:"context_window,omitempty"`
 }
@@ -105,6 +107,9 @@ type Job struct {
 	UpdatedAt time.Time
 	StartedAt time.Time // first claim
 	EndedAt   time.Time
+	// DeletedAt is when the job's data (its workspace) was removed, by a
+	// DELETE or by the retention janitor; the record and the log stay.
+	DeletedAt time.Time
 }
 
 // Event is one entry of a job's log.
@@ -165,5 +170,10 @@ type Store interface {
 	Events(ctx context.Context, jobID string, after int64, limit int) ([]Event, error)
 	// CountByStatus counts jobs in each status.
 	CountByStatus(ctx context.Context) (map[Status]int, error)
+	// EndedBefore returns up to limit (0: at least 50) jobs in an end state
+	// whose EndedAt is before t and whose DeletedAt is unset, oldest EndedAt
+	// first, then by ID: the jobs whose data a retention period has run out
+	// for. Its cost follows the jobs it returns, not those the store holds.
+	EndedBefore(ctx context.Context, t time.Time, limit int) ([]Job, error)
 	Close() error
 }

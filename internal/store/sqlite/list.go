@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -94,4 +95,35 @@ func decodeCursor(c string) (int64, string, error) {
 		return 0, "", fmt.Errorf("%w %q", ErrBadCursor, c)
 	}
 	return created, id, nil
+}
+
+// endedBeforeSQL reads the partial index jobs_ended_undeleted in order, so
+// it visits only the jobs it returns. The unary + keeps the planner off the
+// status index (which would read every ended job, then sort).
+var endedBeforeSQL = selectJob + ` WHERE deleted_at = 0 AND ended_at != 0 AND ended_at < ?
+AND +status IN ('complete', 'error', 'canceled') ORDER BY ended_at, id LIMIT ?`
+
+// EndedBefore returns up to limit (at most MaxListLimit) ended jobs whose
+// EndedAt is before t and whose data is not deleted, oldest first.
+func (s *Store) EndedBefore(ctx context.Context, t time.Time, limit int) ([]store.Job, error) {
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	rows, err := s.r.QueryContext(ctx, endedBeforeSQL, nanos(t), min(limit, MaxListLimit))
+	if err != nil {
+		return nil, fmt.Errorf("jobs ended before %v: %w", t, err)
+	}
+	defer rows.Close()
+	var out []store.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("jobs ended before %v: %w", t, err)
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("jobs ended before %v: %w", t, err)
+	}
+	return out, nil
 }

@@ -18,7 +18,7 @@ var jobColumns = []string{
 	"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd",
 	"error", "result", "context_tokens", "cancel_requested", "lease_owner",
 	"lease_until", "sandbox", "updated_at", "started_at", "ended_at",
-	"limit_context_window",
+	"limit_context_window", "deleted_at", "limit_disk_bytes",
 }
 
 const immutableColumns = 5
@@ -48,7 +48,7 @@ func jobArgs(j *store.Job) ([]any, error) {
 		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD,
 		j.Error, j.Result, j.ContextTokens, j.CancelRequested, j.LeaseOwner,
 		nanos(j.LeaseUntil), string(j.Sandbox), nanos(j.UpdatedAt), nanos(j.StartedAt), nanos(j.EndedAt),
-		int64(l.ContextWindow),
+		int64(l.ContextWindow), nanos(j.DeletedAt), l.DiskBytes,
 	}, nil
 }
 
@@ -70,7 +70,7 @@ func scanJob(sc scanner) (store.Job, error) {
 		j                                     store.Job
 		created, leaseUntil, updated, started int64
 		ended, timeout, maxSteps, att, maxAtt int64
-		steps, window                         int64
+		steps, window, deleted                int64
 		meta, status, sandbox                 string
 		l                                     = &j.Limits
 		u                                     = &j.Usage
@@ -82,7 +82,7 @@ func scanJob(sc scanner) (store.Job, error) {
 		&u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.CostUSD,
 		&j.Error, &j.Result, &j.ContextTokens, &j.CancelRequested, &j.LeaseOwner,
 		&leaseUntil, &sandbox, &updated, &started, &ended,
-		&window,
+		&window, &deleted, &l.DiskBytes,
 	)
 	if err != nil {
 		return j, err
@@ -91,6 +91,7 @@ func scanJob(sc scanner) (store.Job, error) {
 	j.Status, j.Attempts, j.MaxAttempts, j.Steps = store.Status(status), int(att), int(maxAtt), int(steps)
 	j.CreatedAt, j.UpdatedAt = fromNanos(created), fromNanos(updated)
 	j.StartedAt, j.EndedAt, j.LeaseUntil = fromNanos(started), fromNanos(ended), fromNanos(leaseUntil)
+	j.DeletedAt = fromNanos(deleted)
 	if sandbox != "" {
 		j.Sandbox = json.RawMessage(sandbox)
 	}
@@ -140,7 +141,7 @@ func fromNanos(n int64) time.Time {
 
 // normalize makes j's times read exactly as they will from the database.
 func normalize(j *store.Job) {
-	for _, t := range []*time.Time{&j.CreatedAt, &j.UpdatedAt, &j.StartedAt, &j.EndedAt, &j.LeaseUntil} {
+	for _, t := range []*time.Time{&j.CreatedAt, &j.UpdatedAt, &j.StartedAt, &j.EndedAt, &j.LeaseUntil, &j.DeletedAt} {
 		*t = fromNanos(nanos(*t))
 	}
 	if len(j.Metadata) == 0 {

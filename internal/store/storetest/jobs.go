@@ -16,7 +16,7 @@ import (
 func fullJob(id string, b time.Time) store.Job {
 	return store.Job{
 		ID: id, Task: "write a haiku\nabout ünïcode ✓", Model: "claude-x",
-		Limits:   store.Limits{Timeout: 90 * time.Second, MaxSteps: 40, MemoryBytes: 1 << 30, NanoCPUs: 1.5e9, ContextWindow: 16000},
+		Limits:   store.Limits{Timeout: 90 * time.Second, MaxSteps: 40, MemoryBytes: 1 << 30, NanoCPUs: 1.5e9, ContextWindow: 16000, DiskBytes: 5 << 30},
 		Metadata: map[string]string{"team": "infra", "ticket": "A-1", "empty": ""},
 		Status:   store.StatusRunning, Attempts: 2, MaxAttempts: 5, Steps: 17,
 		Usage: store.Usage{InputTokens: 1e6, OutputTokens: 2e5, CacheReadTokens: 3, CacheWriteTokens: 4, CostUSD: 1.2345},
@@ -25,6 +25,7 @@ func fullJob(id string, b time.Time) store.Job {
 		LeaseOwner: "worker-1", LeaseUntil: b.Add(time.Minute + 123*time.Microsecond),
 		Sandbox:   json.RawMessage(`{"driver":"docker","id":"c0ffee","n":[1,2]}`),
 		CreatedAt: b, UpdatedAt: b.Add(time.Second), StartedAt: b.Add(2 * time.Second), EndedAt: b.Add(3 * time.Second),
+		DeletedAt: b.Add(4*time.Second + 567*time.Microsecond),
 	}
 }
 

@@ -47,6 +47,9 @@ func Run(t *testing.T, open Opener) {
 		{"Events", testEvents},
 		{"EventsConcurrent", testEventsConcurrent},
 		{"CountByStatus", testCountByStatus},
+		{"DeletedAt", testDeletedAt},
+		{"EndedBefore", testEndedBefore},
+		{"EndedBeforeLimit", testEndedBeforeLimit},
 		{"Reopen", testReopen},
 	}
 	for _, tc := range tests {
@@ -149,7 +152,7 @@ func sameJob(t *testing.T, what string, got, want store.Job) {
 	g, w := got, want
 	for _, p := range [][2]*time.Time{
 		{&g.CreatedAt, &w.CreatedAt}, {&g.UpdatedAt, &w.UpdatedAt}, {&g.StartedAt, &w.StartedAt},
-		{&g.EndedAt, &w.EndedAt}, {&g.LeaseUntil, &w.LeaseUntil},
+		{&g.EndedAt, &w.EndedAt}, {&g.LeaseUntil, &w.LeaseUntil}, {&g.DeletedAt, &w.DeletedAt},
 	} {
 		if !sameTime(*p[0], *p[1]) {
 			t.Errorf("%s: time %v, want %v", what, *p[0], *p[1])
