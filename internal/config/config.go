@@ -78,6 +78,10 @@ type Server struct {
 	// viewer links are made absolute with it, and an https URL makes the
 	// viewer cookie Secure.
 	PublicURL string
+	// Retention is how long the workspace and zip of an ended job are kept
+	// before they are removed (AGENTBOX_RETENTION, default 7 days; 0 keeps
+	// them for ever). The job's record and log stay.
+	Retention time.Duration
 	// ViewURL gives each job's desktop and Jupyter views an origin of
 	// their own (AGENTBOX_VIEW_URL): a template such as
 	// https://{job}.view.example.com, under a wildcard DNS name and
@@ -117,6 +121,36 @@ type Sandbox struct {
 	// DisplayWidth and DisplayHeight are the sandbox desktop's screen size
 	// (AGENTBOX_DISPLAY_SIZE, default 1024x768).
 	DisplayWidth, DisplayHeight int
+	// DiskBytes is the default disk quota of a sandbox: everything it can
+	// write on the host, its workspace included (AGENTBOX_SANDBOX_DISK,
+	// default 10 GiB).
+	DiskBytes int64
+	// NoFile is the RLIMIT_NOFILE (soft and hard) of every process in a
+	// sandbox (AGENTBOX_SANDBOX_NOFILE, default 1024).
+	NoFile int64
+	// UIDs is the range of host uids sandboxes run as, one per sandbox, no
+	// host account's (AGENTBOX_SANDBOX_UIDS, default 200000-299999).
+	UIDs UIDRange
+	// MinFreeDisk is the free space below which no new sandbox starts
+	// (AGENTBOX_MIN_FREE_DISK, default 2 GiB).
+	MinFreeDisk int64
+	// Ceilings bound what a job or a command may ask for.
+	Ceilings Ceilings
+}
+
+// UIDRange is an inclusive range of uids.
+type UIDRange struct{ First, Last int }
+
+// Ceilings are the most a job (POST /v1/jobs limits) or a command
+// (exec/run flags) may ask for; a request over one is refused. Defaults
+// follow the host: half its memory, all its CPUs.
+type Ceilings struct {
+	MemoryBytes int64         // AGENTBOX_CEILING_MEMORY
+	NanoCPUs    int64         // AGENTBOX_CEILING_CPUS
+	PidsLimit   int64         // AGENTBOX_CEILING_PIDS
+	DiskBytes   int64         // AGENTBOX_CEILING_DISK
+	Timeout     time.Duration // AGENTBOX_CEILING_TIMEOUT
+	MaxSteps    int           // AGENTBOX_CEILING_STEPS
 }
 
 // Model is the language-model configuration. Keys are passed to the SDKs
@@ -146,10 +180,16 @@ func Default() Config {
 			Network:      "none",
 			Instance:     "default",
 			DisplayWidth: 1024, DisplayHeight: 768,
+			DiskBytes:   10 << 30,
+			NoFile:      1024,
+			UIDs:        UIDRange{200000, 299999},
+			MinFreeDisk: 2 << 30,
+			Ceilings:    hostCeilings(),
 		},
 		Server: Server{
 			Addr: "127.0.0.1:8080", Concurrency: 2, Lease: 30 * time.Second,
 			JobTimeout: 30 * time.Minute, MaxAttempts: 3, Grace: 30 * time.Second,
+			Retention: 7 * 24 * time.Hour,
 		},
 		Client: Client{URL: "http://127.0.0.1:8080"},
 		Agent:  Agent{Kind: "model", MaxSteps: 100},
@@ -199,7 +239,9 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 		intEnv(lookup, "AGENTBOX_MAX_ATTEMPTS", &c.Server.MaxAttempts),
 		durEnv(lookup, "AGENTBOX_LEASE", &c.Server.Lease),
 		durEnv(lookup, "AGENTBOX_JOB_TIMEOUT", &c.Server.JobTimeout),
-		durEnv(lookup, "AGENTBOX_GRACE", &c.Server.Grace))
+		durEnv(lookup, "AGENTBOX_GRACE", &c.Server.Grace),
+		durEnv(lookup, "AGENTBOX_RETENTION", &c.Server.Retention))
+	errs = append(errs, sandboxEnv(lookup, &c.Sandbox)...)
 	str("AGENTBOX_AGENT", &c.Agent.Kind)
 	errs = append(errs, intEnv(lookup, "AGENTBOX_MAX_STEPS", &c.Agent.MaxSteps),
 		intEnv(lookup, "AGENTBOX_CONTEXT_WINDOW", &c.Agent.ContextWindow))
@@ -324,6 +366,7 @@ func (s Sandbox) Validate() error {
 	if w, h := s.DisplayWidth, s.DisplayHeight; w < 320 || h < 200 || w > 7680 || h > 4320 {
 		errs = append(errs, fmt.Errorf("display size %dx%d: must be within 320x200..7680x4320", w, h))
 	}
+	errs = append(errs, s.validateLimits())
 	if s.Instance == "" || strings.ContainsAny(s.Instance, " =,") {
 		errs = append(errs, fmt.Errorf("instance %q: must be a non-empty word", s.Instance))
 	}

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func lookup(env map[string]string) func(string) (string, bool) {
@@ -42,6 +44,62 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+func TestSandboxBoundsDefaults(t *testing.T) {
+	c, err := fromLookup(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Sandbox
+	if s.DiskBytes != 10<<30 || s.NoFile != 1024 || s.UIDs != (UIDRange{200000, 299999}) || s.MinFreeDisk != 2<<30 || c.Server.Retention != 7*24*time.Hour {
+		t.Errorf("defaults %+v, retention %v", s, c.Server.Retention)
+	}
+	ce := s.Ceilings
+	if ce.MemoryBytes < 2<<30 || ce.MemoryBytes > hostMemory() && hostMemory() > 4<<30 || ce.NanoCPUs != int64(runtime.NumCPU())*1e9 ||
+		ce.PidsLimit != 4096 || ce.DiskBytes != 100<<30 || ce.Timeout != 24*time.Hour || ce.MaxSteps != 100_000 {
+		t.Errorf("ceilings %+v on a host with %d bytes", ce, hostMemory())
+	}
+	c, err = fromLookup(lookup(map[string]string{"AGENTBOX_CEILING_MEMORY": "8g", "AGENTBOX_CEILING_CPUS": "1.5", "AGENTBOX_SANDBOX_UIDS": "500000-500100",
+		"AGENTBOX_SANDBOX_DISK": "1g", "AGENTBOX_SANDBOX_NOFILE": "4096", "AGENTBOX_RETENTION": "48h", "AGENTBOX_CEILING_STEPS": "10", "AGENTBOX_MIN_FREE_DISK": "512m"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Sandbox; s.Ceilings.MemoryBytes != 8<<30 || s.Ceilings.NanoCPUs != 15e8 || s.UIDs != (UIDRange{500000, 500100}) ||
+		s.DiskBytes != 1<<30 || s.NoFile != 4096 || c.Server.Retention != 48*time.Hour || s.Ceilings.MaxSteps != 10 || s.MinFreeDisk != 512<<20 {
+		t.Errorf("from env: %+v", c)
+	}
+}
+
+func TestFitFiles(t *testing.T) {
+	for _, tt := range []struct {
+		fileMax      int64
+		conc         int
+		pids, nofile int64
+		want         int64
+		err          string
+	}{
+		{2_466_183, 2, 512, 1024, 1024, ""},   // this kind of host: fits as configured
+		{2_466_183, 8, 512, 1024, 301, ""},    // lowered to fit half of fs.file-max
+		{800_000, 2, 512, 1024, 390, ""},      // a small host
+		{100_000, 16, 4096, 1024, 0, "lower"}, // cannot fit even 256 files each
+	} {
+		got, err := FitFiles(tt.fileMax, tt.conc, tt.pids, tt.nofile)
+		if got != tt.want || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("FitFiles(%d, %d, %d, %d) = %d, %v; want %d, %q", tt.fileMax, tt.conc, tt.pids, tt.nofile, got, err, tt.want, tt.err)
+		}
+		if err == nil && FileBudget(tt.conc, tt.pids, got) > tt.fileMax/2 {
+			t.Errorf("FitFiles(%d, ...) = %d leaves no margin", tt.fileMax, got)
+		}
+	}
+}
+
+func TestSizeText(t *testing.T) {
+	for n, want := range map[int64]string{2 << 30: "2GiB", 512 << 20: "512MiB", 1000: "1000B", 3<<30 + 1<<29: "3.5GiB", 1 << 40: "1TiB"} {
+		if got := SizeText(n); got != want {
+			t.Errorf("SizeText(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
 func TestInvalid(t *testing.T) {
 	tests := map[string]struct {
 		env  map[string]string
@@ -58,6 +116,14 @@ func TestInvalid(t *testing.T) {
 		"display tiny":      {map[string]string{"AGENTBOX_DISPLAY_SIZE": "10x10"}, "320x200"},
 		"public URL path":   {map[string]string{"AGENTBOX_PUBLIC_URL": "https://example.com/agentbox"}, "without a path"},
 		"public URL scheme": {map[string]string{"AGENTBOX_PUBLIC_URL": "ftp://example.com"}, "public URL"},
+		"disk tiny":         {map[string]string{"AGENTBOX_SANDBOX_DISK": "1m"}, "sandbox disk 1MiB: at least 64MiB"},
+		"nofile huge":       {map[string]string{"AGENTBOX_SANDBOX_NOFILE": "99999999"}, "AGENTBOX_SANDBOX_NOFILE"},
+		"uids of people":    {map[string]string{"AGENTBOX_SANDBOX_UIDS": "1000-2000"}, "from 10000 up"},
+		"uids with nobody":  {map[string]string{"AGENTBOX_SANDBOX_UIDS": "60000-70000"}, "65534"},
+		"uids words":        {map[string]string{"AGENTBOX_SANDBOX_UIDS": "many"}, "FIRST-LAST"},
+		"default over":      {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "4g", "AGENTBOX_CEILING_MEMORY": "2g"}, "default sandbox memory 4GiB is over its ceiling 2GiB (AGENTBOX_CEILING_MEMORY)"},
+		"disk over":         {map[string]string{"AGENTBOX_CEILING_DISK": "5g"}, "default sandbox disk 10GiB is over its ceiling 5GiB"},
+		"retention words":   {map[string]string{"AGENTBOX_RETENTION": "a week"}, "AGENTBOX_RETENTION"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,200 @@
+package config
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sandboxEnv reads the sandbox limits, the uid range and the ceilings.
+func sandboxEnv(lookup func(string) (string, bool), s *Sandbox) []error {
+	size := func(key string, dst *int64) error {
+		v, ok := lookup(key)
+		if !ok || v == "" {
+			return nil
+		}
+		n, err := ParseMemory(v)
+		*dst = n
+		return wrapEnv(key, err)
+	}
+	count := func(key string, dst *int64) error {
+		v, ok := lookup(key)
+		if !ok || v == "" {
+			return nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a whole number", key, v)
+		}
+		*dst = n
+		return nil
+	}
+	c := &s.Ceilings
+	errs := []error{
+		size("AGENTBOX_SANDBOX_DISK", &s.DiskBytes),
+		count("AGENTBOX_SANDBOX_NOFILE", &s.NoFile),
+		size("AGENTBOX_MIN_FREE_DISK", &s.MinFreeDisk),
+		size("AGENTBOX_CEILING_MEMORY", &c.MemoryBytes),
+		size("AGENTBOX_CEILING_DISK", &c.DiskBytes),
+		count("AGENTBOX_CEILING_PIDS", &c.PidsLimit),
+		durEnv(lookup, "AGENTBOX_CEILING_TIMEOUT", &c.Timeout),
+		intEnv(lookup, "AGENTBOX_CEILING_STEPS", &c.MaxSteps),
+	}
+	if v, ok := lookup("AGENTBOX_CEILING_CPUS"); ok && v != "" {
+		n, err := ParseCPUs(v)
+		errs = append(errs, wrapEnv("AGENTBOX_CEILING_CPUS", err))
+		c.NanoCPUs = n
+	}
+	if v, ok := lookup("AGENTBOX_SANDBOX_UIDS"); ok && v != "" {
+		r, err := ParseUIDRange(v)
+		errs = append(errs, wrapEnv("AGENTBOX_SANDBOX_UIDS", err))
+		s.UIDs = r
+	}
+	return errs
+}
+
+// ParseUIDRange parses "FIRST-LAST", an inclusive range of uids.
+func ParseUIDRange(v string) (UIDRange, error) {
+	a, b, ok := strings.Cut(v, "-")
+	first, err1 := strconv.Atoi(a)
+	last, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil {
+		return UIDRange{}, fmt.Errorf("uid range %q: want FIRST-LAST, like 200000-299999", v)
+	}
+	return UIDRange{first, last}, nil
+}
+
+// String is the range as ParseUIDRange reads it.
+func (r UIDRange) String() string { return fmt.Sprintf("%d-%d", r.First, r.Last) }
+
+// Validate refuses a range that reaches system or common login uids (below
+// 10000), the overflow uid, or holds fewer than 16 uids.
+func (r UIDRange) Validate() error {
+	if r.First < 10000 || r.Last < r.First+15 || r.Last >= 1<<31-1 || r.First <= 65534 && r.Last >= 65534 {
+		return fmt.Errorf("sandbox uids %s: want at least 16 uids from 10000 up, not including 65534 (nobody)", r)
+	}
+	return nil
+}
+
+// hostCeilings are the default ceilings: half the host's memory, all its
+// CPUs, 4096 processes, 100 GiB of disk, a day, 100,000 steps.
+func hostCeilings() Ceilings {
+	mem := hostMemory() / 2
+	return Ceilings{
+		MemoryBytes: max(mem, 2<<30), NanoCPUs: int64(runtime.NumCPU()) * 1e9, PidsLimit: 4096,
+		DiskBytes: 100 << 30, Timeout: 24 * time.Hour, MaxSteps: 100_000,
+	}
+}
+
+// hostMemory is MemTotal from /proc/meminfo, or 0 when unknown.
+func hostMemory() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// validateLimits checks the sandbox defaults against the ceilings and the
+// new limits' own ranges.
+func (s Sandbox) validateLimits() error {
+	var errs []error
+	c := s.Ceilings
+	if c.MemoryBytes < 64<<20 || c.NanoCPUs < 1e7 || c.PidsLimit < 16 || c.DiskBytes < 64<<20 || c.Timeout < time.Second || c.MaxSteps < 1 {
+		errs = append(errs, fmt.Errorf("ceilings %+v: each must allow at least the smallest sandbox (64MiB memory and disk, 0.01 CPU, 16 processes, 1s, 1 step)", c))
+	}
+	over := func(name string, v, ceiling int64, text func(int64) string) {
+		if v > ceiling {
+			errs = append(errs, fmt.Errorf("default sandbox %s %s is over its ceiling %s (AGENTBOX_CEILING_%s)", name, text(v), text(ceiling), strings.ToUpper(name)))
+		}
+	}
+	over("memory", s.MemoryBytes, c.MemoryBytes, SizeText)
+	over("cpus", s.NanoCPUs, c.NanoCPUs, CPUText)
+	over("pids", s.PidsLimit, c.PidsLimit, countText)
+	over("disk", s.DiskBytes, c.DiskBytes, SizeText)
+	if s.DiskBytes < 64<<20 {
+		errs = append(errs, fmt.Errorf("sandbox disk %s: at least 64MiB", SizeText(s.DiskBytes)))
+	}
+	if s.NoFile < 64 || s.NoFile > 1<<20 {
+		errs = append(errs, fmt.Errorf("sandbox open files %d: want 64 to 1048576 (AGENTBOX_SANDBOX_NOFILE)", s.NoFile))
+	}
+	if s.MinFreeDisk < 0 {
+		errs = append(errs, errors.New("AGENTBOX_MIN_FREE_DISK: must not be negative"))
+	}
+	return errors.Join(append(errs, s.UIDs.Validate())...)
+}
+
+// SizeText writes a byte count the way people set it: 2GiB, 512MiB,
+// 73.8GiB, 1000B.
+func SizeText(n int64) string {
+	for _, u := range []struct {
+		shift int
+		name  string
+	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		switch unit := int64(1) << u.shift; {
+		case n >= unit && n%unit == 0:
+			return strconv.FormatInt(n/unit, 10) + u.name
+		case n >= unit:
+			return strconv.FormatFloat(float64(n)/float64(unit), 'f', 1, 64) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
+
+func countText(n int64) string { return strconv.FormatInt(n, 10) }
+
+// CPUText writes nano-CPUs as a CPU count: 1, 0.5, 2.25.
+func CPUText(n int64) string { return strconv.FormatFloat(float64(n)/1e9, 'f', -1, 64) }
+
+// FileBudget is the worst case of open files the sandboxes can hold at
+// once: every one of concurrency sandboxes at its pids ceiling, each
+// process at its RLIMIT_NOFILE.
+func FileBudget(concurrency int, pids, nofile int64) int64 {
+	return int64(max(concurrency, 1)) * pids * nofile
+}
+
+// FileShare is the share of the host's fs.file-max the sandboxes together
+// may hold: the rest stays for the host, the server and the engine.
+const FileShare = 0.5
+
+// HostFileMax reads fs.file-max.
+func HostFileMax() (int64, error) {
+	b, err := os.ReadFile("/proc/sys/fs/file-max")
+	if err != nil {
+		return 0, fmt.Errorf("fs.file-max: %w", err)
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}
+
+// MinNoFile is the fewest open files per process FitFiles clamps to.
+const MinNoFile = 256
+
+// FitFiles returns the RLIMIT_NOFILE to give sandbox processes so that
+// concurrency sandboxes at pids processes each stay within FileShare of the
+// host's fs.file-max: nofile itself when it fits, else lowered (clamped)
+// to fit. A fit below MinNoFile is refused, naming the settings to lower.
+func FitFiles(fileMax int64, concurrency int, pids, nofile int64) (int64, error) {
+	allow := int64(float64(fileMax) * FileShare)
+	if FileBudget(concurrency, pids, nofile) <= allow {
+		return nofile, nil
+	}
+	fit := allow / FileBudget(concurrency, pids, 1)
+	if fit < MinNoFile {
+		return 0, fmt.Errorf("%d sandboxes × %d processes (AGENTBOX_CEILING_PIDS) × %d open files each could exhaust the host's file table (over half of fs.file-max, %d): lower the concurrency or the pids ceiling, or raise fs.file-max",
+			max(concurrency, 1), pids, MinNoFile, fileMax)
+	}
+	return fit, nil
+}
