@@ -271,7 +271,11 @@ func TestAgentResumesAfterKill9(t *testing.T) {
 
 	s.start()
 	waitUntil(t, time.Minute, func() bool { return len(fake.Requests()) > before+1 }) // it is working again
-	os.WriteFile(filepath.Join(s.dataDir, "workspaces", j.JobID, "stop"), nil, 0o644)
+	// The running sandbox sees its loop disk (as root) or the workspace.
+	disks, _ := filepath.Glob(filepath.Join(s.dataDir, "sandboxes", "*", "disk"))
+	for _, dir := range append(disks, filepath.Join(s.dataDir, "workspaces", j.JobID)) {
+		os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644)
+	}
 	final := s.awaitFinal([]string{j.JobID})[j.JobID]
 	if final.Status != "complete" || final.Attempts != 2 {
 		t.Fatalf("job %+v\n%s", final, s.logs)

@@ -127,7 +127,7 @@ func (c *chat) open(ctx context.Context, name string) error {
 			return fmt.Errorf("session %s: history.json: %w", name, err)
 		}
 	}
-	sb, err := c.drv.Create(ctx, sandbox.Spec{WorkspaceDir: ws})
+	sb, err := c.drv.Create(ctx, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true})
 	if err != nil {
 		unlock()
 		return err

@@ -49,20 +49,53 @@ func (a *app) dockerClient() (*client.Client, error) {
 	return c, nil
 }
 
-// newDriver returns the Docker sandbox driver configured by a.cfg.
-func (a *app) newDriver() (*docker.Driver, error) {
+// newDriver returns the Docker sandbox driver configured by a.cfg, for one
+// sandbox at a time.
+func (a *app) newDriver() (*docker.Driver, error) { return a.newDriverFor(1) }
+
+// newDriverFor returns the driver for concurrency sandboxes at once: their
+// processes' open files are bounded so that together they stay well within
+// the host's file table.
+func (a *app) newDriverFor(concurrency int) (*docker.Driver, error) {
 	sb := a.cfg.Sandbox
+	nofile, err := a.fitNoFile(concurrency, sb.PidsLimit)
+	if err != nil {
+		return nil, err
+	}
 	return docker.New(docker.Config{
-		Host:        a.cfg.Docker.Host,
-		Image:       sb.Image,
-		Defaults:    sandbox.Limits{MemoryBytes: sb.MemoryBytes, NanoCPUs: sb.NanoCPUs, PidsLimit: sb.PidsLimit},
-		Network:     sb.Network,
-		GuestBinary: sb.GuestBinary,
-		StateDir:    filepath.Join(a.cfg.DataDir, "sandboxes"),
-		Instance:    sb.Instance,
-		Display:     sandbox.Display{Width: sb.DisplayWidth, Height: sb.DisplayHeight},
-		Log:         a.log,
+		Host:  a.cfg.Docker.Host,
+		Image: sb.Image,
+		Defaults: sandbox.Limits{MemoryBytes: sb.MemoryBytes, NanoCPUs: sb.NanoCPUs, PidsLimit: sb.PidsLimit,
+			DiskBytes: sb.DiskBytes, NoFile: nofile},
+		Network:      sb.Network,
+		GuestBinary:  sb.GuestBinary,
+		StateDir:     filepath.Join(a.cfg.DataDir, "sandboxes"),
+		Instance:     sb.Instance,
+		Display:      sandbox.Display{Width: sb.DisplayWidth, Height: sb.DisplayHeight},
+		UIDs:         sb.UIDs,
+		MinFreeBytes: sb.MinFreeDisk,
+		Log:          a.log,
 	})
+}
+
+// fitNoFile is the open-files limit of sandbox processes when concurrency
+// sandboxes of pids processes run at once: the configured one, or lower
+// (with a warning) when that could fill the host's file table.
+func (a *app) fitNoFile(concurrency int, pids int64) (int64, error) {
+	want := a.cfg.Sandbox.NoFile
+	fileMax, err := config.HostFileMax()
+	if err != nil {
+		return want, nil // not Linux's /proc: nothing to fit against
+	}
+	got, err := config.FitFiles(fileMax, concurrency, pids, want)
+	if err != nil {
+		return 0, err
+	}
+	if got < want {
+		a.log.Warn("open files per sandbox process lowered to fit the host's file table",
+			"configured", want, "used", got, "fs.file-max", fileMax, "concurrency", concurrency, "pids", pids)
+	}
+	return got, nil
 }
 
 func main() {

@@ -190,8 +190,7 @@ func TestCancelStopsRunningJob(t *testing.T) {
 	e := newEnv(t)
 	svc, _ := e.start(t, jobs.ShellAgent{})
 	id := submit(t, svc, "touch started; sleep 300", store.Limits{})
-	started := filepath.Join(jobs.WorkspaceDir(e.dir, id), "started")
-	waitFor(t, func() bool { _, err := os.Stat(started); return err == nil })
+	waitFor(t, func() bool { return e.workspaceHas(id, "started") })
 	begin := time.Now()
 	if _, err := svc.Cancel(bg, id); err != nil {
 		t.Fatal(err)
@@ -378,10 +377,7 @@ func TestShutdownReleasesRunningJobs(t *testing.T) {
 	task := "if [ -e marker ]; then echo second run; else touch marker; sleep 300; fi"
 	svc, stop := e.start(t, jobs.ShellAgent{}, func(c *jobs.SchedulerConfig) { c.Grace = 100 * time.Millisecond })
 	id := submit(t, svc, task, store.Limits{})
-	waitFor(t, func() bool {
-		_, err := os.Stat(filepath.Join(jobs.WorkspaceDir(e.dir, id), "marker"))
-		return err == nil
-	})
+	waitFor(t, func() bool { return e.workspaceHas(id, "marker") })
 	stop()
 	j, _ := e.st.GetJob(bg, id)
 	if j.Status != store.StatusPending || j.Attempts != 0 || j.LeaseOwner != "" {
@@ -392,6 +388,20 @@ func TestShutdownReleasesRunningJobs(t *testing.T) {
 	if j := await(t, svc, id); j.Status != store.StatusComplete || j.Attempts != 1 {
 		t.Errorf("after restart: %s, %d attempts", j.Status, j.Attempts)
 	}
+}
+
+// workspaceHas reports whether the job's workspace holds name: in its
+// running sandbox's loop disk (where the driver keeps a job's workspace
+// while it runs, when it runs as root) or in the workspace directory.
+func (e *env) workspaceHas(id, name string) bool {
+	paths, _ := filepath.Glob(filepath.Join(e.dir, "sandboxes", "*", "disk", name))
+	paths = append(paths, filepath.Join(jobs.WorkspaceDir(e.dir, id), name))
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func waitFor(t *testing.T, cond func() bool) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -191,6 +192,9 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 			return s.store.Events(ctx, j.ID, after, limit)
 		},
 	})
+	if why := stoppedBy(sb); why != nil {
+		cancel(why)
+	}
 	return out, err, context.Cause(ctx)
 }
 
@@ -206,8 +210,8 @@ func (s *Scheduler) sandboxFor(ctx context.Context, j store.Job, ws string) (san
 			s.log.Warn("remove stale sandbox", "job_id", j.ID, "sandbox_id", h.ID, "err", err)
 		}
 	}
-	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, Owner: s.cfg.WorkerID, WorkspaceDir: ws,
-		Limits:  sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs},
+	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, Owner: s.cfg.WorkerID, WorkspaceDir: ws, ManagedWorkspace: true,
+		Limits:  sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs, DiskBytes: j.Limits.DiskBytes},
 		WebBase: WebBase(j.ID)})
 	return sb, false, err
 }
@@ -239,6 +243,10 @@ func (s *Scheduler) watchdog(ctx context.Context, cancel context.CancelCauseFunc
 			return
 		case <-t.C:
 		}
+		if why := stoppedBy(sb); why != nil {
+			cancel(why)
+			return
+		}
 		hctx, hcancel := context.WithTimeout(ctx, s.cfg.WatchdogInterval)
 		_, err := sb.Guest().Health(hctx)
 		hcancel()
@@ -246,11 +254,20 @@ func (s *Scheduler) watchdog(ctx context.Context, cancel context.CancelCauseFunc
 			failures = 0
 			continue
 		}
-		if failures++; failures >= s.cfg.WatchdogFailures {
+		// A socket that is not the guest's is tampering, not a slow guest.
+		if failures++; failures >= s.cfg.WatchdogFailures || errors.Is(err, guest.ErrUnsafeSocket) {
 			cancel(fmt.Errorf("%w: %w", errSandboxDied, err))
 			return
 		}
 	}
+}
+
+// stoppedBy is why the driver stopped sb (its disk quota), or nil.
+func stoppedBy(sb sandbox.Sandbox) error {
+	if st, ok := sb.(sandbox.Stopper); ok {
+		return st.Stopped()
+	}
+	return nil
 }
 
 // finish records how the attempt ended, unless the job was handed back

@@ -32,6 +32,12 @@ var (
 	ErrEngineUnavailable = errors.New("container engine unavailable")
 	// ErrInvalidSpec means the caller asked for something the driver refuses.
 	ErrInvalidSpec = errors.New("invalid sandbox spec")
+	// ErrNoSpace means the host's disk is below its free-space floor, so no
+	// new sandbox starts.
+	ErrNoSpace = errors.New("host disk below its free-space floor")
+	// ErrDiskQuota means the sandbox wrote more than its disk quota and was
+	// stopped.
+	ErrDiskQuota = errors.New("sandbox disk quota exceeded")
 )
 
 // Driver creates sandboxes on one engine.
@@ -73,6 +79,11 @@ type Spec struct {
 	// it and it outlives the sandbox. Empty: the driver makes a scratch
 	// workspace that Destroy removes.
 	WorkspaceDir string
+	// ManagedWorkspace says WorkspaceDir is agentbox's own (a job's), not a
+	// directory a person brought: the driver may hold its content on a
+	// disk of its own while the sandbox runs (to enforce the disk quota in
+	// the kernel) and copy it back when the sandbox is destroyed.
+	ManagedWorkspace bool
 	// Network overrides the default network mode ("none"). "host" is refused.
 	Network string
 	// Env is added to the environment of every command.
@@ -112,6 +123,19 @@ type Limits struct {
 	MemoryBytes int64
 	NanoCPUs    int64
 	PidsLimit   int64
+	// DiskBytes bounds everything the sandbox can write on the host's disk
+	// (its workspace and its state directory).
+	DiskBytes int64
+	// NoFile is the RLIMIT_NOFILE of every process in the sandbox.
+	NoFile int64
+}
+
+// Stopper is implemented by sandboxes that the driver itself may stop, such
+// as one that passed its disk quota where the kernel cannot enforce it.
+// Stopped returns why, or nil while the sandbox is allowed to run; the
+// caller ends the sandbox's work with that error.
+type Stopper interface {
+	Stopped() error
 }
 
 // Handle is what is persisted about a sandbox to find it again.
@@ -124,10 +148,20 @@ type Handle struct {
 	Ref string `json:"ref"`
 	// StateDir is the host directory holding the guest's socket.
 	StateDir string `json:"state_dir"`
-	// WorkspaceDir is the host directory mounted at /workspace.
+	// WorkspaceDir is the host directory of the sandbox's /workspace: the
+	// directory itself, or for a ManagedWorkspace the home its content
+	// returns to when the sandbox is destroyed (the driver may hold it on a
+	// disk of its own meanwhile, to enforce the disk quota).
 	WorkspaceDir string `json:"workspace_dir"`
 	// OwnsWorkspace says whether Destroy removes WorkspaceDir.
 	OwnsWorkspace bool `json:"owns_workspace,omitempty"`
+	// UID is the host uid the sandbox's processes run as.
+	UID int `json:"uid,omitempty"`
+	// DiskBytes is the sandbox's disk quota.
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
+	// WorkspaceOwner is "uid:gid", who owned a caller's workspace before
+	// the sandbox; Destroy gives it back to them.
+	WorkspaceOwner string `json:"workspace_owner,omitempty"`
 	// Running is filled in by List.
 	Running bool `json:"running,omitempty"`
 }

@@ -34,9 +34,11 @@ func Image() string {
 }
 
 // MainWithGuest is a package's TestMain for tests that start sandboxes: it
-// builds the guest binary, stores its path in *path, runs the tests and
+// removes what killed test runs left behind (ReapStale), builds the guest
+// binary, stores its path in *path, runs the tests and
 // removes the binary.
 func MainWithGuest(m interface{ Run() int }, path *string) {
+	ReapStale()
 	bin, cleanup, err := BuildGuest()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -27,8 +27,16 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}
-	h, err := d.prepareDirs(spec)
+	if err := d.checkFree(d.cfg.StateDir, spec.WorkspaceDir); err != nil {
+		return nil, err
+	}
+	uid, err := d.allocUID(ctx)
 	if err != nil {
+		return nil, err
+	}
+	h, err := d.prepareDirs(spec, uid)
+	if err != nil {
+		d.freeUID(uid)
 		return nil, err
 	}
 	s := d.newSandbox(h)
@@ -37,7 +45,15 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 			_ = s.Destroy(context.WithoutCancel(ctx))
 		}
 	}()
-	cfg, hostCfg := d.containerConfig(spec, h)
+	if err := d.prepareWorkspace(&s.h, spec.ManagedWorkspace); err != nil {
+		return nil, err
+	}
+	cfg, hostCfg := d.containerConfig(spec, s.h)
+	seccomp, err := d.seccompFor(ctx, h.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	hostCfg.SecurityOpt = []string{"no-new-privileges", seccomp}
 	// Known before the engine answers, so a create cut short by ctx is still
 	// removed (by name) by the deferred Destroy.
 	s.h.Ref = "agentbox-" + h.ID
@@ -55,15 +71,20 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := d.waitReady(ctx, s); err != nil {
 		return nil, err
 	}
-	d.log.Debug("sandbox ready", "sandbox_id", h.ID, "job_id", h.JobID)
+	if err := lockRunDir(filepath.Join(h.StateDir, "run")); err != nil {
+		return nil, err
+	}
+	s.watch()
+	d.log.Debug("sandbox ready", "sandbox_id", h.ID, "job_id", h.JobID, "uid", uid)
 	return s, nil
 }
 
 // prepareDirs makes the sandbox's state directory (private on the host) with
-// the socket directory the guest writes to, and the scratch workspace if the
-// caller brought none.
-func (d *Driver) prepareDirs(spec sandbox.Spec) (sandbox.Handle, error) {
-	h := sandbox.Handle{ID: newID(), Driver: "docker", JobID: spec.JobID, Owner: spec.Owner}
+// the socket directory the guest writes to, the passwd and group files it
+// sees, and the scratch workspace if the caller brought none.
+func (d *Driver) prepareDirs(spec sandbox.Spec, uid int) (sandbox.Handle, error) {
+	h := sandbox.Handle{ID: newID(), Driver: "docker", JobID: spec.JobID, Owner: spec.Owner, UID: uid,
+		DiskBytes: d.limits(spec.Limits).DiskBytes}
 	h.StateDir = filepath.Join(d.cfg.StateDir, h.ID)
 	if n := len(socketPath(h.StateDir)); n > maxSocketPath {
 		return h, fmt.Errorf("%w: state dir %s gives a %d-byte socket path, over the %d Linux allows; use a shorter data dir", sandbox.ErrInvalidSpec, d.cfg.StateDir, n, maxSocketPath)
@@ -76,18 +97,47 @@ func (d *Driver) prepareDirs(spec sandbox.Spec) (sandbox.Handle, error) {
 	if h.OwnsWorkspace {
 		h.WorkspaceDir = filepath.Join(h.StateDir, "workspace")
 		dirs = append(dirs, h.WorkspaceDir)
-	} else if empty(h.WorkspaceDir) {
+	} else if empty(h.WorkspaceDir) && !isRoot() {
 		// A fresh directory made for the sandbox; one with content is the
 		// caller's as it is, never re-owned.
 		dirs = append(dirs, h.WorkspaceDir)
 	}
 	for _, dir := range dirs {
-		if err := agentDir(dir); err != nil {
+		if err := agentDir(dir, uid); err != nil {
 			os.RemoveAll(h.StateDir)
 			return h, err
 		}
 	}
+	if err := writeAccounts(h.StateDir, uid); err != nil {
+		os.RemoveAll(h.StateDir)
+		return h, err
+	}
 	return h, nil
+}
+
+// prepareWorkspace puts the workspace under its disk quota, in the
+// kernel where the host allows it, and gives it to the sandbox's uid (root
+// only; Destroy gives a caller's workspace back to its owner).
+func (d *Driver) prepareWorkspace(h *sandbox.Handle, managed bool) error {
+	if !isRoot() {
+		return nil
+	}
+	if !h.OwnsWorkspace {
+		o, err := ownerOf(h.WorkspaceDir)
+		if err != nil {
+			return fmt.Errorf("workspace owner: %w", err)
+		}
+		h.WorkspaceOwner = fmt.Sprintf("%d:%d", o.uid, o.gid)
+	}
+	switch d.quotaMode(h.WorkspaceDir, managed || h.OwnsWorkspace) {
+	case QuotaLoop:
+		return d.makeDisk(*h)
+	case QuotaXFS:
+		if err := applyQuota(*h); err != nil {
+			return fmt.Errorf("disk quota: %w", err)
+		}
+	}
+	return chownTree(h.WorkspaceDir, owner{h.UID, h.UID})
 }
 
 func empty(dir string) bool {
@@ -101,10 +151,10 @@ func checkSpec(spec sandbox.Spec) error {
 		return err
 	}
 	l := spec.Limits
-	if l.MemoryBytes < 0 || l.NanoCPUs < 0 || l.PidsLimit < 0 {
+	if l.MemoryBytes < 0 || l.NanoCPUs < 0 || l.PidsLimit < 0 || l.DiskBytes < 0 || l.NoFile < 0 {
 		return fmt.Errorf("%w: negative limits %+v", sandbox.ErrInvalidSpec, l)
 	}
-	if l.MemoryBytes != 0 && l.MemoryBytes < 16<<20 || l.PidsLimit != 0 && l.PidsLimit < 8 {
+	if l.MemoryBytes != 0 && l.MemoryBytes < 16<<20 || l.PidsLimit != 0 && l.PidsLimit < 8 || l.DiskBytes != 0 && l.DiskBytes < 1<<20 || l.NoFile != 0 && l.NoFile < 16 {
 		return fmt.Errorf("%w: limits too small to start a sandbox: %+v", sandbox.ErrInvalidSpec, l)
 	}
 	if w := spec.WorkspaceDir; w != "" {
@@ -127,12 +177,12 @@ func CheckNetwork(mode string) error {
 
 // agentDir makes dir writable by the sandbox's uid: owned by it when we are
 // root, else world-writable (its parent stays private to the host user).
-func agentDir(dir string) error {
+func agentDir(dir string, uid int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("sandbox dir: %w", err)
 	}
 	if isRoot() {
-		if err := os.Chown(dir, AgentUID, AgentUID); err != nil {
+		if err := os.Lchown(dir, uid, uid); err != nil {
 			return fmt.Errorf("sandbox dir: %w", err)
 		}
 		return nil
@@ -157,7 +207,7 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h sandbox.Handle) (*containe
 	if network == "" {
 		network = d.cfg.Network
 	}
-	uid := strconv.Itoa(AgentUID)
+	uid := strconv.Itoa(h.UID)
 	tmpfsOpts := "rw,nosuid,nodev,size=" + strconv.FormatInt(lim.MemoryBytes, 10)
 	cfg := &container.Config{
 		Image:      image,
@@ -169,13 +219,14 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h sandbox.Handle) (*containe
 		Labels: map[string]string{
 			LabelManaged: "true", LabelInstance: d.cfg.Instance, LabelSandbox: h.ID, LabelJob: h.JobID, LabelOwner: h.Owner,
 			LabelStateDir: h.StateDir, LabelWorkspace: h.WorkspaceDir, LabelOwnsWS: strconv.FormatBool(h.OwnsWorkspace),
+			LabelUID: uid, LabelDisk: strconv.FormatInt(h.DiskBytes, 10), LabelWSOwner: h.WorkspaceOwner,
 		},
 	}
 	init := true
 	hostCfg := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(network),
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges"},
+		SecurityOpt:    []string{"no-new-privileges", seccompOpt}, // Create picks the engine's form
 		ReadonlyRootfs: true,
 		Init:           &init,
 		Tmpfs: map[string]string{
@@ -187,17 +238,42 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h sandbox.Handle) (*containe
 			MemorySwap: lim.MemoryBytes, // no swap: the limit is the limit
 			NanoCPUs:   lim.NanoCPUs,
 			PidsLimit:  &lim.PidsLimit,
+			Ulimits:    d.ulimits(h, lim),
 		},
 		// The guest's own logs are small; a cap keeps a process that writes to
 		// the init's stdout from filling the host's disk.
 		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "1"}},
 		Mounts: []mount.Mount{
-			{Type: mount.TypeBind, Source: h.WorkspaceDir, Target: WorkspacePath},
+			{Type: mount.TypeBind, Source: workspaceSource(h), Target: WorkspacePath},
 			{Type: mount.TypeBind, Source: filepath.Join(h.StateDir, "run"), Target: GuestStateDir},
 			{Type: mount.TypeBind, Source: d.cfg.GuestBinary, Target: GuestPath, ReadOnly: true},
+			{Type: mount.TypeBind, Source: filepath.Join(h.StateDir, "passwd"), Target: "/etc/passwd", ReadOnly: true},
+			{Type: mount.TypeBind, Source: filepath.Join(h.StateDir, "group"), Target: "/etc/group", ReadOnly: true},
 		},
 	}
 	return cfg, hostCfg
+}
+
+// ulimits bound every process's open files and, where only the watchdog
+// keeps the disk quota, the size of any one file (EFBIG), so that no single
+// write outruns the watchdog. Under a kernel quota a sparse file may be
+// larger than the quota, as it takes no space.
+func (d *Driver) ulimits(h sandbox.Handle, lim sandbox.Limits) []*container.Ulimit {
+	u := []*container.Ulimit{{Name: "nofile", Soft: lim.NoFile, Hard: lim.NoFile}}
+	if d.modeOf(h) == QuotaWatch {
+		u = append(u, &container.Ulimit{Name: "fsize", Soft: lim.DiskBytes, Hard: lim.DiskBytes})
+	}
+	return u
+}
+
+// workspaceSource is the host directory mounted at /workspace: the loop
+// disk's mount when the sandbox has one, else the workspace itself.
+func workspaceSource(h sandbox.Handle) string {
+	if hasDisk(h) {
+		_, mnt := diskPaths(h.StateDir)
+		return mnt
+	}
+	return h.WorkspaceDir
 }
 
 func (d *Driver) limits(l sandbox.Limits) sandbox.Limits {
@@ -209,6 +285,12 @@ func (d *Driver) limits(l sandbox.Limits) sandbox.Limits {
 	}
 	if l.PidsLimit == 0 {
 		l.PidsLimit = d.cfg.Defaults.PidsLimit
+	}
+	if l.DiskBytes == 0 {
+		l.DiskBytes = d.cfg.Defaults.DiskBytes
+	}
+	if l.NoFile == 0 {
+		l.NoFile = d.cfg.Defaults.NoFile
 	}
 	return l
 }
@@ -235,7 +317,7 @@ func (d *Driver) waitReady(ctx context.Context, s *Sandbox) error {
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, guest.ErrProtocol) {
+		if errors.Is(err, guest.ErrProtocol) || errors.Is(err, guest.ErrUnsafeSocket) {
 			return fmt.Errorf("sandbox %s: %w", s.h.ID, err)
 		}
 		if try%8 == 7 {

@@ -15,7 +15,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -23,6 +25,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
@@ -31,8 +34,6 @@ const (
 	GuestPath     = "/opt/agentbox/agentbox"
 	GuestStateDir = "/run/agentbox"
 	WorkspacePath = "/workspace"
-	// AgentUID is the uid (and gid) every process in a sandbox runs as.
-	AgentUID = 1000
 )
 
 // Labels put on every sandbox container.
@@ -45,6 +46,9 @@ const (
 	LabelStateDir  = "io.agentbox.state-dir"
 	LabelWorkspace = "io.agentbox.workspace"
 	LabelOwnsWS    = "io.agentbox.owns-workspace"
+	LabelUID       = "io.agentbox.uid"
+	LabelDisk      = "io.agentbox.disk"
+	LabelWSOwner   = "io.agentbox.workspace-owner"
 )
 
 // maxSocketPath is the longest unix socket path Linux accepts (sun_path less NUL).
@@ -68,6 +72,14 @@ type Config struct {
 	Display sandbox.Display
 	// ReadyTimeout bounds how long Create waits for the guest (default 60s).
 	ReadyTimeout time.Duration
+	// UIDs is the range of host uids sandboxes run as, one each (default
+	// 200000-299999).
+	UIDs config.UIDRange
+	// Quota is "" to enforce disk quotas in the kernel where the host
+	// allows it, or QuotaWatch to always use the watchdog.
+	Quota string
+	// MinFreeBytes is the free space below which no sandbox starts.
+	MinFreeBytes int64
 	Log          *slog.Logger
 }
 
@@ -76,6 +88,14 @@ type Driver struct {
 	cli *client.Client
 	cfg Config
 	log *slog.Logger
+	mu  sync.Mutex
+	// uids are the uids this driver gave to sandboxes that still exist.
+	uids map[int]bool
+	// diskMu serializes the making of loop disk templates.
+	diskMu sync.Mutex
+	// podman is whether the engine is Podman, asked once.
+	engineOnce sync.Once
+	podman     bool
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -96,7 +116,7 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
-	return &Driver{cli: cli, cfg: cfg, log: cfg.Log}, nil
+	return &Driver{cli: cli, cfg: cfg, log: cfg.Log, uids: map[int]bool{}}, nil
 }
 
 func checkConfig(cfg *Config) error {
@@ -121,6 +141,18 @@ func checkConfig(cfg *Config) error {
 	}
 	if def.PidsLimit <= 0 {
 		def.PidsLimit = 512
+	}
+	if def.DiskBytes <= 0 {
+		def.DiskBytes = 10 << 30
+	}
+	if def.NoFile <= 0 {
+		def.NoFile = 1024
+	}
+	if cfg.UIDs == (config.UIDRange{}) {
+		cfg.UIDs = config.Default().Sandbox.UIDs
+	}
+	if err := cfg.UIDs.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrInvalidSpec, err)
 	}
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 60 * time.Second
@@ -219,6 +251,18 @@ func (d *Driver) Recover(ctx context.Context, h sandbox.Handle) (sandbox.Sandbox
 		s.g.Close()
 		return nil, fmt.Errorf("recover sandbox %s: %w: %w", h.ID, sandbox.ErrGone, err)
 	}
+	// Sandboxes of releases before the lock still have a socket dir they
+	// can write; the dialer refuses links either way.
+	if err := lockRunDir(filepath.Join(h.StateDir, "run")); err != nil {
+		s.g.Close()
+		return nil, fmt.Errorf("recover sandbox %s: %w", h.ID, err)
+	}
+	if h.UID != 0 {
+		d.mu.Lock()
+		d.uids[h.UID] = true
+		d.mu.Unlock()
+	}
+	s.watch()
 	return s, nil
 }
 
@@ -240,10 +284,13 @@ func (d *Driver) List(ctx context.Context) ([]sandbox.Handle, error) {
 }
 
 func handleFromLabels(ref string, l map[string]string, running bool) sandbox.Handle {
+	uid, _ := strconv.Atoi(l[LabelUID])
+	disk, _ := strconv.ParseInt(l[LabelDisk], 10, 64)
 	return sandbox.Handle{
 		ID: l[LabelSandbox], Driver: "docker", JobID: l[LabelJob], Owner: l[LabelOwner], Ref: ref,
 		StateDir: l[LabelStateDir], WorkspaceDir: l[LabelWorkspace],
 		OwnsWorkspace: l[LabelOwnsWS] == "true", Running: running,
+		UID: uid, DiskBytes: disk, WorkspaceOwner: l[LabelWSOwner],
 	}
 }
 

@@ -3,10 +3,12 @@ package docker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -22,12 +24,37 @@ type Sandbox struct {
 	h  sandbox.Handle
 	g  *guest.Client
 	mu sync.Mutex
+	// stopped is why the driver stopped the sandbox (its disk quota).
+	stopped atomic.Pointer[error]
+	// unwatch ends the disk watchdog, if one runs, and waits for it.
+	unwatch func()
 }
 
-var _ sandbox.Sandbox = (*Sandbox)(nil)
+var (
+	_ sandbox.Sandbox = (*Sandbox)(nil)
+	_ sandbox.Stopper = (*Sandbox)(nil)
+)
+
+// watch starts the disk watchdog where the kernel does not enforce the
+// sandbox's quota.
+func (s *Sandbox) watch() {
+	if s.h.DiskBytes <= 0 || s.d.modeOf(s.h) != QuotaWatch {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.watchDisk(ctx)
+	}()
+	s.unwatch = func() {
+		cancel()
+		<-done
+	}
+}
 
 func (d *Driver) newSandbox(h sandbox.Handle) *Sandbox {
-	return &Sandbox{d: d, h: h, g: guest.NewClient(socketPath(h.StateDir))}
+	return &Sandbox{d: d, h: h, g: guest.NewClientAt(h.StateDir, filepath.Join("run", guest.SocketName))}
 }
 
 // Handle identifies the sandbox.
@@ -41,6 +68,10 @@ func (s *Sandbox) Guest() *guest.Client { return s.g }
 func (s *Sandbox) Destroy(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.unwatch != nil {
+		s.unwatch()
+		s.unwatch = nil
+	}
 	if s.h.OwnsWorkspace && !isRoot() {
 		s.emptyWorkspace(ctx)
 	}
@@ -74,6 +105,9 @@ func (d *Driver) Remove(ctx context.Context, h sandbox.Handle) error {
 	if err := d.owned(h); err != nil {
 		return err
 	}
+	if err := d.handBack(h); err != nil {
+		return fmt.Errorf("destroy sandbox %s: %w", h.ID, err)
+	}
 	if h.StateDir != "" {
 		if err := os.RemoveAll(h.StateDir); err != nil {
 			return fmt.Errorf("remove sandbox dir: %w", err)
@@ -85,6 +119,28 @@ func (d *Driver) Remove(ctx context.Context, h sandbox.Handle) error {
 		}
 	}
 	return nil
+}
+
+// handBack lifts the workspace's quota and gives a caller's workspace back
+// to its owner, once no sandbox process can touch it.
+func (d *Driver) handBack(h sandbox.Handle) error {
+	defer d.freeUID(h.UID)
+	if !isRoot() || h.WorkspaceDir == "" {
+		return nil
+	}
+	var err error
+	if hasDisk(h) {
+		err = syncDisk(h)
+	}
+	if _, serr := os.Lstat(h.WorkspaceDir); serr != nil {
+		return err // removed already
+	}
+	err = errors.Join(err, releaseQuota(h))
+	var o owner
+	if _, scanErr := fmt.Sscanf(h.WorkspaceOwner, "%d:%d", &o.uid, &o.gid); scanErr == nil && !h.OwnsWorkspace {
+		err = errors.Join(err, chownTree(h.WorkspaceDir, o))
+	}
+	return err
 }
 
 // owned refuses to delete directories outside the driver's state dir: a

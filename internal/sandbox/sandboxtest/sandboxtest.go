@@ -120,7 +120,8 @@ func testNoNetwork(t *testing.T, d sandbox.Driver) {
 }
 
 func testFilesystem(t *testing.T, d sandbox.Driver) {
-	s := create(t, d, sandbox.Spec{})
+	ws := t.TempDir()
+	s := create(t, d, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true})
 	if res := sh(t, s, "touch /usr/agentbox-test"); res.ExitCode == 0 {
 		t.Errorf("root filesystem is writable")
 	}
@@ -128,8 +129,13 @@ func testFilesystem(t *testing.T, d sandbox.Driver) {
 	if fi, err := s.Guest().Stat(bg, "x"); err != nil || fi.Type != "file" {
 		t.Errorf("file made by a command not seen by the guest: %+v %v", fi, err)
 	}
-	if _, err := os.Stat(s.Handle().WorkspaceDir + "/x"); err != nil {
-		t.Errorf("workspace is not the host directory: %v", err)
+	// While it runs, a managed workspace may live on a disk of the
+	// driver's; once the sandbox is destroyed it is the host directory.
+	if err := s.Destroy(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ws + "/x"); err != nil {
+		t.Errorf("the workspace's file is not in the host directory after destroy: %v", err)
 	}
 }
 
@@ -338,17 +344,22 @@ func testDestroy(t *testing.T, d sandbox.Driver) {
 }
 
 func testCallerWorkspace(t *testing.T, d sandbox.Driver) {
-	ws := t.TempDir()
-	s, err := d.Create(bg, sandbox.Spec{WorkspaceDir: ws})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ok(t, s, "echo kept > result.txt")
-	if err := s.Destroy(bg); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := os.ReadFile(ws + "/result.txt"); err != nil || string(b) != "kept\n" {
-		t.Errorf("caller's workspace lost its file: %q %v", b, err)
+	for _, managed := range []bool{false, true} {
+		ws := t.TempDir()
+		os.WriteFile(ws+"/before.txt", []byte("there\n"), 0o644)
+		s, err := d.Create(bg, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: managed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ok(t, s, "cat before.txt; echo kept > result.txt"); got != "there" {
+			t.Errorf("managed %v: the workspace's file reads %q inside", managed, got)
+		}
+		if err := s.Destroy(bg); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(ws + "/result.txt"); err != nil || string(b) != "kept\n" {
+			t.Errorf("managed %v: caller's workspace lost its file: %q %v", managed, b, err)
+		}
 	}
 }
 

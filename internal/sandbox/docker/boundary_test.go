@@ -1,0 +1,287 @@
+package docker_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/docker"
+	"github.com/agentbox/agentbox/internal/testenv"
+)
+
+// Attacks from inside a real sandbox on the host's shared resources: the
+// file table, the disk, the uid space. Each fails if its bound is removed.
+
+func create(t *testing.T, d *docker.Driver, spec sandbox.Spec) sandbox.Sandbox {
+	t.Helper()
+	s, err := d.Create(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Destroy(context.Background()) })
+	return s
+}
+
+func sh(t *testing.T, s sandbox.Sandbox, script string) guest.ExecResult {
+	t.Helper()
+	req := guest.Shell(script)
+	req.TimeoutMS = 120_000
+	res, err := s.Guest().Exec(context.Background(), req)
+	if err != nil {
+		t.Fatalf("exec %q: %v", script, err)
+	}
+	return res
+}
+
+// fdFlood starts procs processes that each open as many files as they can
+// (up to want), report how many they got, and hold them until killed.
+const fdFlood = `
+import os, sys, time
+procs, want = int(sys.argv[1]), int(sys.argv[2])
+for i in range(procs):
+    if os.fork() == 0:
+        out = os.open("/tmp/fd-%d.part" % i, os.O_WRONLY | os.O_CREAT)
+        fds = []
+        try:
+            for _ in range(want):
+                fds.append(os.open("/dev/null", os.O_RDONLY))
+        except OSError:
+            pass
+        os.write(out, str(len(fds)).encode())
+        os.rename("/tmp/fd-%d.part" % i, "/tmp/fd-%d" % i)
+        time.sleep(600)
+        os._exit(0)
+done = lambda: [n for n in os.listdir("/tmp") if n.startswith("fd-") and not n.endswith(".part")]
+while len(done()) < procs:
+    time.sleep(0.05)
+print(max(int(open("/tmp/" + n).read()) for n in done()))
+`
+
+func TestOpenFilesFloodIsBounded(t *testing.T) {
+	d := newDriver(t)
+	a := create(t, d, sandbox.Spec{})
+	if res := sh(t, a, "ulimit -n; ulimit -Hn"); string(res.Stdout) != "1024\n1024\n" {
+		t.Fatalf("ulimit -n -Hn = %q, want 1024 twice", res.Stdout)
+	}
+	before := filesInUse(t)
+	// 100 processes each asking for 20,000 files: 2,000,000 without the
+	// bound, most of this host's fs.file-max.
+	res := sh(t, a, "cat > /tmp/flood.py <<'EOF'\n"+fdFlood+"EOF\npython3 /tmp/flood.py 100 20000")
+	got, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
+	if err != nil || got > 1024 || got < 900 {
+		t.Fatalf("a process opened %q files (stderr %q), want at most 1024", res.Stdout, res.Stderr)
+	}
+	during := filesInUse(t)
+	if grew := during - before; grew > 100*1024+20_000 {
+		t.Errorf("the host's open files grew by %d during the flood, more than 100 processes × 1024", grew)
+	}
+	// While the flood holds its files, another sandbox starts and works.
+	b := create(t, d, sandbox.Spec{})
+	if res := sh(t, b, "echo ok"); string(res.Stdout) != "ok\n" {
+		t.Fatalf("second sandbox: %+v", res)
+	}
+}
+
+// filesInUse is the host's allocated file handles (the first field of
+// fs.file-nr).
+func filesInUse(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/fs/file-nr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(strings.Fields(string(b))[0])
+	return n
+}
+
+func TestSandboxUIDIsNoHostAccount(t *testing.T) {
+	d := newDriver(t)
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "mine"), []byte("x"), 0o600)
+	before, _ := os.Stat(ws)
+	a := create(t, d, sandbox.Spec{WorkspaceDir: ws})
+	b := create(t, d, sandbox.Spec{})
+	uidA, uidB := a.Handle().UID, b.Handle().UID
+	if uidA == uidB || uidA < 200000 || uidA > 299999 || uidB < 200000 || uidB > 299999 {
+		t.Fatalf("uids %d and %d: want two distinct uids of 200000-299999", uidA, uidB)
+	}
+	if names := hostAccounts(t, uidA, uidB); len(names) > 0 {
+		t.Fatalf("host accounts with the sandboxes' uids: %v", names)
+	}
+	res := sh(t, a, "id -u; whoami; echo $HOME; cat mine; touch made; git init -q g && cd g && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x && echo committed")
+	want := fmt.Sprintf("%d\nagent\n/home/agent\nxcommitted\n", uidA)
+	if string(res.Stdout) != want || res.ExitCode != 0 {
+		t.Fatalf("inside: %q (stderr %q), want %q", res.Stdout, res.Stderr, want)
+	}
+	if owner(t, filepath.Join(ws, "made")) != uidA {
+		t.Errorf("a file the sandbox made is not owned by its uid %d", uidA)
+	}
+	a.Destroy(context.Background())
+	// The caller's workspace, and what the sandbox left in it, are given
+	// back to its owner.
+	after, _ := os.Stat(ws)
+	if !sameOwner(before, after) || owner(t, filepath.Join(ws, "made")) != int(before.Sys().(*syscall.Stat_t).Uid) {
+		t.Errorf("workspace not handed back to its owner")
+	}
+}
+
+func hostAccounts(t *testing.T, uids ...int) []string {
+	t.Helper()
+	f, err := os.Open("/etc/passwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), ":")
+		for _, uid := range uids {
+			if len(fields) > 2 && fields[2] == strconv.Itoa(uid) {
+				out = append(out, fields[0])
+			}
+		}
+	}
+	return out
+}
+
+func owner(t *testing.T, path string) int {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(fi.Sys().(*syscall.Stat_t).Uid)
+}
+
+func TestSocketDirIsLocked(t *testing.T) {
+	s := create(t, newDriver(t), sandbox.Spec{})
+	res := sh(t, s, "rm -f /run/agentbox/"+guest.SocketName+" 2>&1; ln -s /var/run/docker.sock /run/agentbox/x 2>&1; dd if=/dev/zero of=/run/agentbox/fill bs=1M count=1 2>&1; ls /run/agentbox")
+	out := string(res.Stdout)
+	if !strings.Contains(out, "Permission denied") || !strings.HasSuffix(out, "\n"+guest.SocketName+"\n") {
+		t.Fatalf("the sandbox changed its socket directory: %q", out)
+	}
+	if _, err := s.Guest().Health(context.Background()); err != nil {
+		t.Fatalf("guest no longer answers: %v", err)
+	}
+}
+
+func requireLoopDisks(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if testenv.DockerRequired() {
+			t.Fatal("the loop-disk quota needs root (CI runs as root)")
+		}
+		t.Skip("skipping: the loop-disk quota needs root")
+	}
+}
+
+func TestDiskQuotaIsENOSPC(t *testing.T) {
+	requireLoopDisks(t)
+	d := newDriver(t)
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "before"), []byte("kept"), 0o644)
+	s := create(t, d, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true, Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	res := sh(t, s, "echo $(cat before); for i in 1 2 3; do dd if=/dev/zero of=f$i bs=1M count=40 2>&1 | grep -o 'No space left on device'; done; du -sm . | cut -f1; echo small > small")
+	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	if len(lines) < 3 || lines[0] != "kept" || lines[1] != "No space left on device" {
+		t.Fatalf("writing past a 64 MiB quota: %q (stderr %q), want ENOSPC", res.Stdout, res.Stderr)
+	}
+	if mb, _ := strconv.Atoi(lines[len(lines)-1]); mb > 64 {
+		t.Errorf("the workspace holds %d MiB, over its 64 MiB quota", mb)
+	}
+	// The tools are told: the error is the kernel's, in the output.
+	sh(t, s, "rm f2 f3; mkdir -p d/e; echo hi > d/e/x; ln -s d/e/x link; ln d/e/x hard; truncate -s 60M sparse")
+	s.Destroy(context.Background())
+	for name, want := range map[string]string{"before": "kept", "d/e/x": "hi\n", "link": "hi\n"} {
+		if b, err := os.ReadFile(filepath.Join(ws, name)); err != nil || string(b) != want {
+			t.Errorf("%s after destroy: %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "link")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("link not copied back as a link: %v", err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(ws, "sparse"), &st); err != nil || st.Size != 60<<20 || st.Blocks*512 > 1<<20 {
+		t.Errorf("sparse file copied back with %d bytes allocated (err %v), want its holes kept", st.Blocks*512, err)
+	}
+	if m := loopMounts(t, d.StateDir()); len(m) > 0 {
+		t.Errorf("loop disks still mounted: %v", m)
+	}
+	assertNoLeak(t, d)
+}
+
+func loopMounts(t *testing.T, under string) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], under) {
+			out = append(out, f[1])
+		}
+	}
+	return out
+}
+
+func TestDiskQuotaWatchdog(t *testing.T) {
+	d := newDriver(t, func(c *docker.Config) { c.Quota = docker.QuotaWatch })
+	ws := t.TempDir()
+	s := create(t, d, sandbox.Spec{WorkspaceDir: ws, Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	// One file cannot pass the quota (RLIMIT_FSIZE).
+	res := sh(t, s, "trap '' XFSZ; dd if=/dev/zero of=one bs=1M count=100 2>&1 | grep -c 'File too large'; stat -c %s one")
+	if string(res.Stdout) != "1\n67108864\n" {
+		t.Fatalf("one big file: %q (stderr %q), want EFBIG at 64 MiB", res.Stdout, res.Stderr)
+	}
+	sh(t, s, "rm one")
+	// Many files can, until the watchdog stops the sandbox.
+	begin := time.Now()
+	req := guest.Shell("for i in $(seq 100); do dd if=/dev/zero of=f$i bs=1M count=20 2>/dev/null; done")
+	req.TimeoutMS = 60_000
+	_, err := s.Guest().Exec(context.Background(), req)
+	if err == nil {
+		t.Fatal("2 GB written past a 64 MiB quota and the sandbox still runs")
+	}
+	why := s.(sandbox.Stopper).Stopped()
+	if !errors.Is(why, sandbox.ErrDiskQuota) {
+		t.Fatalf("stopped: %v (exec: %v), want ErrDiskQuota", why, err)
+	}
+	held := dirSize(t, ws)
+	t.Logf("stopped after %v holding %d MiB: %v", time.Since(begin).Round(time.Millisecond), held>>20, why)
+	if held > 64<<20+512<<20 {
+		t.Errorf("the workspace holds %d MiB, far past its 64 MiB quota", held>>20)
+	}
+}
+
+func dirSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil {
+			n += fi.Sys().(*syscall.Stat_t).Blocks * 512
+		}
+		return nil
+	})
+	return n
+}
+
+func TestFreeSpaceFloor(t *testing.T) {
+	d := newDriver(t, func(c *docker.Config) { c.MinFreeBytes = 1 << 60 })
+	_, err := d.Create(context.Background(), sandbox.Spec{})
+	if !errors.Is(err, sandbox.ErrNoSpace) || !strings.Contains(err.Error(), "AGENTBOX_MIN_FREE_DISK") {
+		t.Fatalf("err = %v, want ErrNoSpace naming AGENTBOX_MIN_FREE_DISK", err)
+	}
+	assertNoLeak(t, d)
+}

@@ -1,0 +1,254 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/sandbox"
+)
+
+// Disk quota modes: how a sandbox's DiskBytes is enforced.
+const (
+	// QuotaXFS is an XFS project quota on the workspace: past it, writes
+	// fail with ENOSPC inside the sandbox. Used when the workspace's
+	// filesystem enforces project quotas and agentbox runs as root.
+	QuotaXFS = "xfs-project-quota"
+	// QuotaLoop is a loop-mounted filesystem of the quota's size holding
+	// the workspace while the sandbox runs (ENOSPC past it), for workspaces
+	// agentbox owns, when agentbox runs as root (see loopdisk.go).
+	QuotaLoop = "loop-disk"
+	// QuotaWatch is a watchdog that measures the workspace and stops the
+	// sandbox once it holds more than its quota, with RLIMIT_FSIZE keeping
+	// any one file within it. For a directory a person brought
+	// (agentbox exec --workspace) or a host that allows nothing better.
+	QuotaWatch = "watchdog"
+)
+
+// Watchdog timing: the workspace is measured every watchInterval, or twenty
+// times as long as the last measurement took when that is longer (so the
+// watchdog costs at most 5% of a CPU). A sandbox can pass its quota by
+// what it writes between two measurements and before it is frozen; no one
+// file can pass it, since RLIMIT_FSIZE is the quota.
+const watchInterval = 100 * time.Millisecond
+
+// QuotaMode says how the quota of a job's sandbox whose workspace is in
+// dir would be enforced.
+func (d *Driver) QuotaMode(dir string) string {
+	return d.quotaMode(dir, true)
+}
+
+// quotaMode chooses how to enforce the quota of a workspace in dir;
+// managed says whether agentbox owns it (a job's or a scratch workspace).
+func (d *Driver) quotaMode(dir string, managed bool) string {
+	switch {
+	case d.cfg.Quota == QuotaWatch:
+		return QuotaWatch
+	case xfsQuotas(dir):
+		return QuotaXFS
+	case managed && loopDisks():
+		return QuotaLoop
+	}
+	return QuotaWatch
+}
+
+// modeOf is how the quota of an existing sandbox is enforced.
+func (d *Driver) modeOf(h sandbox.Handle) string {
+	switch {
+	case hasDisk(h):
+		return QuotaLoop
+	case d.cfg.Quota != QuotaWatch && xfsQuotas(h.WorkspaceDir):
+		return QuotaXFS
+	}
+	return QuotaWatch
+}
+
+// DiskFree is the space left for unprivileged users on the filesystem
+// holding dir.
+func DiskFree(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("free disk space: %w", err)
+	}
+	return int64(st.Bavail) * st.Bsize, nil
+}
+
+// checkFree refuses a new sandbox while a filesystem it writes to is
+// below the free-space floor.
+func (d *Driver) checkFree(dirs ...string) error {
+	if d.cfg.MinFreeBytes <= 0 {
+		return nil
+	}
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
+		free, err := DiskFree(existing(dir))
+		if err != nil {
+			return err
+		}
+		if free < d.cfg.MinFreeBytes {
+			return fmt.Errorf("%w: %s free on the filesystem of %s, under the %s floor (AGENTBOX_MIN_FREE_DISK); free some space (agentbox removes ended jobs' workspaces after AGENTBOX_RETENTION, or at once with DELETE /v1/jobs/{id})",
+				sandbox.ErrNoSpace, config.SizeText(free), dir, config.SizeText(d.cfg.MinFreeBytes))
+		}
+	}
+	return nil
+}
+
+// freeze stops every process of container id through its cgroup, without
+// waiting for the engine: cgroup v2's cgroup.kill, or v1's freezer, under
+// the cgroupfs or the systemd driver's layout. Best effort.
+func freeze(id string) {
+	for _, f := range []struct{ path, value string }{
+		{"/sys/fs/cgroup/system.slice/docker-" + id + ".scope/cgroup.kill", "1"},
+		{"/sys/fs/cgroup/docker/" + id + "/cgroup.kill", "1"},
+		{"/sys/fs/cgroup/freezer/docker/" + id + "/freezer.state", "FROZEN"},
+		{"/sys/fs/cgroup/freezer/system.slice/docker-" + id + ".scope/freezer.state", "FROZEN"},
+	} {
+		if os.WriteFile(f.path, []byte(f.value), 0) == nil {
+			return
+		}
+	}
+}
+
+// existing is dir or its nearest parent that exists.
+func existing(dir string) string {
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			return dir
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// applyQuota puts the workspace under an XFS project quota before the
+// sandbox starts.
+func applyQuota(h sandbox.Handle) error {
+	if err := setProjectTree(h.WorkspaceDir, uint32(h.UID)); err != nil {
+		return err
+	}
+	return setProjectLimit(h.WorkspaceDir, uint32(h.UID), h.DiskBytes)
+}
+
+// releaseQuota lifts a kernel quota and hands the workspace's files back to
+// project 0, so that a later sandbox with the same uid starts from nothing.
+func releaseQuota(h sandbox.Handle) error {
+	if h.UID == 0 || h.WorkspaceDir == "" || !xfsQuotas(h.WorkspaceDir) {
+		return nil
+	}
+	err := setProjectLimit(h.WorkspaceDir, uint32(h.UID), 0)
+	if !h.OwnsWorkspace {
+		err = errors.Join(err, setProjectTree(h.WorkspaceDir, 0))
+	}
+	return err
+}
+
+// watchDisk measures the workspace until ctx ends and stops the sandbox
+// once it holds more than its quota.
+func (s *Sandbox) watchDisk(ctx context.Context) {
+	wait := watchInterval
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		begin := time.Now()
+		used := treeUsage(workspaceSource(s.h))
+		wait = max(watchInterval, 20*time.Since(begin))
+		if used > s.h.DiskBytes {
+			s.stop(ctx, fmt.Errorf("%w: its workspace holds %s, over its %s quota; the sandbox was stopped",
+				sandbox.ErrDiskQuota, config.SizeText(used), config.SizeText(s.h.DiskBytes)))
+			return
+		}
+	}
+}
+
+// stop records why the driver stopped the sandbox and kills it: frozen
+// at once through its cgroup where the host's layout is known, then killed
+// through the engine.
+func (s *Sandbox) stop(ctx context.Context, why error) {
+	s.stopped.CompareAndSwap(nil, &why)
+	freeze(s.h.Ref)
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := s.d.cli.ContainerKill(kctx, s.h.Ref, "KILL"); err != nil {
+		s.d.log.Warn("stop sandbox over its disk quota", "sandbox_id", s.h.ID, "err", err)
+	}
+}
+
+// Stopped returns why the driver stopped the sandbox, or nil.
+func (s *Sandbox) Stopped() error {
+	if p := s.stopped.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// maxWatchEntries bounds one measurement's walk; a workspace with more
+// entries is over its quota for the watchdog.
+const maxWatchEntries = 2_000_000
+
+// treeUsage is the disk space allocated to the files under dir, each hard
+// link counted once, walked through an os.Root so that a directory swapped
+// for a link mid-walk leads nowhere else. Past maxWatchEntries it answers
+// more than any quota.
+func treeUsage(dir string) int64 {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return 0
+	}
+	defer root.Close()
+	var total, entries int64
+	seen := map[uint64]bool{}
+	_ = fs.WalkDir(root.FS(), ".", func(_ string, d fs.DirEntry, err error) error {
+		if entries++; entries > maxWatchEntries {
+			total = math.MaxInt64
+			return fs.SkipAll
+		}
+		if err != nil {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		if st.Nlink > 1 && !d.IsDir() {
+			if seen[st.Ino] {
+				return nil
+			}
+			seen[st.Ino] = true
+		}
+		total += st.Blocks * 512
+		return nil
+	})
+	return total
+}
+
+// lockRunDir takes the socket directory back from the sandbox once its
+// guest listens there: nothing in the sandbox can then replace the socket
+// or fill the directory.
+func lockRunDir(dir string) error {
+	if isRoot() {
+		if err := unix.Lchown(dir, 0, 0); err != nil {
+			return fmt.Errorf("lock socket dir: %w", err)
+		}
+	}
+	if err := unix.Chmod(dir, 0o755); err != nil {
+		return fmt.Errorf("lock socket dir: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// seccompProfile is the seccomp profile every sandbox runs under: Docker's
+// default profile (github.com/moby/profiles/seccomp v0.1.0, the one Docker
+// 28.5 ships) less the syscalls docs/security.md lists, io_uring first.
+// Applying our own profile rather than the engine's default keeps io_uring
+// shut on engines whose default still allows it (Docker before 25.0).
+//
+// The file is generated, not edited: change removedSyscalls in
+// seccomp_profile_test.go and run
+//
+//	go test ./internal/sandbox/docker/ -run TestSeccompProfile -update
+//
+//go:embed seccomp.json
+var seccompProfile []byte
+
+// seccompOpt is the security option that applies seccompProfile. Docker's
+// API takes the profile's content, not a path (the docker CLI reads the file
+// and sends the text), so the compacted JSON itself is the value.
+var seccompOpt = "seccomp=" + compactJSON(seccompProfile)
+
+func compactJSON(b []byte) string {
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		// The file is embedded at build time, so this is a broken build,
+		// which TestSeccompProfile reports first.
+		panic("seccomp.json: " + err.Error())
+	}
+	return out.String()
+}
+
+// seccompFor is the security option applying seccompProfile on this
+// driver's engine. Podman's Docker-compatible API reads the option's value
+// as a file path (podman#27710), so there the profile is written into the
+// sandbox's private state dir and named by path.
+func (d *Driver) seccompFor(ctx context.Context, stateDir string) (string, error) {
+	d.engineOnce.Do(func() {
+		e, err := d.Engine(ctx)
+		d.podman = err == nil && e.Name == "Podman"
+	})
+	if !d.podman {
+		return seccompOpt, nil
+	}
+	path := filepath.Join(stateDir, "seccomp.json")
+	if err := os.WriteFile(path, seccompProfile, 0o644); err != nil {
+		return "", fmt.Errorf("seccomp profile: %w", err)
+	}
+	return "seccomp=" + path, nil
+}

@@ -1,0 +1,115 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+)
+
+// Each sandbox runs as a uid of its own from Config.UIDs, which no host
+// account uses: the files it leaves and the processes it runs are its
+// own, and a uid never names a person. The image's /etc/passwd and
+// /etc/group are replaced by files naming that uid "agent", so tools that
+// look the user up (git, ssh, Python's getpass) keep working.
+
+// allocUID picks a uid of the range that no running sandbox of this engine
+// uses, whatever agentbox installation made it.
+func (d *Driver) allocUID(ctx context.Context) (int, error) {
+	r := d.cfg.UIDs
+	n := r.Last - r.First + 1
+	for range 32 {
+		uid := r.First + rand.IntN(n)
+		d.mu.Lock()
+		taken := d.uids[uid]
+		if !taken {
+			d.uids[uid] = true
+		}
+		d.mu.Unlock()
+		if taken {
+			continue
+		}
+		used, err := d.uidRunning(ctx, uid)
+		if err == nil && !used {
+			return uid, nil
+		}
+		d.freeUID(uid)
+		if err != nil {
+			return 0, err
+		}
+	}
+	return 0, fmt.Errorf("no free sandbox uid in %d-%d after 32 tries; widen AGENTBOX_SANDBOX_UIDS", r.First, r.Last)
+}
+
+func (d *Driver) uidRunning(ctx context.Context, uid int) (bool, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelUID+"="+strconv.Itoa(uid)))
+	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return false, fmt.Errorf("list sandboxes: %w", engineErr(err))
+	}
+	return len(cs) > 0, nil
+}
+
+func (d *Driver) freeUID(uid int) {
+	d.mu.Lock()
+	delete(d.uids, uid)
+	d.mu.Unlock()
+}
+
+// writeAccounts writes the passwd and group files the sandbox sees, into
+// its host-private state dir (mounted read-only).
+func writeAccounts(stateDir string, uid int) error {
+	u := strconv.Itoa(uid)
+	files := map[string]string{
+		"passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n" +
+			"agent:x:" + u + ":" + u + ":agent:/home/agent:/bin/bash\n" +
+			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"group": "root:x:0:\nagent:x:" + u + ":\nnogroup:x:65534:\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(stateDir, name), []byte(text), 0o644); err != nil {
+			return fmt.Errorf("sandbox accounts: %w", err)
+		}
+	}
+	return nil
+}
+
+// owner is a uid and gid of the host.
+type owner struct{ uid, gid int }
+
+// ownerOf is who owns path.
+func ownerOf(path string) (owner, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return owner{}, err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return owner{int(st.Uid), int(st.Gid)}, nil
+}
+
+// chownTree gives dir and everything under it to o, through an os.Root so
+// that no link leads the walk or the change out of dir. It is only called
+// while no sandbox process runs, so the tree cannot change under it.
+func chownTree(dir string, o owner) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("workspace owner: %w", err)
+	}
+	defer root.Close()
+	return fs.WalkDir(root.FS(), ".", func(name string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // gone, or unreadable: nothing to hand over
+		}
+		if err := root.Lchown(name, o.uid, o.gid); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("workspace owner: %w", err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,78 @@
+package testenv
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"golang.org/x/sys/unix"
+)
+
+// staleAfter is how old a test's sandbox or loop disk must be to be taken
+// for the leftover of a killed run: older than any test package runs.
+const staleAfter = 30 * time.Minute
+
+// testInstances are the instance label prefixes test sandboxes carry.
+var testInstances = []string{"test-", "clitest-", "toolstest-", "jobtest-"}
+
+// ReapStale removes what test runs killed half-way left behind: their
+// sandboxes (containers of a test instance older than staleAfter) and the
+// loop disks mounted for them under the temp dir. Best effort and quiet:
+// without an engine there is nothing to reap.
+func ReapStale() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := DockerClient()
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	cs, err := c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "io.agentbox.managed=true"))})
+	if err != nil {
+		return
+	}
+	live := map[string]bool{}
+	for _, ct := range cs {
+		if isTestInstance(ct.Labels["io.agentbox.instance"]) && time.Since(time.Unix(ct.Created, 0)) > staleAfter {
+			_ = c.ContainerRemove(ctx, ct.ID, container.RemoveOptions{Force: true})
+			continue
+		}
+		live[ct.Labels["io.agentbox.state-dir"]] = true
+	}
+	unmountStaleDisks(live)
+}
+
+func isTestInstance(instance string) bool {
+	for _, p := range testInstances {
+		if strings.HasPrefix(instance, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// unmountStaleDisks unmounts the loop disks under the temp dir whose
+// sandbox no longer exists (its state dir is no live container's).
+func unmountStaleDisks(live map[string]bool) {
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return
+	}
+	tmp := filepath.Clean(os.TempDir()) + "/"
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasPrefix(f[1], tmp) || filepath.Base(f[1]) != "disk" {
+			continue
+		}
+		state := filepath.Dir(f[1])
+		fi, err := os.Stat(filepath.Join(state, "disk.img"))
+		if err != nil || live[state] || time.Since(fi.ModTime()) < staleAfter {
+			continue
+		}
+		_ = unix.Unmount(f[1], unix.MNT_DETACH)
+	}
+}
