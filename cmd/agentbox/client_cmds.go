@@ -24,7 +24,7 @@ import (
 func newClientCmds(a *app) []*cobra.Command {
 	return []*cobra.Command{
 		newSubmitCmd(a), newStatusCmd(a), newListCmd(a),
-		newLogsCmd(a), newCancelCmd(a), newDownloadCmd(a), newViewCmd(a),
+		newLogsCmd(a), newCancelCmd(a), newDeleteCmd(a), newDownloadCmd(a), newViewCmd(a),
 	}
 }
 
@@ -225,6 +225,40 @@ func parseMeta(kvs []string) (map[string]string, error) {
 		m[k] = v
 	}
 	return m, nil
+}
+
+func newDeleteCmd(a *app) *cobra.Command {
+	var f clientFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "delete [flags] JOB_ID",
+		Short: "Delete an ended job's workspace from the server; its record and log stay",
+		Long: `delete asks the server to remove an ended job's data (its workspace) at once;
+its status and event log stay, and its files and artifacts are gone (410).
+The server does this on its own AGENTBOX_RETENTION (default 7 days) after a
+job ends. A pending or running job is refused: cancel it first. Deleting a
+deleted job again succeeds.` + clientEnvHelp,
+		Example: `  agentbox delete job_0193b2c4d5e6f7a8b9c`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.newClient(f)
+			if err != nil {
+				return err
+			}
+			j, err := c.Delete(cmd.Context(), args[0])
+			if err != nil {
+				return fmt.Errorf("delete: %w", err)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), j)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: data deleted\n", j.JobID)
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the job as JSON")
+	return cmd
 }
 
 func newCancelCmd(a *app) *cobra.Command {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
 )
 
@@ -152,7 +153,7 @@ func (a *app) serve(ctx context.Context) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
-	drv, err := a.newDriver()
+	drv, err := a.newDriverFor(cfg.Server.Concurrency)
 	if err != nil {
 		l.Close()
 		return err
@@ -165,6 +166,11 @@ func (a *app) serve(ctx context.Context) error {
 		DefaultTimeout: cfg.Server.JobTimeout, Grace: schedulerGrace(cfg.Server.Grace), DataDir: cfg.DataDir, Log: a.log,
 	}, st, drv, a.newJobAgent(), jobs.NewMetrics(reg, st))
 	svc := jobs.NewService(st, cfg.DataDir, cfg.Server.MaxAttempts, sched)
+	svc.SetCeilings(cfg.Sandbox.Ceilings)
+	janitor := jobs.NewJanitor(svc, jobs.JanitorConfig{Retention: cfg.Server.Retention, Log: a.log})
+	janitor.Start(ctx)
+	defer janitor.Close() // deferred after st.Close, so it runs first
+	jobs.RegisterDiskMetrics(reg, cfg.DataDir, cfg.Sandbox.MinFreeDisk, docker.DiskFree)
 	// Long-lived requests (event streams, the desktop's and Jupyter's
 	// WebSockets) end when shutdown begins, so they do not hold it up;
 	// clients resume from Last-Event-ID, noVNC reconnects. No ReadTimeout or

@@ -49,9 +49,11 @@ func TestAbuse(t *testing.T) {
 		{"empty body", req{method: "POST", path: "/v1/jobs"}, 400, api.CodeBadRequest, "empty"},
 		{"xml body", req{method: "POST", path: "/v1/jobs", body: `<task>x</task>`, header: map[string]string{"Content-Type": "application/xml"}}, 400, api.CodeBadRequest, "JSON"},
 		{"empty task", req{method: "POST", path: "/v1/jobs", body: `{"task":"  "}`}, 422, api.CodeValidation, "task"},
-		{"timeout too long", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"timeout":"48h"}}`}, 422, api.CodeValidation, "timeout"},
+		{"timeout too long", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"timeout":"48h"}}`}, 400, api.CodeOverCeiling, "limits.timeout 48h0m0s is over its ceiling 24h0m0s"},
 		{"negative cpus", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"cpus":-1}}`}, 422, api.CodeValidation, "cpus"},
-		{"absurd cpus", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"cpus":1e300}}`}, 422, api.CodeValidation, "cpus"},
+		{"absurd cpus", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"cpus":1e300}}`}, 400, api.CodeOverCeiling, "cpus"},
+		{"memory over the host", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"memory":"1t"}}`}, 400, api.CodeOverCeiling, "limits.memory 1TiB is over its ceiling"},
+		{"tiny disk", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"disk":"1m"}}`}, 422, api.CodeValidation, "disk"},
 		{"tiny memory", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"memory":"1k"}}`}, 422, api.CodeValidation, "memory"},
 		{"bad list limit", req{method: "GET", path: "/v1/jobs?limit=ten"}, 400, api.CodeBadRequest, "limit"},
 		{"list limit too big", req{method: "GET", path: "/v1/jobs?limit=5000"}, 422, api.CodeValidation, "limit"},
@@ -69,7 +71,7 @@ func TestAbuse(t *testing.T) {
 		{"artifacts while running", req{method: "GET", path: "/v1/jobs/" + id + "/artifacts.zip"}, 409, api.CodeNotEnded, "running"},
 		{"file while running", req{method: "GET", path: "/v1/jobs/" + id + "/files/a.txt"}, 409, api.CodeNotEnded, ""},
 		{"unknown route", req{method: "GET", path: "/v2/jobs"}, 404, api.CodeNotFound, "/v2/jobs"},
-		{"wrong method", req{method: "DELETE", path: "/v1/jobs/" + id}, 405, api.CodeMethodNotAllowed, "GET"},
+		{"wrong method", req{method: "PUT", path: "/v1/jobs/" + id}, 405, api.CodeMethodNotAllowed, "GET, DELETE"},
 		{"unclean path", req{method: "GET", path: "/v1/jobs/../healthz"}, 400, api.CodeBadRequest, "clean"},
 	}
 	for _, tt := range tests {

@@ -210,6 +210,7 @@ func (s *server) routes() []route {
 		{"POST /v1/jobs", authBearer, s.submit},
 		{"GET /v1/jobs", authBearer, s.list},
 		{"GET /v1/jobs/{id}", authBearer, s.get},
+		{"DELETE /v1/jobs/{id}", authBearer, s.deleteJob},
 		{"POST /v1/jobs/{id}/cancel", authBearer, s.cancel},
 		{"GET /v1/jobs/{id}/events", authBearer, s.events},
 		{"GET /v1/jobs/{id}/artifacts.zip", authBearer, s.artifacts},

@@ -19,6 +19,7 @@ func submitRequest(in SubmitRequest, key string) jobs.SubmitRequest {
 			MaxSteps:      in.Limits.MaxSteps,
 			MemoryBytes:   int64(in.Limits.Memory),
 			NanoCPUs:      nanoCPUs(in.Limits.CPUs),
+			DiskBytes:     int64(in.Limits.Disk),
 			ContextWindow: in.Limits.ContextWindow,
 		}
 	}
@@ -43,6 +44,7 @@ func limitsDTO(l store.Limits) Limits {
 		MaxSteps:      l.MaxSteps,
 		Memory:        ByteSize(l.MemoryBytes),
 		CPUs:          float64(l.NanoCPUs) / 1e9,
+		Disk:          ByteSize(l.DiskBytes),
 		ContextWindow: l.ContextWindow,
 	}
 }
@@ -56,7 +58,7 @@ func (s *server) jobDTO(j store.Job) Job {
 		ContextTokens: j.ContextTokens, Error: j.Error, Result: j.Result,
 		CancelRequested: j.CancelRequested,
 		CreatedAt:       utc(j.CreatedAt), UpdatedAt: utc(j.UpdatedAt),
-		StartedAt: utc(j.StartedAt), EndedAt: utc(j.EndedAt),
+		StartedAt: utc(j.StartedAt), EndedAt: utc(j.EndedAt), DeletedAt: utc(j.DeletedAt),
 		Links: s.links(j.ID),
 	}
 }

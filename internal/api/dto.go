@@ -28,6 +28,9 @@ type Limits struct {
 	MaxSteps int      `json:"max_steps,omitzero"`
 	Memory   ByteSize `json:"memory,omitzero"`
 	CPUs     float64  `json:"cpus,omitzero"`
+	// Disk is the job's disk quota: everything its sandbox can write on
+	// the host, the workspace included. Same forms as Memory.
+	Disk ByteSize `json:"disk,omitzero"`
 	// ContextWindow overrides the model's context window, in tokens.
 	ContextWindow int `json:"context_window,omitzero"`
 }
@@ -68,7 +71,10 @@ type Job struct {
 	UpdatedAt       time.Time         `json:"updated_at"`
 	StartedAt       time.Time         `json:"started_at,omitzero"`
 	EndedAt         time.Time         `json:"ended_at,omitzero"`
-	Links           Links             `json:"links"`
+	// DeletedAt is when the job's workspace was removed (DELETE, or the
+	// server's retention period); its files then answer 410.
+	DeletedAt time.Time `json:"deleted_at,omitzero"`
+	Links     Links     `json:"links"`
 }
 
 // Usage is what a job consumed from its model, and what that cost.

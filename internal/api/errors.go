@@ -24,7 +24,9 @@ const (
 	CodeNotEnded            = "not_ended"            // 409: results asked for while the job runs
 	CodeAlreadyEnded        = "already_ended"        // 409: cancel of an ended job
 	CodeNoSandbox           = "no_sandbox"           // 409: desktop or Jupyter of a job without a running sandbox
+	CodeDeleted             = "deleted"              // 410: files or artifacts of a job whose data was removed
 	CodeTooLarge            = "body_too_large"       // 413
+	CodeOverCeiling         = "over_ceiling"         // 400: a limit over the operator's ceiling for it
 	CodeValidation          = "validation_failed"    // 422: well-formed request with invalid values
 	CodeIdempotencyConflict = "idempotency_conflict" // 422: Idempotency-Key reused with another body
 	CodeInternal            = "internal"             // 500
@@ -71,6 +73,8 @@ func errorStatus(err error) (status int, code, msg string, internal bool) {
 		return http.StatusNotFound, CodeNotFound, "no such job", false
 	case errors.Is(err, store.ErrConflict):
 		return http.StatusUnprocessableEntity, CodeIdempotencyConflict, "Idempotency-Key was already used with a different request", false
+	case errors.Is(err, jobs.ErrOverCeiling):
+		return http.StatusBadRequest, CodeOverCeiling, err.Error(), false
 	case errors.Is(err, jobs.ErrInvalid):
 		return http.StatusUnprocessableEntity, CodeValidation, err.Error(), false
 	case errors.Is(err, store.ErrInvalid):
@@ -79,6 +83,8 @@ func errorStatus(err error) (status int, code, msg string, internal bool) {
 		return http.StatusConflict, CodeNotEnded, err.Error(), false
 	case errors.Is(err, jobs.ErrEnded):
 		return http.StatusConflict, CodeAlreadyEnded, err.Error(), false
+	case errors.Is(err, jobs.ErrDeleted):
+		return http.StatusGone, CodeDeleted, err.Error(), false
 	case errors.Is(err, jobs.ErrNoSandbox):
 		return http.StatusConflict, CodeNoSandbox, err.Error(), false
 	case errors.Is(err, guest.ErrService):

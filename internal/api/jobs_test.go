@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -186,3 +187,25 @@ func TestHealthAndMetrics(t *testing.T) {
 }
 
 func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
+
+func TestLimitsOverCeilings(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	e.Svc.SetCeilings(config.Ceilings{MemoryBytes: 8 << 30, NanoCPUs: 2e9, PidsLimit: 4096, DiskBytes: 20 << 30, Timeout: time.Hour, MaxSteps: 500})
+	for _, tt := range []struct{ limits, want string }{
+		{`{"memory":"1t"}`, "limits.memory 1TiB is over its ceiling 8GiB (AGENTBOX_CEILING_MEMORY)"},
+		{`{"cpus":3}`, "limits.cpus 3 is over its ceiling 2 (AGENTBOX_CEILING_CPUS)"},
+		{`{"disk":"50g"}`, "limits.disk 50GiB is over its ceiling 20GiB (AGENTBOX_CEILING_DISK)"},
+		{`{"timeout":"2h"}`, "limits.timeout 2h0m0s is over its ceiling 1h0m0s (AGENTBOX_CEILING_TIMEOUT)"},
+		{`{"max_steps":501}`, "limits.max_steps 501 is over its ceiling 500 (AGENTBOX_CEILING_STEPS)"},
+	} {
+		resp, b := do(t, e, req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":` + tt.limits + `}`})
+		if resp.StatusCode != http.StatusBadRequest || !contains(b, `"code":"over_ceiling"`) || !contains(b, tt.want) {
+			t.Errorf("%s: %d %s, want 400 over_ceiling naming %q", tt.limits, resp.StatusCode, b, tt.want)
+		}
+	}
+	// At the ceilings, a job is accepted, and its disk quota is kept.
+	sr := submit(t, e, `{"task":"x","limits":{"memory":"8g","cpus":2,"disk":"20g","timeout":"1h","max_steps":500}}`)
+	if j := getJob(t, e, sr.JobID); j.Limits.Disk != 20<<30 || j.Limits.Memory != 8<<30 {
+		t.Errorf("limits = %+v", j.Limits)
+	}
+}

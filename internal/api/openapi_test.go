@@ -161,7 +161,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	}
 	codes := []string{CodeBadRequest, CodeUnauthorized, CodeForbidden, CodeNotFound, CodeMethodNotAllowed,
 		CodeNotEnded, CodeAlreadyEnded, CodeTooLarge, CodeValidation, CodeIdempotencyConflict, CodeInternal,
-		CodeNoSandbox, CodeBadGateway, CodeUnavailable}
+		CodeNoSandbox, CodeBadGateway, CodeUnavailable, CodeDeleted, CodeOverCeiling}
 	got := doc.Components.Schemas.ErrorDetail.Properties.Code.Enum
 	slices.Sort(codes)
 	slices.Sort(got)

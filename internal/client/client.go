@@ -222,6 +222,14 @@ func (c *Client) Cancel(ctx context.Context, id string) (api.Job, error) {
 	return out, err
 }
 
+// Delete asks the server to remove an ended job's data (its workspace)
+// and returns the job, marked deleted; its record and events stay.
+func (c *Client) Delete(ctx context.Context, id string) (api.Job, error) {
+	var out api.Job
+	err := c.getJSON(ctx, "DELETE", jobPath(id), nil, nil, http.StatusOK, &out)
+	return out, err
+}
+
 // Events returns up to limit (0: the server's default) events with seq
 // greater than after.
 func (c *Client) Events(ctx context.Context, id string, after int64, limit int) (api.EventPage, error) {

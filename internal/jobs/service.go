@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -29,15 +30,17 @@ var (
 	ErrNotEnded = errors.New("job has not ended")
 	// ErrEnded means the job already ended (e.g. on cancel).
 	ErrEnded = errors.New("job already ended")
+	// ErrOverCeiling means a limit asked for is over the operator's
+	// ceiling for it; the message names both.
+	ErrOverCeiling = errors.New("limit over its ceiling")
 )
 
-// Limits on what a submission may ask for.
+// Limits on what a submission may ask for; the operator's ceilings
+// (config.Ceilings) bound its limits.
 const (
 	MaxTaskBytes     = 256 << 10
 	MaxMetadataKeys  = 64
 	MaxMetadataBytes = 16 << 10
-	MaxTimeout       = 24 * time.Hour
-	MaxSteps         = 100_000
 )
 
 // Event types every job's log may contain. The agent adds its own.
@@ -69,6 +72,7 @@ type Service struct {
 	// recovered holds the sandboxes Guest reattached to for jobs of other
 	// servers.
 	recovered recoveredGuests
+	ceilings  config.Ceilings
 }
 
 // NewService returns the service over st. sched may be nil.
@@ -80,13 +84,21 @@ func NewService(st store.Store, dataDir string, maxAttempts int, sched *Schedule
 	if maxAttempts <= 0 {
 		maxAttempts = 3
 	}
-	return &Service{store: st, hub: h, sched: sched, dataDir: dataDir, maxAtt: maxAttempts}
+	return &Service{store: st, hub: h, sched: sched, dataDir: dataDir, maxAtt: maxAttempts,
+		ceilings: config.Default().Sandbox.Ceilings}
 }
+
+// SetCeilings sets the most a submission's limits may ask for (the
+// defaults follow the host).
+func (s *Service) SetCeilings(c config.Ceilings) { s.ceilings = c }
 
 // Submit validates and durably records a job. created is false when an
 // Idempotency-Key replayed an earlier submission.
 func (s *Service) Submit(ctx context.Context, req SubmitRequest) (store.Job, bool, error) {
 	if err := validate(req); err != nil {
+		return store.Job{}, false, err
+	}
+	if err := CheckCeilings(req.Limits, s.ceilings); err != nil {
 		return store.Job{}, false, err
 	}
 	now := time.Now().UTC()
@@ -117,20 +129,23 @@ func validate(req SubmitRequest) error {
 		problems = append(problems, fmt.Sprintf("task must be UTF-8 text of at most %d bytes", MaxTaskBytes))
 	}
 	l := req.Limits
-	if l.Timeout < 0 || l.Timeout > MaxTimeout {
-		problems = append(problems, fmt.Sprintf("limits.timeout must be between 0 and %v", MaxTimeout))
+	if l.Timeout < 0 {
+		problems = append(problems, "limits.timeout must not be negative")
 	}
-	if l.MaxSteps < 0 || l.MaxSteps > MaxSteps {
-		problems = append(problems, fmt.Sprintf("limits.max_steps must be between 0 and %d", MaxSteps))
+	if l.MaxSteps < 0 {
+		problems = append(problems, "limits.max_steps must not be negative")
 	}
 	if l.MemoryBytes != 0 && l.MemoryBytes < 64<<20 || l.MemoryBytes < 0 {
 		problems = append(problems, "limits.memory must be at least 64MiB")
 	}
+	if l.DiskBytes != 0 && l.DiskBytes < 64<<20 || l.DiskBytes < 0 {
+		problems = append(problems, "limits.disk must be at least 64MiB")
+	}
 	if l.ContextWindow < 0 || l.ContextWindow > 10_000_000 || l.ContextWindow > 0 && l.ContextWindow < 2048 {
 		problems = append(problems, "limits.context_window must be 0 (the model's) or between 2048 and 10,000,000 tokens")
 	}
-	if l.NanoCPUs < 0 || l.NanoCPUs > 64e9 {
-		problems = append(problems, "limits.cpus must be between 0 and 64")
+	if l.NanoCPUs < 0 {
+		problems = append(problems, "limits.cpus must not be negative")
 	}
 	size := 0
 	for k, v := range req.Metadata {
@@ -239,7 +254,8 @@ func (s *Service) WaitEvents(ctx context.Context, id string, after int64, poll t
 	return nil
 }
 
-// Workspace returns the host directory holding an ended job's workspace.
+// Workspace returns the host directory holding an ended job's workspace;
+// ErrDeleted once the job's data was removed.
 func (s *Service) Workspace(ctx context.Context, id string) (string, error) {
 	j, err := s.store.GetJob(ctx, id)
 	if err != nil {
@@ -247,6 +263,10 @@ func (s *Service) Workspace(ctx context.Context, id string) (string, error) {
 	}
 	if !j.Status.Final() {
 		return "", fmt.Errorf("%w: job %s is %s", ErrNotEnded, id, j.Status)
+	}
+	if !j.DeletedAt.IsZero() {
+		return "", fmt.Errorf("%w: the workspace of job %s was removed at %s (DELETE, or the retention period); its record and events remain",
+			ErrDeleted, id, j.DeletedAt.UTC().Format(time.RFC3339))
 	}
 	dir := WorkspaceDir(s.dataDir, id)
 	if _, err := os.Stat(dir); err != nil {
