@@ -58,7 +58,9 @@ required fails; warnings do not fail.`,
 
 func (a *app) doctor(ctx context.Context) []check {
 	checks := a.engineChecks(ctx)
-	return append(checks, a.guestCheck(), a.dataDirCheck(), kvmCheck(), a.modelCheck())
+	checks = append(checks, a.guestCheck(), a.dataDirCheck())
+	checks = append(checks, a.limitChecks(ctx)...)
+	return append(checks, kvmCheck(), a.modelCheck())
 }
 
 func (a *app) guestCheck() check {

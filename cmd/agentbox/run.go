@@ -19,9 +19,9 @@ import (
 
 // runFlags are the options of `agentbox run`.
 type runFlags struct {
-	model, memory, cpus string
-	maxSteps            int
-	timeout             time.Duration
+	model, memory, cpus, disk string
+	maxSteps                  int
+	timeout                   time.Duration
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -60,6 +60,7 @@ it was canceled.`,
 	fl.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit of the job (default AGENTBOX_JOB_TIMEOUT, else 30m)")
 	fl.StringVar(&f.memory, "memory", "", "sandbox memory limit, e.g. 2g")
 	fl.StringVar(&f.cpus, "cpus", "", "sandbox CPU limit, e.g. 1.5")
+	fl.StringVar(&f.disk, "disk", "", "sandbox disk quota, workspace included, e.g. 2g (default AGENTBOX_SANDBOX_DISK, else 10g)")
 	return cmd
 }
 
@@ -104,6 +105,7 @@ func (a *app) runTask(ctx context.Context, task string, f runFlags, out, errw io
 	sched := jobs.NewScheduler(jobs.SchedulerConfig{WorkerID: "run-" + filepath.Base(dir), Concurrency: 1, DataDir: dir,
 		DefaultTimeout: a.cfg.Server.JobTimeout, Grace: -1, Log: quiet}, st, drv, a.newJobAgent(), nil)
 	svc := jobs.NewService(st, dir, 1, sched)
+	svc.SetCeilings(a.cfg.Sandbox.Ceilings)
 	j, _, err := svc.Submit(setup, req)
 	if err != nil {
 		return 0, err
@@ -125,11 +127,11 @@ func (a *app) runTask(ctx context.Context, task string, f runFlags, out, errw io
 
 func (f runFlags) request(task string) (jobs.SubmitRequest, error) {
 	req := jobs.SubmitRequest{Task: task, Model: f.model, Limits: store.Limits{MaxSteps: f.maxSteps, Timeout: f.timeout}}
-	spec, err := (execFlags{memory: f.memory, cpus: f.cpus, timeout: time.Minute}).spec()
+	spec, err := (execFlags{memory: f.memory, cpus: f.cpus, disk: f.disk, timeout: time.Minute}).spec()
 	if err != nil {
 		return req, err
 	}
-	req.Limits.MemoryBytes, req.Limits.NanoCPUs = spec.Limits.MemoryBytes, spec.Limits.NanoCPUs
+	req.Limits.MemoryBytes, req.Limits.NanoCPUs, req.Limits.DiskBytes = spec.Limits.MemoryBytes, spec.Limits.NanoCPUs, spec.Limits.DiskBytes
 	return req, nil
 }
 
@@ -172,9 +174,11 @@ func followLocal(ctx context.Context, svc *jobs.Service, id string, p *eventPrin
 func (a *app) reportRun(j store.Job, dir string, w io.Writer) int {
 	ws := jobs.WorkspaceDir(dir, j.ID)
 	zip := filepath.Join(dir, "artifacts.zip")
-	if err := artifact.WriteZipFile(zip, ws); err != nil {
+	if rep, err := (artifact.Options{}).WriteFile(zip, ws); err != nil {
 		fmt.Fprintf(w, "agentbox: no artifacts: %v\n", err)
 		zip = ""
+	} else if n := rep.Len(); n > 0 {
+		fmt.Fprintf(w, "agentbox: %d workspace entries left out of the zip or stored differently; %s in it says why\n", n, artifact.ManifestName)
 	}
 	fmt.Fprintf(w, "\njob %s %s after %d steps", j.ID, j.Status, j.Steps)
 	if u := j.Usage; u.InputTokens+u.CacheReadTokens+u.OutputTokens > 0 {

@@ -43,7 +43,7 @@ type Stats struct {
 func Run(ctx context.Context, o Options) ([]Row, error) {
 	o = o.withDefaults()
 	var rows []Row
-	for _, m := range []func(context.Context, Options) (Row, error){createRow, lifecycleRow, execRow, fileRow} {
+	for _, m := range []func(context.Context, Options) (Row, error){createRow, lifecycleRow, execRow, fileRow, writeRow, zipRow} {
 		r, err := m(ctx, o)
 		if err != nil {
 			return rows, err

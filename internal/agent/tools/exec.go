@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -101,7 +102,26 @@ func execNotes(res guest.ExecResult, timeout time.Duration) []string {
 	if res.Truncated {
 		notes = append(notes, truncatedNote(res.StdoutBytes, res.StderrBytes))
 	}
+	if diskFull(res) {
+		notes = append(notes, diskFullNote)
+	}
 	return notes
+}
+
+// diskFullNote tells the model why writes fail once the sandbox's disk
+// quota is used up, and what to do.
+const diskFullNote = "the workspace's disk quota is full (No space left on device / File too large): writes fail until files are removed. Delete what is not needed (build outputs, caches, large generated files: du -sh /workspace/* shows what is big), then go on."
+
+// diskFull reports whether a command failed on a full quota: ENOSPC or
+// EFBIG in its error output, or killed by SIGXFSZ (exit 153).
+func diskFull(res guest.ExecResult) bool {
+	if res.ExitCode == 0 {
+		return false
+	}
+	if res.ExitCode == 128+25 {
+		return true
+	}
+	return bytes.Contains(res.Stderr, []byte("No space left on device")) || bytes.Contains(res.Stderr, []byte("File too large"))
 }
 
 func truncatedNote(stdout, stderr int64) string {

@@ -62,6 +62,9 @@ func TestExecText(t *testing.T) {
 		{"oom", guest.ExecResult{ExitCode: 137, Signal: "SIGKILL", OOMKilled: true}, []string{"killed: out of memory"}, nil},
 		{"guest cut", guest.ExecResult{Stdout: []byte("a"), Truncated: true, StdoutBytes: 5 << 20}, []string{"output truncated: stdout was 5242880 bytes"}, nil},
 		{"start error", guest.ExecResult{ExitCode: 127, StartError: "no such file"}, []string{"command not found", "could not start: no such file"}, nil},
+		{"disk full", guest.ExecResult{ExitCode: 1, Stderr: []byte("dd: error writing 'big': No space left on device")}, []string{"disk quota is full", "du -sh"}, nil},
+		{"file too large", guest.ExecResult{ExitCode: 153, Signal: "SIGXFSZ"}, []string{"disk quota is full"}, nil},
+		{"space mentioned, success", guest.ExecResult{Stdout: []byte("No space left on device")}, nil, []string{"disk quota is full"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
