@@ -3,6 +3,7 @@ package docker
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +33,7 @@ const (
 )
 
 // loopDisks reports whether this host can give workspaces loop disks: root,
-// mkfs.ext4, mount, cp, and loop devices.
+// mkfs.ext4, cp, and loop devices.
 func loopDisks() bool {
 	if !isRoot() {
 		return false
@@ -40,7 +41,7 @@ func loopDisks() bool {
 	if _, err := os.Stat("/dev/loop-control"); err != nil {
 		return false
 	}
-	for _, tool := range []string{"mkfs.ext4", "mount", "umount", "cp"} {
+	for _, tool := range []string{"mkfs.ext4", "cp", "chmod"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return false
 		}
@@ -68,13 +69,13 @@ func (d *Driver) makeDisk(h sandbox.Handle) error {
 	if err != nil {
 		return err
 	}
-	if err := run("cp", "--sparse=always", tpl, img); err != nil {
+	if err := copySparse(tpl, img); err != nil {
 		return fmt.Errorf("workspace disk: %w", err)
 	}
 	if err := os.Mkdir(mnt, 0o700); err != nil {
 		return fmt.Errorf("workspace disk: %w", err)
 	}
-	if err := run("mount", "-o", "loop,nosuid,nodev,noatime", img, mnt); err != nil {
+	if err := mountLoop(img, mnt, 0); err != nil {
 		return fmt.Errorf("workspace disk: %w", err)
 	}
 	os.Remove(filepath.Join(mnt, "lost+found"))
@@ -118,13 +119,65 @@ func (d *Driver) diskTemplate(size int64) (string, error) {
 	return path, os.Rename(tmp, path)
 }
 
+// copySparse copies the file src to a new file dst, only its data: the
+// holes stay holes (a template is ~4 MiB of data in gigabytes of holes).
+func copySparse(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	err = copyExtents(in, out, fi.Size())
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// copyExtents copies the data extents of in (size bytes) to the same
+// offsets of out, and gives out the same size.
+func copyExtents(in, out *os.File, size int64) error {
+	for off := int64(0); off < size; {
+		data, err := unix.Seek(int(in.Fd()), off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // only a hole is left
+		}
+		if err != nil {
+			return err
+		}
+		hole, err := unix.Seek(int(in.Fd()), data, unix.SEEK_HOLE)
+		if err != nil {
+			return err
+		}
+		if _, err := out.Seek(data, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := in.Seek(data, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := io.CopyN(out, in, hole-data); err != nil {
+			return err
+		}
+		off = hole
+	}
+	return out.Truncate(size)
+}
+
 // syncDisk copies the loop disk's content back to the workspace (a caller's
 // one; a scratch workspace is just removed), then unmounts and removes the
 // disk. The copy replaces the workspace's old content only once whole.
 func syncDisk(h sandbox.Handle) error {
 	img, mnt := diskPaths(h.StateDir)
 	if !mounted(mnt) {
-		if err := run("mount", "-o", "loop,nosuid,nodev,noatime,ro", img, mnt); err != nil {
+		if err := mountLoop(img, mnt, unix.MS_RDONLY); err != nil {
 			return fmt.Errorf("workspace disk: %w", err)
 		}
 	}
@@ -170,6 +223,69 @@ func copyTree(src, dst string) error {
 		return err
 	}
 	return run("chmod", "-R", "--", "ug-s", dst)
+}
+
+// mountLoop attaches img to a free loop device, with direct I/O (the disk's
+// writes then skip a second copy in the page cache: a 1 GiB flushed write
+// took 2.5 times as long without it) and autoclear (the device is freed
+// when unmounted), and mounts its ext4 at mnt, nosuid and nodev.
+func mountLoop(img, mnt string, flags uintptr) error {
+	dev, err := attachLoop(img, flags&unix.MS_RDONLY != 0)
+	if err != nil {
+		return err
+	}
+	defer dev.Close() // the mount holds the device from here on
+	err = unix.Mount(dev.Name(), mnt, "ext4", flags|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOATIME, "")
+	if err != nil {
+		return fmt.Errorf("mount %s: %w", dev.Name(), err)
+	}
+	return nil
+}
+
+// attachLoop binds img to a free loop device and returns it open.
+func attachLoop(img string, ro bool) (*os.File, error) {
+	mode := os.O_RDWR
+	if ro {
+		mode = os.O_RDONLY
+	}
+	backing, err := os.OpenFile(img, mode, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer backing.Close()
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer ctl.Close()
+	for range 16 { // another process may take the same free device first
+		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return nil, fmt.Errorf("free loop device: %w", err)
+		}
+		dev, err := os.OpenFile("/dev/loop"+strconv.Itoa(n), mode, 0)
+		if err != nil {
+			return nil, err
+		}
+		cfg := unix.LoopConfig{Fd: uint32(backing.Fd())}
+		cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR | unix.LO_FLAGS_DIRECT_IO
+		if ro {
+			cfg.Info.Flags |= unix.LO_FLAGS_READ_ONLY
+		}
+		err = unix.IoctlLoopConfigure(int(dev.Fd()), &cfg)
+		if errors.Is(err, unix.EINVAL) { // no direct I/O on this filesystem
+			cfg.Info.Flags &^= unix.LO_FLAGS_DIRECT_IO
+			err = unix.IoctlLoopConfigure(int(dev.Fd()), &cfg)
+		}
+		if err == nil {
+			return dev, nil
+		}
+		dev.Close()
+		if !errors.Is(err, unix.EBUSY) {
+			return nil, fmt.Errorf("loop device: %w", err)
+		}
+	}
+	return nil, errors.New("loop device: every free one was taken")
 }
 
 // mounted reports whether dir is a mount point.

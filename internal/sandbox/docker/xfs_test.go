@@ -1,6 +1,9 @@
 package docker
 
 import (
+	"bytes"
+	"os"
+	"syscall"
 	"testing"
 	"unsafe"
 )
@@ -29,5 +32,31 @@ func TestQuotaStructLayout(t *testing.T) {
 func TestNoXFSQuotaOnOtherFilesystems(t *testing.T) {
 	if xfsQuotas(t.TempDir()) && !isXFS(t.TempDir()) {
 		t.Error("project quotas reported on a filesystem that is not XFS")
+	}
+}
+
+func TestCopySparseKeepsHoles(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := dir+"/src", dir+"/dst"
+	f, err := os.Create(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("head"), 0)
+	f.WriteAt([]byte("middle"), 32<<20)
+	f.Truncate(64 << 20)
+	f.Close()
+	if err := copySparse(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(src)
+	b, _ := os.ReadFile(dst)
+	if !bytes.Equal(a, b) {
+		t.Fatal("copy differs")
+	}
+	var st syscall.Stat_t
+	syscall.Stat(dst, &st)
+	if st.Size != 64<<20 || st.Blocks*512 > 1<<20 {
+		t.Errorf("copy is %d bytes with %d allocated, want 64 MiB with its holes kept", st.Size, st.Blocks*512)
 	}
 }
