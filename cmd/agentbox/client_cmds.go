@@ -90,11 +90,11 @@ func printJSON(w io.Writer, v any) error {
 // submitFlags are the options of `agentbox submit`.
 type submitFlags struct {
 	clientFlags
-	model, timeout, memory, key string
-	maxSteps                    int
-	cpus                        float64
-	meta                        []string
-	follow, json                bool
+	model, timeout, memory, disk, key string
+	maxSteps                          int
+	cpus                              float64
+	meta                              []string
+	follow, json                      bool
 }
 
 func newSubmitCmd(a *app) *cobra.Command {
@@ -122,6 +122,7 @@ created for that key instead of creating another.` + clientEnvHelp,
 	fl.IntVar(&f.maxSteps, "max-steps", 0, "most agent steps (default: the server's)")
 	fl.StringVar(&f.memory, "memory", "", "sandbox memory, e.g. 512m or 4g (default: the server's)")
 	fl.Float64Var(&f.cpus, "cpus", 0, "sandbox CPUs, e.g. 0.5 or 2 (default: the server's)")
+	fl.StringVar(&f.disk, "disk", "", "sandbox disk quota, workspace included, e.g. 2g (default: the server's)")
 	fl.StringArrayVar(&f.meta, "meta", nil, "metadata KEY=VALUE kept with the job (repeatable)")
 	fl.StringVar(&f.key, "idempotency-key", "", "makes a retried submit return the same job")
 	fl.BoolVarP(&f.follow, "follow", "f", false, "stream the job's steps until it ends")
@@ -181,6 +182,11 @@ func (f submitFlags) request(stdin io.Reader, task string) (api.SubmitRequest, e
 		n, err := config.ParseMemory(f.memory)
 		errs = append(errs, flagErr("--memory", err))
 		l.Memory = api.ByteSize(n)
+	}
+	if f.disk != "" {
+		n, err := config.ParseMemory(f.disk)
+		errs = append(errs, flagErr("--disk", err))
+		l.Disk = api.ByteSize(n)
 	}
 	if f.cpus < 0 || f.maxSteps < 0 {
 		errs = append(errs, errors.New("--cpus and --max-steps must not be negative"))

@@ -61,14 +61,14 @@ func mustRun(t *testing.T, args ...string) (string, string) {
 
 func TestSubmitStatusListCancel(t *testing.T) {
 	e := clientEnv(t)
-	out, _ := mustRun(t, "submit", "--timeout", "20m", "--memory", "1g", "--cpus", "2", "--max-steps", "9",
+	out, _ := mustRun(t, "submit", "--timeout", "20m", "--memory", "1g", "--cpus", "2", "--max-steps", "9", "--disk", "3g",
 		"--meta", "ticket=OPS-1", "--model", "openai:gpt", "build it")
 	id := strings.TrimSpace(out)
 	j, err := e.Svc.Get(context.Background(), id)
 	if err != nil {
 		t.Fatalf("submitted %q: %v", out, err)
 	}
-	want := store.Limits{Timeout: 20 * 60e9, MaxSteps: 9, MemoryBytes: 1 << 30, NanoCPUs: 2e9}
+	want := store.Limits{Timeout: 20 * 60e9, MaxSteps: 9, MemoryBytes: 1 << 30, NanoCPUs: 2e9, DiskBytes: 3 << 30}
 	if j.Task != "build it" || j.Model != "openai:gpt" || j.Limits != want || j.Metadata["ticket"] != "OPS-1" {
 		t.Errorf("job = %+v", j)
 	}

@@ -154,3 +154,26 @@ func TestChatSessionIsExclusive(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestRunDiskQuotaTellsTheModel: past run --disk, writes fail with ENOSPC
+// inside, the model is told the quota is full, and the job goes on.
+func TestRunDiskQuotaTellsTheModel(t *testing.T) {
+	sandboxEnv(t)
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: the kernel-enforced quota (a loop disk) needs root; CI runs as root")
+	}
+	useModel(t, llmtest.Script{Steps: []llmtest.Step{
+		step(llmtest.Call("bash", map[string]any{"command": "dd if=/dev/zero of=big bs=1M count=200"})),
+		step(when("disk quota is full", llmtest.Call("bash", map[string]any{"command": "rm big && echo freed"})),
+			llmtest.Call("finish", map[string]any{"summary": "the model was not told"})),
+		step(when("freed", llmtest.Call("finish", map[string]any{"summary": "told, and freed the space"})),
+			llmtest.Call("finish", map[string]any{"summary": "could not free the space"})),
+	}})
+	out, errOut, err := run(context.Background(), "run", "--disk", "64m", "fill the disk")
+	if err != nil || !strings.Contains(out, "No space left on device") || !strings.Contains(errOut, "result: told, and freed the space") {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	if _, _, err := run(context.Background(), "run", "--disk", "1t", "x"); err == nil || !strings.Contains(err.Error(), "limits.disk 1TiB is over its ceiling 100GiB") {
+		t.Errorf("run --disk 1t: %v, want the ceiling named", err)
+	}
+}
