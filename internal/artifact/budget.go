@@ -63,3 +63,17 @@ func (o Options) maxHoleBytes() int64 {
 	}
 	return o.MaxHoleBytes
 }
+
+func (o Options) maxEntries() int64 {
+	if o.MaxEntries <= 0 {
+		return DefaultMaxEntries
+	}
+	return o.MaxEntries
+}
+
+func (o Options) maxNameBytes() int64 {
+	if o.MaxNameBytes <= 0 {
+		return DefaultMaxNameBytes
+	}
+	return o.MaxNameBytes
+}

@@ -9,6 +9,11 @@
 //     most Options.MaxHoleBytes of holes (the unwritten ranges of sparse
 //     files, which cost no disk but would cost CPU as zeros); a file that
 //     does not fit is left out, not cut short.
+//   - One zip stores at most Options.MaxEntries entries and
+//     Options.MaxNameBytes of entry names, and reads no more of a
+//     directory than it has room for: an entry costs the zip and the
+//     memory of its maker whatever it holds, and hard links to an empty
+//     file cost the sandbox almost nothing of its disk quota.
 //   - Entry names are made safe on Linux, macOS and Windows: no invalid
 //     UTF-8, control characters, `\`, <>:"|?*, trailing dots or spaces, or
 //     device names such as CON or nul.txt; bad characters become '_', and
@@ -27,7 +32,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -43,6 +51,10 @@ const maxPathBytes = 4096
 const (
 	DefaultMaxBytes     = 2 << 30
 	DefaultMaxHoleBytes = 8 << 20
+	// A zip's maker holds a few hundred bytes and the name of each entry
+	// until the zip is closed: the defaults keep that under half a GiB.
+	DefaultMaxEntries   = 500_000
+	DefaultMaxNameBytes = 64 << 20
 )
 
 // Options bound what one zip may cost. The zero value is the defaults.
@@ -56,6 +68,14 @@ type Options struct {
 	// zeros, over all its files; 0 or less means DefaultMaxHoleBytes. A
 	// file whose holes do not fit is left out as sparse.
 	MaxHoleBytes int64
+	// MaxEntries is how many entries (files, directories, symlinks) one
+	// zip stores; 0 or less means DefaultMaxEntries. A directory is read
+	// no further than the entries left; the rest of it is left out.
+	MaxEntries int64
+	// MaxNameBytes is how many bytes of entry names one zip stores; 0 or
+	// less means DefaultMaxNameBytes. An entry whose name does not fit in
+	// what is left is left out, with what is under it.
+	MaxNameBytes int64
 	// Skip, if set, is told of each entry that could not be read.
 	Skip func(name string, err error)
 }
@@ -112,28 +132,34 @@ func (o Options) WriteFile(path, dir string) (Report, error) {
 
 // zipper is one zip being written.
 type zipper struct {
-	opts      Options
-	root      *os.Root
-	zw        *zip.Writer
-	bytesLeft int64 // of Options.MaxBytes
-	holesLeft int64 // of Options.MaxHoleBytes
-	links     deferredLinks
-	report    Report
+	opts        Options
+	root        *os.Root
+	zw          *zip.Writer
+	bytesLeft   int64 // of Options.MaxBytes
+	holesLeft   int64 // of Options.MaxHoleBytes
+	entriesLeft int64 // of Options.MaxEntries, taken as directories are read
+	namesLeft   int64 // of Options.MaxNameBytes
+	links       deferredLinks
+	report      Report
 }
 
 func newZipper(o Options, root *os.Root, w io.Writer) *zipper {
-	return &zipper{opts: o, root: root, zw: zip.NewWriter(w), bytesLeft: o.maxBytes(), holesLeft: o.maxHoleBytes()}
+	return &zipper{opts: o, root: root, zw: zip.NewWriter(w), bytesLeft: o.maxBytes(), holesLeft: o.maxHoleBytes(),
+		entriesLeft: o.maxEntries(), namesLeft: o.maxNameBytes()}
 }
 
 // dir adds the entries of the workspace directory path, whose entry name
 // in the zip is entry ("" for the root), and everything under them.
 func (z *zipper) dir(path, entry string) error {
-	ents, err := fs.ReadDir(z.root.FS(), path)
+	ents, more, err := z.readDir(path)
 	if err != nil {
 		z.unreadable(path, err)
 		if len(ents) == 0 {
 			return nil
 		}
+	}
+	if more {
+		z.leftOut(path, fmt.Sprintf("some of what this directory holds: the zip stores at most %d entries", z.opts.maxEntries()))
 	}
 	names := make([]string, len(ents))
 	for i, d := range ents {
@@ -151,6 +177,29 @@ func (z *zipper) dir(path, entry string) error {
 	return nil
 }
 
+// readDir reads the entries of the directory path, sorted by name, but no
+// more than the zip has entries left for, which it takes: the entries of
+// every directory open in the walk are held at once. more says the
+// directory holds entries that were not read.
+func (z *zipper) readDir(path string) (ents []fs.DirEntry, more bool, err error) {
+	f, err := z.root.OpenFile(path, openFlags|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	// One more than is left tells whether the directory holds more.
+	ents, err = f.ReadDir(int(min(z.entriesLeft+1, math.MaxInt32)))
+	if err == io.EOF {
+		err = nil
+	}
+	if int64(len(ents)) > z.entriesLeft {
+		ents, more = ents[:z.entriesLeft], true
+	}
+	z.entriesLeft -= int64(len(ents))
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, more, err
+}
+
 // add adds one entry: a directory and what is under it, a regular file, or
 // a symlink (kept for the end).
 func (z *zipper) add(path, entry string, d fs.DirEntry) error {
@@ -158,6 +207,11 @@ func (z *zipper) add(path, entry string, d fs.DirEntry) error {
 		z.leftOut(path, fmt.Sprintf("path of %d bytes; extractors take at most %d", len(entry), maxPathBytes-1))
 		return nil
 	}
+	if int64(len(entry)) > z.namesLeft {
+		z.leftOut(path, fmt.Sprintf("the zip stores at most %d bytes of entry names", z.opts.maxNameBytes()))
+		return nil
+	}
+	z.namesLeft -= int64(len(entry))
 	switch t := d.Type(); {
 	case t.IsDir():
 		return z.addDir(path, entry)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -102,12 +103,20 @@ func (d *Driver) diskTemplate(size int64) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("workspace disk: %w", err)
 	}
-	tmp := path + ".partial"
-	os.Remove(tmp)
-	if err := os.WriteFile(tmp, nil, 0o600); err != nil {
+	// Every agentbox process on this data dir (a server, agentbox exec and
+	// run) makes templates here, each under its own lock: a temporary file
+	// of a name of its own, renamed into place whole, so that two of them
+	// never run mkfs on the same file, nor move another's half-made one.
+	removeStalePartials(dir)
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".*.partial")
+	if err != nil {
 		return "", fmt.Errorf("workspace disk: %w", err)
 	}
+	tmp := f.Name()
 	defer os.Remove(tmp)
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("workspace disk: %w", err)
+	}
 	if err := os.Truncate(tmp, size); err != nil {
 		return "", fmt.Errorf("workspace disk: %w", err)
 	}
@@ -117,6 +126,17 @@ func (d *Driver) diskTemplate(size int64) (string, error) {
 		return "", fmt.Errorf("workspace disk: %w", err)
 	}
 	return path, os.Rename(tmp, path)
+}
+
+// removeStalePartials removes the temporary templates that processes
+// which died while making them left in dir (none takes an hour).
+func removeStalePartials(dir string) {
+	partials, _ := filepath.Glob(filepath.Join(dir, "*.partial"))
+	for _, p := range partials {
+		if fi, err := os.Lstat(p); err == nil && time.Since(fi.ModTime()) > time.Hour {
+			os.Remove(p)
+		}
+	}
 }
 
 // copySparse copies the file src to a new file dst, only its data: the
@@ -297,10 +317,16 @@ func mounted(dir string) bool {
 	return a.Dev != b.Dev
 }
 
+// run runs a command and returns an error with the start of its output if
+// it fails. Only the first 8 KiB of the output are kept: cp and chmod print
+// a line for each entry they fail on, of a tree the sandbox wrote, so their
+// output is as long as the sandbox likes.
 func run(name string, args ...string) error {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(string(out)))
+	var out capped
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(out.String()))
 	}
 	return nil
 }

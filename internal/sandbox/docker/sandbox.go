@@ -162,12 +162,18 @@ func (d *Driver) owned(h sandbox.Handle) error {
 	return nil
 }
 
-// capped is a buffer that keeps at most 8 KiB, for error messages.
-type capped struct{ bytes.Buffer }
+// capped is a buffer that keeps at most 8 KiB, for error messages. The
+// buffer is a field, not embedded: an embedded bytes.Buffer's ReadFrom
+// would be promoted, and io.Copy (as os/exec uses) would then fill it
+// without bound, past Write.
+type capped struct{ buf bytes.Buffer }
 
 func (c *capped) Write(p []byte) (int, error) {
-	if room := 8<<10 - c.Len(); room > 0 {
-		c.Buffer.Write(p[:min(len(p), room)])
+	if room := 8<<10 - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
 }
+
+func (c *capped) Len() int       { return c.buf.Len() }
+func (c *capped) String() string { return c.buf.String() }

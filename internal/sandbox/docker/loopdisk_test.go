@@ -1,0 +1,64 @@
+package docker
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A command the host runs over a tree the sandbox wrote (cp, chmod) can
+// be made to print without end: one line per entry, each as long as a
+// path. Its output must not be kept whole in the host's memory.
+func TestRunKeepsBoundedOutput(t *testing.T) {
+	err := run("sh", "-c", "head -c 20000000 /dev/zero | tr '\\0' x >&2; exit 1")
+	if err == nil {
+		t.Fatal("a failing command reported no error")
+	}
+	if n := len(err.Error()); n > 16<<10 {
+		t.Errorf("the error of a command that printed 20 MB holds %d bytes of it", n)
+	}
+	if !strings.Contains(err.Error(), "exit status 1") {
+		t.Errorf("error %q does not say how the command ended", err.Error()[:min(len(err.Error()), 200)])
+	}
+}
+
+// Every agentbox process on a data dir (a server, agentbox exec, run)
+// shares its disk templates; each process has its own lock. Templates made
+// at once by several of them must each come out whole.
+func TestDiskTemplatesMadeAtOnceByManyProcesses(t *testing.T) {
+	for _, tool := range []string{"mkfs.ext4", "e2fsck"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("skipping: no %s", tool)
+		}
+	}
+	dir := t.TempDir()
+	for round := range 4 {
+		size := int64(64<<20 + round<<20)
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			d := &Driver{cfg: Config{StateDir: dir}} // another process: another lock
+			wg.Go(func() {
+				if _, err := d.diskTemplate(size); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("size %d: %v", size, err)
+		}
+		path := filepath.Join(dir, ".disks", fmt.Sprintf("ext4-%d.img", size))
+		if out, err := exec.Command("e2fsck", "-fn", path).CombinedOutput(); err != nil {
+			t.Errorf("template %s is damaged: %v\n%s", path, err, out)
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".disks", "*.partial"))
+	if len(left) > 0 {
+		t.Errorf("partial templates left: %v", left)
+	}
+}
