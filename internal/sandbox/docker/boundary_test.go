@@ -285,3 +285,39 @@ func TestFreeSpaceFloor(t *testing.T) {
 	}
 	assertNoLeak(t, d)
 }
+
+// TestCopyBackKeepsWhatItCan: a path too long for the host's tools must not
+// cost the job its workspace nor leave the disk behind.
+func TestCopyBackKeepsWhatItCan(t *testing.T) {
+	requireLoopDisks(t)
+	d := newDriver(t)
+	ws := t.TempDir()
+	s := create(t, d, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true, Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	// 22 directories of 200-byte names: a path of 4,422 bytes, over PATH_MAX.
+	res := sh(t, s, "echo important > result.txt; chmod u+s result.txt; d=$(printf 'd%.0s' $(seq 200)); "+
+		"for i in $(seq 22); do mkdir $d && cd $d || exit 1; done; echo deep > f && echo made")
+	if strings.TrimSpace(string(res.Stdout)) != "made" {
+		t.Fatalf("setup: %q %q", res.Stdout, res.Stderr)
+	}
+	h := s.Handle()
+	err := s.Destroy(context.Background())
+	if err == nil {
+		t.Error("destroy said nothing of what it could not copy back")
+	}
+	if b, rerr := os.ReadFile(filepath.Join(ws, "result.txt")); rerr != nil || string(b) != "important\n" {
+		t.Errorf("result.txt after destroy: %q, %v (destroy: %v)", b, rerr, err)
+	}
+	if fi, err := os.Stat(filepath.Join(ws, "result.txt")); err == nil && fi.Mode()&os.ModeSetuid != 0 {
+		t.Error("a set-uid bit reached the host")
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, ".agentbox/copy-errors.txt")); err != nil || !strings.Contains(string(b), "copy workspace back") {
+		t.Errorf("copy-errors.txt: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(h.StateDir, "disk.img")); !os.IsNotExist(err) {
+		t.Errorf("the disk image was left behind: %v", err)
+	}
+	if m := loopMounts(t, d.StateDir()); len(m) > 0 {
+		t.Errorf("loop disks still mounted: %v", m)
+	}
+	assertNoLeak(t, d)
+}

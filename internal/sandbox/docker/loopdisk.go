@@ -193,28 +193,40 @@ func copyExtents(in, out *os.File, size int64) error {
 
 // syncDisk copies the loop disk's content back to the workspace (a caller's
 // one; a scratch workspace is just removed), then unmounts and removes the
-// disk. The copy replaces the workspace's old content only once whole.
+// disk, whatever the copy met: a disk left behind would hold up to its
+// quota of the host's disk for ever, with no sandbox left to reap it.
 func syncDisk(h sandbox.Handle) error {
 	img, mnt := diskPaths(h.StateDir)
-	if !mounted(mnt) {
-		if err := mountLoop(img, mnt, unix.MS_RDONLY); err != nil {
-			return fmt.Errorf("workspace disk: %w", err)
-		}
-	}
 	var err error
 	if !h.OwnsWorkspace && h.WorkspaceDir != "" {
-		err = replaceTree(mnt, h.WorkspaceDir)
+		if !mounted(mnt) {
+			err = mountLoop(img, mnt, unix.MS_RDONLY)
+		}
+		if err == nil {
+			err = replaceTree(mnt, h.WorkspaceDir)
+		} else {
+			err = fmt.Errorf("workspace disk %s cannot be read, its content is lost: %w", img, err)
+		}
 	}
-	if uerr := unix.Unmount(mnt, 0); uerr != nil && !errors.Is(uerr, unix.EINVAL) {
-		return errors.Join(err, fmt.Errorf("unmount workspace disk: %w", uerr))
+	if mounted(mnt) {
+		if uerr := unix.Unmount(mnt, 0); uerr != nil {
+			err = errors.Join(err, unix.Unmount(mnt, unix.MNT_DETACH))
+		}
 	}
-	if err != nil {
-		return err
+	rerr := os.Remove(img)
+	if errors.Is(rerr, os.ErrNotExist) {
+		rerr = nil
 	}
-	return errors.Join(os.Remove(mnt), os.Remove(img))
+	os.Remove(mnt)
+	return errors.Join(err, rerr)
 }
 
-// replaceTree makes dst hold exactly what src holds.
+// copyErrors is where, in a workspace, the copy back from its disk says
+// what it could not copy (a path too long for the host, a full host disk).
+const copyErrors = ".agentbox/copy-errors.txt"
+
+// replaceTree makes dst hold what src holds. What cp could not copy is
+// left out, said in copyErrors and in the error; the rest is kept.
 func replaceTree(src, dst string) error {
 	next, old := dst+".agentbox-next", dst+".agentbox-old"
 	os.RemoveAll(next)
@@ -222,27 +234,29 @@ func replaceTree(src, dst string) error {
 	if err := os.Mkdir(next, 0o755); err != nil {
 		return fmt.Errorf("copy workspace back: %w", err)
 	}
-	if err := copyTree(src, next); err != nil {
-		os.RemoveAll(next)
-		return fmt.Errorf("copy workspace back: %w", err)
+	cerr := copyTree(src, next)
+	if cerr != nil {
+		cerr = fmt.Errorf("copy workspace back: %w", cerr)
+		_ = os.MkdirAll(filepath.Join(next, filepath.Dir(copyErrors)), 0o755)
+		_ = os.WriteFile(filepath.Join(next, copyErrors), []byte(cerr.Error()+"\n"), 0o644)
 	}
 	if err := os.Rename(dst, old); err != nil {
-		return fmt.Errorf("copy workspace back: %w", err)
+		os.RemoveAll(next)
+		return errors.Join(cerr, fmt.Errorf("copy workspace back: %w", err))
 	}
 	if err := os.Rename(next, dst); err != nil {
-		return fmt.Errorf("copy workspace back: %w", err)
+		return errors.Join(cerr, fmt.Errorf("copy workspace back: %w", err))
 	}
-	return os.RemoveAll(old)
+	return errors.Join(cerr, os.RemoveAll(old))
 }
 
 // copyTree copies the content of src into the directory dst with cp -a:
 // links copied as links, never followed; hard links kept; holes kept;
 // set-user and set-group-ID bits dropped afterwards.
 func copyTree(src, dst string) error {
-	if err := run("cp", "-a", "--sparse=always", "--no-target-directory", src, dst); err != nil {
-		return err
-	}
-	return run("chmod", "-R", "--", "ug-s", dst)
+	err := run("cp", "-a", "--sparse=always", "--no-target-directory", src, dst)
+	// Also after a partial copy: no set-ID bit reaches the host.
+	return errors.Join(err, run("chmod", "-R", "--", "ug-s", dst))
 }
 
 // mountLoop attaches img to a free loop device, with direct I/O (the disk's

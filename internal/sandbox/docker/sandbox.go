@@ -105,20 +105,23 @@ func (d *Driver) Remove(ctx context.Context, h sandbox.Handle) error {
 	if err := d.owned(h); err != nil {
 		return err
 	}
+	// What could not be handed back is said, but the sandbox's directories
+	// go all the same: nothing would be left to reap them later.
+	var errs []error
 	if err := d.handBack(h); err != nil {
-		return fmt.Errorf("destroy sandbox %s: %w", h.ID, err)
+		errs = append(errs, fmt.Errorf("destroy sandbox %s: %w", h.ID, err))
 	}
 	if h.StateDir != "" {
 		if err := os.RemoveAll(h.StateDir); err != nil {
-			return fmt.Errorf("remove sandbox dir: %w", err)
+			errs = append(errs, fmt.Errorf("remove sandbox dir: %w", err))
 		}
 	}
 	if h.OwnsWorkspace && h.WorkspaceDir != "" {
 		if err := os.RemoveAll(h.WorkspaceDir); err != nil {
-			return fmt.Errorf("remove sandbox workspace: %w", err)
+			errs = append(errs, fmt.Errorf("remove sandbox workspace: %w", err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // handBack lifts the workspace's quota and gives a caller's workspace back
