@@ -82,9 +82,22 @@ ensure_go() {
 	go_ok || { echo "Go installation failed" >&2; exit 1; }
 }
 
+# A sandbox can hold a file open per ~400 bytes of its memory (by mapping
+# files and closing them), past its open-files limit, so the host's file
+# table must not be the smaller bound: raise fs.file-max to what systemd
+# sets at boot (the limit is then memory, charged to each sandbox).
+raise_file_max() {
+	local want=9223372036854775807
+	[ "$(cat /proc/sys/fs/file-max 2>/dev/null || echo "$want")" = "$want" ] && return 0
+	step "raising fs.file-max (/etc/sysctl.d/60-agentbox.conf)"
+	echo "fs.file-max = $want" | $SUDO tee /etc/sysctl.d/60-agentbox.conf >/dev/null
+	$SUDO sysctl -q -w fs.file-max="$want" || echo "note: could not raise fs.file-max; agentbox raises it itself when run as root" >&2
+}
+
 ensure_packages
 start_engine
 ensure_go
+raise_file_max
 
 step "building bin/agentbox"
 CGO_ENABLED=0 go build -trimpath -o bin/agentbox ./cmd/agentbox

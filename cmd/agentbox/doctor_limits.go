@@ -34,6 +34,10 @@ func (a *app) filesCheck() check {
 	need := config.FileBudget(conc, sb.PidsLimit, nofile)
 	detail := fmt.Sprintf("%d sandboxes × %d processes × %d open files = %d, %.0f%% of fs.file-max %d (margin %d)",
 		conc, sb.PidsLimit, nofile, need, 100*float64(need)/float64(fileMax), fileMax, fileMax-need)
+	if table := config.FileTableNeed(conc, sb.Ceilings.MemoryBytes); fileMax < table {
+		return check{"open files", "warn", detail + fmt.Sprintf("; but files mapped and closed are bounded by memory only: %d sandboxes at the %s memory ceiling need fs.file-max %d (agentbox raises it when started as root)",
+			conc, config.SizeText(sb.Ceilings.MemoryBytes), table), fmt.Sprintf("sudo sysctl -w fs.file-max=%d   (scripts/setup.sh makes it permanent)", table)}
+	}
 	if nofile < sb.NoFile {
 		return check{"open files", "warn", detail + fmt.Sprintf("; lowered from AGENTBOX_SANDBOX_NOFILE=%d to fit", sb.NoFile), "raise fs.file-max, or lower AGENTBOX_CONCURRENCY or AGENTBOX_SANDBOX_PIDS"}
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/docker/docker/client"
@@ -62,6 +63,9 @@ func (a *app) newDriverFor(concurrency int) (*docker.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.ensureFileTable(concurrency); err != nil {
+		return nil, err
+	}
 	return docker.New(docker.Config{
 		Host:  a.cfg.Docker.Host,
 		Image: sb.Image,
@@ -76,6 +80,34 @@ func (a *app) newDriverFor(concurrency int) (*docker.Driver, error) {
 		MinFreeBytes: sb.MinFreeDisk,
 		Log:          a.log,
 	})
+}
+
+// ensureFileTable makes sure the host's file table outlasts what
+// concurrency sandboxes at the memory ceiling can hold open: a file mapped
+// and closed stays open past RLIMIT_NOFILE, bounded only by the sandbox's
+// memory. As root it raises fs.file-max (as systemd does at boot: the
+// limit then is memory, charged to each sandbox); otherwise it refuses,
+// naming the command.
+func (a *app) ensureFileTable(concurrency int) error {
+	fileMax, err := config.HostFileMax()
+	if err != nil {
+		return nil // not Linux's /proc: nothing to check
+	}
+	need := config.FileTableNeed(concurrency, a.cfg.Sandbox.Ceilings.MemoryBytes)
+	if fileMax >= need {
+		return nil
+	}
+	why := fmt.Sprintf("%d sandboxes at the %s memory ceiling could hold %d files open (one per %d bytes of memory, by mapping them), over half of fs.file-max (%d)",
+		max(concurrency, 1), config.SizeText(a.cfg.Sandbox.Ceilings.MemoryBytes), need/2, config.FileBytes, fileMax)
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%s: raise it as root: sysctl -w fs.file-max=%d (or lower AGENTBOX_CEILING_MEMORY or the concurrency)", why, need)
+	}
+	if err := os.WriteFile("/proc/sys/fs/file-max", []byte(strconv.FormatInt(need, 10)), 0); err != nil {
+		return fmt.Errorf("%s, and raising it failed: %w", why, err)
+	}
+	a.log.Warn("raised fs.file-max so that sandboxes cannot fill the host's file table; make it permanent in /etc/sysctl.d (scripts/setup.sh does)",
+		"from", fileMax, "to", need)
+	return nil
 }
 
 // fitNoFile is the open-files limit of sandbox processes when concurrency

@@ -92,6 +92,16 @@ func TestFitFiles(t *testing.T) {
 	}
 }
 
+func TestFileTableNeed(t *testing.T) {
+	// Two sandboxes of 12 GiB, a file per 400 bytes, held to half the table.
+	if got, want := FileTableNeed(2, 12<<30), 2*int64(12<<30/400)*2; got != want {
+		t.Errorf("FileTableNeed = %d, want %d", got, want)
+	}
+	if FileTableNeed(0, 1<<30) != FileTableNeed(1, 1<<30) {
+		t.Error("an API-only server is not counted as one sandbox")
+	}
+}
+
 func TestSizeText(t *testing.T) {
 	for n, want := range map[int64]string{2 << 30: "2GiB", 512 << 20: "512MiB", 1000: "1000B", 3<<30 + 1<<29: "3.5GiB", 1 << 40: "1TiB"} {
 		if got := SizeText(n); got != want {

@@ -198,3 +198,18 @@ func FitFiles(fileMax int64, concurrency int, pids, nofile int64) (int64, error)
 	}
 	return fit, nil
 }
+
+// FileBytes is the least kernel memory one open file costs (a struct file
+// and what it pins; ~440 bytes measured). A process can hold open files
+// past RLIMIT_NOFILE by mapping them and closing the descriptors (up to
+// vm.max_map_count, 65530, each), and that memory is charged to its
+// sandbox: a sandbox's memory limit, not its open-files limit, bounds how
+// many files it can hold in the host's file table.
+const FileBytes = 400
+
+// FileTableNeed is the fs.file-max under which concurrency sandboxes of
+// memory bytes each could together hold more than FileShare of the file
+// table.
+func FileTableNeed(concurrency int, memory int64) int64 {
+	return int64(float64(int64(max(concurrency, 1))*(memory/FileBytes)) / FileShare)
+}

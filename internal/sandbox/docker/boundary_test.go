@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
@@ -320,4 +321,63 @@ func TestCopyBackKeepsWhatItCan(t *testing.T) {
 		t.Errorf("loop disks still mounted: %v", m)
 	}
 	assertNoLeak(t, d)
+}
+
+// mmapFlood starts procs processes that each map a file and close its
+// descriptor as often as they can (up to vm.max_map_count), which holds
+// the file open in the host's file table past RLIMIT_NOFILE.
+const mmapFlood = `
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+fd = os.open("/workspace/f", os.O_RDWR | os.O_CREAT); os.write(fd, b"x" * 4096); os.close(fd)
+for k in range(int(sys.argv[1])):
+    if os.fork() == 0:
+        for i in range(65000):
+            fd = os.open("/workspace/f", os.O_RDONLY)
+            p = libc.mmap(None, 4096, 1, 1, fd, 0)
+            os.close(fd)
+            if p in (None, ctypes.c_void_p(-1).value):
+                break
+        time.sleep(600)
+        os._exit(0)
+time.sleep(600)
+`
+
+// TestMappedFilesAreBoundedByMemory: past RLIMIT_NOFILE, a sandbox can
+// hold files open by mapping them; each costs kernel memory charged to the
+// sandbox, so its memory limit bounds them (config.FileBytes per file),
+// which is what the server sizes fs.file-max by.
+func TestMappedFilesAreBoundedByMemory(t *testing.T) {
+	d := newDriver(t)
+	s := create(t, d, sandbox.Spec{Limits: sandbox.Limits{MemoryBytes: 128 << 20}})
+	before := filesInUse(t)
+	peak := make(chan int)
+	stop := make(chan struct{})
+	go func() {
+		p := 0
+		for {
+			select {
+			case <-stop:
+				peak <- p
+				return
+			case <-time.After(20 * time.Millisecond):
+				p = max(p, filesInUse(t)-before)
+			}
+		}
+	}()
+	// 8 processes could map 520,000 files: far more than 128 MiB allows.
+	req := guest.Shell("cat > /tmp/flood.py <<'EOF'\n" + mmapFlood + "EOF\ntimeout 60 python3 /tmp/flood.py 8")
+	req.TimeoutMS = 90_000
+	res, err := s.Guest().Exec(context.Background(), req)
+	close(stop)
+	grew := <-peak
+	t.Logf("the flood ended with exit %d (%v) after the host's open files grew by %d", res.ExitCode, err, grew)
+	if limit := (128 << 20) / config.FileBytes * 12 / 10; grew > limit {
+		t.Errorf("the host's open files grew by %d, over the %d that 128 MiB bounds", grew, limit)
+	}
+	if grew < 10_000 {
+		t.Errorf("the flood held only %d files: the attack did not run", grew)
+	}
 }
