@@ -381,3 +381,34 @@ func TestMappedFilesAreBoundedByMemory(t *testing.T) {
 		t.Errorf("the flood held only %d files: the attack did not run", grew)
 	}
 }
+
+// TestWatchdogCountsEntriesAndTheFloor: in watchdog mode, empty files are
+// charged (their inodes cost the host), and whatever the walk cannot see
+// still stops the sandbox at the free-space floor.
+func TestWatchdogCountsEntriesAndTheFloor(t *testing.T) {
+	d := newDriver(t, func(c *docker.Config) { c.Quota = docker.QuotaWatch })
+	s := create(t, d, sandbox.Spec{WorkspaceDir: t.TempDir(), Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	// 20,000 empty files: no data, 78 MiB of entries.
+	req := guest.Shell("mkdir d && cd d && seq 20000 | xargs touch && sleep 30")
+	req.TimeoutMS = 60_000
+	s.Guest().Exec(context.Background(), req)
+	if why := s.(sandbox.Stopper).Stopped(); !errors.Is(why, sandbox.ErrDiskQuota) {
+		t.Errorf("20,000 empty files past a 64 MiB quota: stopped %v", why)
+	}
+
+	ws := t.TempDir()
+	free, err := docker.DiskFree(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A floor 512 MiB under the free space now; a file deleted while held
+	// open (the walk cannot see it) goes past it.
+	d = newDriver(t, func(c *docker.Config) { c.Quota = docker.QuotaWatch; c.MinFreeBytes = free - 512<<20 })
+	s = create(t, d, sandbox.Spec{WorkspaceDir: ws, Limits: sandbox.Limits{DiskBytes: 10 << 30}})
+	req = guest.Shell("exec 3>hidden; rm hidden; for i in $(seq 12); do head -c 100000000 /dev/zero >&3; sync; done; sleep 30")
+	req.TimeoutMS = 60_000
+	s.Guest().Exec(context.Background(), req)
+	if why := s.(sandbox.Stopper).Stopped(); !errors.Is(why, sandbox.ErrNoSpace) {
+		t.Errorf("1.2 GB written past a floor 512 MiB away: stopped %v", why)
+	}
+}

@@ -156,21 +156,48 @@ func releaseQuota(h sandbox.Handle) error {
 // once it holds more than its quota.
 func (s *Sandbox) watchDisk(ctx context.Context) {
 	wait := watchInterval
+	dir := workspaceSource(s.h)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
 		}
+		if why := s.d.belowFloor(dir); why != nil {
+			s.stop(ctx, why)
+			return
+		}
 		begin := time.Now()
-		used := treeUsage(workspaceSource(s.h))
-		wait = max(watchInterval, 20*time.Since(begin))
+		used := treeUsage(dir)
+		wait = min(max(watchInterval, 20*time.Since(begin)), maxWatchInterval)
 		if used > s.h.DiskBytes {
 			s.stop(ctx, fmt.Errorf("%w: its workspace holds %s, over its %s quota; the sandbox was stopped",
 				sandbox.ErrDiskQuota, config.SizeText(used), config.SizeText(s.h.DiskBytes)))
 			return
 		}
 	}
+}
+
+// maxWatchInterval is the longest the watchdog waits between two
+// measurements, however long they take: a sandbox that slows the walk
+// with many files does not slow the watchdog further.
+const maxWatchInterval = time.Second
+
+// belowFloor says why the sandbox must stop if the filesystem of dir fell
+// under the free-space floor while it ran. It is checked every tick, and
+// costs one statfs: whatever the walk cannot see (files deleted but held
+// open, space reserved with fallocate's KEEP_SIZE) still cannot take the
+// host's disk below the floor.
+func (d *Driver) belowFloor(dir string) error {
+	if d.cfg.MinFreeBytes <= 0 {
+		return nil
+	}
+	free, err := DiskFree(dir)
+	if err != nil || free >= d.cfg.MinFreeBytes {
+		return nil
+	}
+	return fmt.Errorf("%w: %s free on the workspace's filesystem, under the %s floor (AGENTBOX_MIN_FREE_DISK); the sandbox was stopped",
+		sandbox.ErrNoSpace, config.SizeText(free), config.SizeText(d.cfg.MinFreeBytes))
 }
 
 // stop records why the driver stopped the sandbox and kills it: frozen
@@ -194,9 +221,14 @@ func (s *Sandbox) Stopped() error {
 	return nil
 }
 
-// maxWatchEntries bounds one measurement's walk; a workspace with more
-// entries is over its quota for the watchdog.
-const maxWatchEntries = 2_000_000
+// maxWatchEntries bounds one measurement's walk (about 3 s); a workspace
+// with more entries is over its quota for the watchdog.
+const maxWatchEntries = 1_000_000
+
+// entryBytes is the least an entry is charged: its inode and its name cost
+// the host's disk even when it holds no data (500,000 empty files once
+// hid from the watchdog in the time their walk took).
+const entryBytes = 4096
 
 // treeUsage is the disk space allocated to the files under dir, each hard
 // link counted once, walked through an os.Root so that a directory swapped
@@ -232,7 +264,7 @@ func treeUsage(dir string) int64 {
 			}
 			seen[st.Ino] = true
 		}
-		total += st.Blocks * 512
+		total += max(st.Blocks*512, entryBytes)
 		return nil
 	})
 	return total
