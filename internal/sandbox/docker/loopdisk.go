@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -98,11 +99,14 @@ func (d *Driver) diskTemplate(size int64) (string, error) {
 	d.diskMu.Lock()
 	defer d.diskMu.Unlock()
 	if _, err := os.Stat(path); err == nil {
+		now := time.Now()
+		_ = os.Chtimes(path, now, now) // used: the last to be pruned
 		return path, nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("workspace disk: %w", err)
 	}
+	pruneTemplates(dir, maxTemplates-1)
 	// Every agentbox process on this data dir (a server, agentbox exec and
 	// run) makes templates here, each under its own lock: a temporary file
 	// of a name of its own, renamed into place whole, so that two of them
@@ -126,6 +130,31 @@ func (d *Driver) diskTemplate(size int64) (string, error) {
 		return "", fmt.Errorf("workspace disk: %w", err)
 	}
 	return path, os.Rename(tmp, path)
+}
+
+// maxTemplates bounds the templates kept, one per disk size asked for: a
+// client choosing a new limits.disk for every job would otherwise add one
+// (~4 MiB) each time.
+const maxTemplates = 16
+
+// pruneTemplates removes the least recently used templates of dir beyond
+// keep. A sandbox copying one still has it open, so removing it is safe.
+func pruneTemplates(dir string, keep int) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "ext4-*.img"))
+	if len(paths) <= keep {
+		return
+	}
+	mtime := func(p string) time.Time {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return time.Time{}
+		}
+		return fi.ModTime()
+	}
+	slices.SortFunc(paths, func(a, b string) int { return mtime(b).Compare(mtime(a)) })
+	for _, p := range paths[keep:] {
+		os.Remove(p)
+	}
 }
 
 // removeStalePartials removes the temporary templates that processes

@@ -2,9 +2,12 @@ package docker
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -58,5 +61,26 @@ func TestCopySparseKeepsHoles(t *testing.T) {
 	syscall.Stat(dst, &st)
 	if st.Size != 64<<20 || st.Blocks*512 > 1<<20 {
 		t.Errorf("copy is %d bytes with %d allocated, want 64 MiB with its holes kept", st.Size, st.Blocks*512)
+	}
+}
+
+func TestTemplatesArePruned(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 20 {
+		p := filepath.Join(dir, fmt.Sprintf("ext4-%d.img", i))
+		os.WriteFile(p, nil, 0o600)
+		at := time.Now().Add(time.Duration(i-20) * time.Minute)
+		os.Chtimes(p, at, at)
+	}
+	pruneTemplates(dir, maxTemplates-1)
+	left, _ := filepath.Glob(filepath.Join(dir, "ext4-*.img"))
+	if len(left) != maxTemplates-1 {
+		t.Fatalf("%d templates left, want %d", len(left), maxTemplates-1)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ext4-19.img")); err != nil {
+		t.Error("the most recently used template was pruned")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ext4-0.img")); err == nil {
+		t.Error("the least recently used template was kept")
 	}
 }
