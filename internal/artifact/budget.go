@@ -50,30 +50,15 @@ func holeBytes(f *os.File, size, limit int64) int64 {
 	return holes
 }
 
-func (o Options) maxBytes() int64 {
-	if o.MaxBytes <= 0 {
-		return DefaultMaxBytes
-	}
-	return o.MaxBytes
-}
+func (o Options) maxBytes() int64     { return orDefault(o.MaxBytes, DefaultMaxBytes) }
+func (o Options) maxHoleBytes() int64 { return orDefault(o.MaxHoleBytes, DefaultMaxHoleBytes) }
+func (o Options) maxEntries() int64   { return orDefault(o.MaxEntries, DefaultMaxEntries) }
+func (o Options) maxNameBytes() int64 { return orDefault(o.MaxNameBytes, DefaultMaxNameBytes) }
 
-func (o Options) maxHoleBytes() int64 {
-	if o.MaxHoleBytes <= 0 {
-		return DefaultMaxHoleBytes
+// orDefault is v, or def when v is 0 or less.
+func orDefault(v, def int64) int64 {
+	if v <= 0 {
+		return def
 	}
-	return o.MaxHoleBytes
-}
-
-func (o Options) maxEntries() int64 {
-	if o.MaxEntries <= 0 {
-		return DefaultMaxEntries
-	}
-	return o.MaxEntries
-}
-
-func (o Options) maxNameBytes() int64 {
-	if o.MaxNameBytes <= 0 {
-		return DefaultMaxNameBytes
-	}
-	return o.MaxNameBytes
+	return v
 }
