@@ -357,8 +357,8 @@ func (s Sandbox) Validate() error {
 	if s.NanoCPUs < 1e7 {
 		errs = append(errs, fmt.Errorf("sandbox cpus %.3f: at least 0.01", float64(s.NanoCPUs)/1e9))
 	}
-	if s.PidsLimit < 16 {
-		errs = append(errs, fmt.Errorf("sandbox pids %d: at least 16", s.PidsLimit))
+	if s.PidsLimit < 32 {
+		errs = append(errs, fmt.Errorf("sandbox pids %d: at least 32 (the guest and the init need some)", s.PidsLimit))
 	}
 	if s.Network == "" || s.Network == "host" || strings.HasPrefix(s.Network, "container:") || strings.HasPrefix(s.Network, "ns:") {
 		errs = append(errs, fmt.Errorf("sandbox network %q: use none, bridge or a named network (host and container: are refused)", s.Network))

@@ -118,7 +118,7 @@ func TestInvalid(t *testing.T) {
 		"memory words":      {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "lots"}, "AGENTBOX_SANDBOX_MEMORY"},
 		"memory tiny":       {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "1m"}, "at least 64MiB"},
 		"cpus zero":         {map[string]string{"AGENTBOX_SANDBOX_CPUS": "0"}, "AGENTBOX_SANDBOX_CPUS"},
-		"pids few":          {map[string]string{"AGENTBOX_SANDBOX_PIDS": "3"}, "at least 16"},
+		"pids few":          {map[string]string{"AGENTBOX_SANDBOX_PIDS": "3"}, "at least 32"},
 		"host network":      {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "host"}, "are refused"},
 		"container network": {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "container:x"}, "are refused"},
 		"bad instance":      {map[string]string{"AGENTBOX_INSTANCE": "a b"}, "instance"},

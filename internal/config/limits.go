@@ -113,8 +113,8 @@ func hostMemory() int64 {
 func (s Sandbox) validateLimits() error {
 	var errs []error
 	c := s.Ceilings
-	if c.MemoryBytes < 64<<20 || c.NanoCPUs < 1e7 || c.PidsLimit < 16 || c.DiskBytes < 64<<20 || c.Timeout < time.Second || c.MaxSteps < 1 {
-		errs = append(errs, fmt.Errorf("ceilings %+v: each must allow at least the smallest sandbox (64MiB memory and disk, 0.01 CPU, 16 processes, 1s, 1 step)", c))
+	if c.MemoryBytes < 64<<20 || c.NanoCPUs < 1e7 || c.PidsLimit < 32 || c.DiskBytes < 64<<20 || c.Timeout < time.Second || c.MaxSteps < 1 {
+		errs = append(errs, fmt.Errorf("ceilings %+v: each must allow at least the smallest sandbox (64MiB memory and disk, 0.01 CPU, 32 processes, 1s, 1 step)", c))
 	}
 	over := func(name string, v, ceiling int64, text func(int64) string) {
 		if v > ceiling {

@@ -154,7 +154,7 @@ func checkSpec(spec sandbox.Spec) error {
 	if l.MemoryBytes < 0 || l.NanoCPUs < 0 || l.PidsLimit < 0 || l.DiskBytes < 0 || l.NoFile < 0 {
 		return fmt.Errorf("%w: negative limits %+v", sandbox.ErrInvalidSpec, l)
 	}
-	if l.MemoryBytes != 0 && l.MemoryBytes < 16<<20 || l.PidsLimit != 0 && l.PidsLimit < 8 || l.DiskBytes != 0 && l.DiskBytes < 1<<20 || l.NoFile != 0 && l.NoFile < 16 {
+	if l.MemoryBytes != 0 && l.MemoryBytes < 16<<20 || l.PidsLimit != 0 && l.PidsLimit < 32 || l.DiskBytes != 0 && l.DiskBytes < 1<<20 || l.NoFile != 0 && l.NoFile < 16 {
 		return fmt.Errorf("%w: limits too small to start a sandbox: %+v", sandbox.ErrInvalidSpec, l)
 	}
 	if w := spec.WorkspaceDir; w != "" {

@@ -138,6 +138,7 @@ func TestUnsafeSpecsRefused(t *testing.T) {
 		"host network":       {Network: "host"},
 		"container network":  {Network: "container:abc"},
 		"negative pids":      {Limits: sandbox.Limits{PidsLimit: -1}},
+		"too few pids":       {Limits: sandbox.Limits{PidsLimit: 16}}, // the guest cannot start
 		"negative memory":    {Limits: sandbox.Limits{MemoryBytes: -1}},
 		"root as workspace":  {WorkspaceDir: "/"},
 		"relative workspace": {WorkspaceDir: "proj"},
