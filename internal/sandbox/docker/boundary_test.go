@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -410,5 +411,24 @@ func TestWatchdogCountsEntriesAndTheFloor(t *testing.T) {
 	s.Guest().Exec(context.Background(), req)
 	if why := s.(sandbox.Stopper).Stopped(); !errors.Is(why, sandbox.ErrNoSpace) {
 		t.Errorf("1.2 GB written past a floor 512 MiB away: stopped %v", why)
+	}
+}
+
+// TestImageEntrypointDoesNotRun: a custom image's ENTRYPOINT would run as
+// the sandbox before the guest listens (and take the guest as its
+// arguments); the guest is the entrypoint instead.
+func TestImageEntrypointDoesNotRun(t *testing.T) {
+	tag := "agentbox-test-entrypoint:" + strconv.Itoa(os.Getpid())
+	dockerfile := "FROM " + imageRef() + "\nENTRYPOINT [\"/bin/sh\", \"-c\", \"touch /workspace/entrypoint-ran; exec \\\"$@\\\"\", \"--\"]\n"
+	build := exec.Command("docker", "build", "-q", "-t", tag, "-")
+	build.Stdin = strings.NewReader(dockerfile)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("docker build: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag).Run() })
+	ws := t.TempDir()
+	s := create(t, newDriver(t), sandbox.Spec{Image: tag, WorkspaceDir: ws})
+	if res := sh(t, s, "ls /workspace"); strings.Contains(string(res.Stdout), "entrypoint-ran") {
+		t.Error("the image's ENTRYPOINT ran in the sandbox")
 	}
 }

@@ -212,7 +212,10 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h sandbox.Handle) (*containe
 	cfg := &container.Config{
 		Image:      image,
 		User:       uid + ":" + uid,
-		Cmd:        guestCmd(spec, d.cfg.Display),
+		// The guest is the entrypoint: an image's own ENTRYPOINT would run
+		// first, as the sandbox, before the guest listens.
+		Entrypoint: guestCmd(spec, d.cfg.Display)[:1],
+		Cmd:        guestCmd(spec, d.cfg.Display)[1:],
 		Env:        envList(spec.Env),
 		WorkingDir: WorkspacePath,
 		Hostname:   "sandbox",
