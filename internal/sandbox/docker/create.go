@@ -210,8 +210,8 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h sandbox.Handle) (*containe
 	uid := strconv.Itoa(h.UID)
 	tmpfsOpts := "rw,nosuid,nodev,size=" + strconv.FormatInt(lim.MemoryBytes, 10)
 	cfg := &container.Config{
-		Image:      image,
-		User:       uid + ":" + uid,
+		Image: image,
+		User:  uid + ":" + uid,
 		// The guest is the entrypoint: an image's own ENTRYPOINT would run
 		// first, as the sandbox, before the guest listens.
 		Entrypoint: guestCmd(spec, d.cfg.Display)[:1],
