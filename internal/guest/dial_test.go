@@ -31,23 +31,7 @@ func shortDir(t *testing.T) string {
 // serveGuest serves a guest on the socket at path until the test ends.
 func serveGuest(t *testing.T, path string) {
 	t.Helper()
-	srv, err := guest.NewServer(guest.ServerConfig{Workspace: t.TempDir(), Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := guest.Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	serveOn(t, path, guest.ServerConfig{Workspace: t.TempDir(), Version: "test"})
 }
 
 // canary is a listening unix socket the host must never connect to.

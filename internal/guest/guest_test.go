@@ -30,12 +30,22 @@ func start(t *testing.T, mod ...func(*guest.ServerConfig)) (*guest.Client, strin
 	for _, m := range mod {
 		m(&cfg)
 	}
+	sock := filepath.Join(sockDir, guest.SocketName)
+	serveOn(t, sock, cfg)
+	c := guest.NewClient(sock)
+	t.Cleanup(c.Close)
+	return c, ws
+}
+
+// serveOn serves a guest configured by cfg on the unix socket at path until
+// the test ends.
+func serveOn(t *testing.T, path string, cfg guest.ServerConfig) {
+	t.Helper()
 	srv, err := guest.NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(sockDir, guest.SocketName)
-	l, err := guest.Listen(sock)
+	l, err := guest.Listen(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,9 +58,6 @@ func start(t *testing.T, mod ...func(*guest.ServerConfig)) (*guest.Client, strin
 			t.Errorf("serve: %v", err)
 		}
 	})
-	c := guest.NewClient(sock)
-	t.Cleanup(c.Close)
-	return c, ws
 }
 
 func sh(t *testing.T, c *guest.Client, line string) guest.ExecResult {
