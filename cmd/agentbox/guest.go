@@ -13,14 +13,17 @@ import (
 )
 
 func newGuestCmd() *cobra.Command {
-	var stateDir, workspace, displaySize, webBase string
+	var stateDir, workspace, displaySize, webBase, listen, secretFile string
 	cmd := &cobra.Command{
 		Use:   "guest",
 		Short: "Run the in-sandbox daemon (started by agentbox inside each sandbox, not by people)",
 		Long: `guest is the daemon agentbox starts as the main process of every sandbox.
 It listens on a unix socket in --state-dir (a host directory bind-mounted at
-/run/agentbox) and executes commands and file operations for the host,
-confined to --workspace. It is not meant to be run by hand.`,
+/run/agentbox), or where --listen says: a vsock port in a virtual machine,
+or TCP (then every request must carry the sandbox's secret, from
+--secret-file or AGENTBOX_GUEST_SECRET). It executes commands and file
+operations for the host, confined to --workspace. It is not meant to be run
+by hand.`,
 		Args: cobra.NoArgs,
 		// The guest must not read the host's configuration.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
@@ -30,24 +33,50 @@ confined to --workspace. It is not meant to be run by hand.`,
 			if err != nil {
 				return err
 			}
+			where, secret, err := guestListener(listen, stateDir, secretFile)
+			if err != nil {
+				return err
+			}
 			srv, err := guest.NewServer(guest.ServerConfig{Workspace: workspace, Version: version, Log: log,
-				DisplayWidth: w, DisplayHeight: h, WebBase: webBase})
+				DisplayWidth: w, DisplayHeight: h, WebBase: webBase, Secret: secret})
 			if err != nil {
 				return err
 			}
-			l, err := guest.Listen(filepath.Join(stateDir, guest.SocketName))
+			l, err := where.Listen()
 			if err != nil {
 				return err
 			}
-			log.Info("guest listening", "socket", l.Addr().String(), "workspace", workspace, "uid", os.Getuid())
+			log.Info("guest listening", where.Network, l.Addr().String(), "workspace", workspace, "uid", os.Getuid(), "secret", secret != "")
 			return srv.Serve(cmd.Context(), l)
 		},
 	}
 	cmd.Flags().StringVar(&stateDir, "state-dir", "/run/agentbox", "directory for the guest's unix socket")
 	cmd.Flags().StringVar(&workspace, "workspace", "/workspace", "directory every file path is confined to")
 	cmd.Flags().StringVar(&displaySize, "display-size", "1024x768", "the desktop's screen size, WIDTHxHEIGHT")
+	cmd.Flags().StringVar(&listen, "listen", "", "where to listen: unix:PATH, tcp:HOST:PORT or vsock:PORT (default unix:<state dir>/"+guest.SocketName+")")
+	cmd.Flags().StringVar(&secretFile, "secret-file", "", "file holding the secret every request must carry (default AGENTBOX_GUEST_SECRET; required with tcp:)")
 	cmd.Flags().StringVar(&webBase, "web-base", "", "URL path under which the host serves this sandbox's Jupyter and noVNC pages")
 	return cmd
+}
+
+// guestListener decides where the guest listens and the secret it
+// requires; a network listener without a secret is refused.
+func guestListener(listen, stateDir, secretFile string) (guest.Listener, string, error) {
+	if listen == "" {
+		listen = "unix:" + filepath.Join(stateDir, guest.SocketName)
+	}
+	where, err := guest.ParseListen(listen)
+	if err != nil {
+		return where, "", err
+	}
+	secret, err := guest.ReadSecret(secretFile)
+	if err != nil {
+		return where, "", err
+	}
+	if where.NeedsSecret() && len(secret) < 16 {
+		return where, "", fmt.Errorf("listening on %s needs a secret of at least 16 characters (--secret-file or %s)", listen, guest.SecretEnv)
+	}
+	return where, secret, nil
 }
 
 // parseDisplaySize reads WIDTHxHEIGHT, within the limits sandbox.CheckDisplay sets.

@@ -7,15 +7,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"time"
 )
 
-// Client talks to one guest over its unix socket. Everything the guest
-// returns is capped in size before it is decoded.
+// Client talks to one guest over the connections its Dialer opens: a
+// unix socket, a vsock port or TCP. Everything the guest returns is capped
+// in size before it is decoded.
 type Client struct {
 	http *http.Client
 	// probe dials afresh for every request, so Health checks the socket as
@@ -26,28 +27,57 @@ type Client struct {
 	MaxResponseBytes int64
 }
 
+// New returns a client of the guest that dial reaches. A non-empty secret
+// is sent with every request (the guest refuses requests without it when it
+// listens on a network); it is never logged.
+func New(dial Dialer, secret string) *Client {
+	dc := func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) }
+	var tr http.RoundTripper = &http.Transport{
+		DialContext:         dc,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	var probe http.RoundTripper = &http.Transport{DialContext: dc, DisableKeepAlives: true, DisableCompression: true}
+	if secret != "" {
+		tr, probe = withSecret{tr, secret}, withSecret{probe, secret}
+	}
+	return &Client{http: &http.Client{Transport: tr}, probe: &http.Client{Transport: probe}, MaxResponseBytes: 16 << 20}
+}
+
 // NewClient returns a client of the guest listening on socketPath. Its
 // directory is trusted; the socket itself is never reached through a link
 // (see NewClientAt).
-func NewClient(socketPath string) *Client {
-	return NewClientAt(filepath.Dir(socketPath), filepath.Base(socketPath))
-}
+func NewClient(socketPath string) *Client { return New(UnixDialer(socketPath), "") }
 
 // NewClientAt returns a client of the guest whose socket is rel beneath
 // dir. dir is the host's own; each component of rel may have been written
 // by the sandbox, so the client connects only if each is a real directory
 // and the last a socket, never following a link, and fails with
 // ErrUnsafeSocket otherwise.
-func NewClientAt(dir, rel string) *Client {
-	dial := newSocketDialer(dir, rel).DialContext
-	tr := &http.Transport{
-		DialContext:         dial,
-		MaxIdleConnsPerHost: 16,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
+func NewClientAt(dir, rel string) *Client { return New(UnixDialerAt(dir, rel), "") }
+
+// withSecret adds the sandbox's secret to every request it carries,
+// proxied ones included.
+type withSecret struct {
+	next   http.RoundTripper
+	secret string
+}
+
+func (w withSecret) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(SecretHeader, w.secret)
+	return w.next.RoundTrip(r)
+}
+
+// idleCloser is what the transports under a Client can do besides carrying
+// requests.
+type idleCloser interface{ CloseIdleConnections() }
+
+func (w withSecret) CloseIdleConnections() {
+	if c, ok := w.next.(idleCloser); ok {
+		c.CloseIdleConnections()
 	}
-	probe := &http.Transport{DialContext: dial, DisableKeepAlives: true, DisableCompression: true}
-	return &Client{http: &http.Client{Transport: tr}, probe: &http.Client{Transport: probe}, MaxResponseBytes: 16 << 20}
 }
 
 // Close releases idle connections.

@@ -37,9 +37,8 @@ func newSocketDialer(dir, rel string) socketDialer {
 	return d
 }
 
-// DialContext connects to the socket; network and addr (from an HTTP
-// transport) are ignored.
-func (s socketDialer) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+// dial connects to the socket.
+func (s socketDialer) dial(ctx context.Context) (net.Conn, error) {
 	fd, err := s.open()
 	if err != nil {
 		return nil, err

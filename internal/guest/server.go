@@ -40,7 +40,10 @@ type ServerConfig struct {
 	// base URL WebBase+"/jupyter/", and noVNC is told to connect to
 	// WebBase+"/desktop/websockify". Empty means "".
 	WebBase string
-	Log     *slog.Logger
+	// Secret, when set, must come with every request (in SecretHeader);
+	// others are answered 401. It is required on a network listener.
+	Secret string
+	Log    *slog.Logger
 }
 
 // Server is the guest daemon.
@@ -123,6 +126,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /desktop/action", s.desktopAction)
 	mux.HandleFunc("POST /kernel/execute", s.kernelExecute)
 	mux.HandleFunc("/proxy/{service}/{path...}", s.proxy)
+	if s.cfg.Secret != "" {
+		return requireSecret(s.cfg.Secret, mux)
+	}
 	return mux
 }
 
