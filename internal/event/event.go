@@ -29,12 +29,13 @@ type Payload interface {
 var ErrUnknownType = errors.New("unknown event type")
 
 // payloads holds a zero payload of every type, in the order Types lists
-// them; Decode makes each type's value from it.
+// them.
 var payloads = []Payload{
 	State{}, Sandbox{}, Command{}, Output{}, Exit{}, Log{}, Deleted{},
 	Model{}, ToolCall{}, ToolResult{}, Notice{}, Condensation{},
 }
 
+// byType is the struct of each type's payload, which Decode fills.
 var byType = func() map[string]reflect.Type {
 	m := make(map[string]reflect.Type, len(payloads))
 	for _, p := range payloads {
