@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/agent"
 	"github.com/agentbox/agentbox/internal/agent/tools"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/sandbox"
 )
@@ -182,12 +183,12 @@ func (c *chat) save() {
 }
 
 // emit shows the loop's events; the model's text was already streamed.
-func (c *chat) emit(typ string, payload any) {
-	if typ == agent.EventModel {
+func (c *chat) emit(p event.Payload) {
+	if _, ok := p.(event.Model); ok {
 		io.WriteString(c.out, "\n")
 		return
 	}
-	b, _ := json.Marshal(payload)
+	typ, b, _ := event.Marshal(p)
 	_ = c.shower.show(typ, b)
 }
 

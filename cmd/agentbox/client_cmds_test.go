@@ -19,7 +19,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/config"
-	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -153,9 +153,9 @@ func progressOnFollow(t *testing.T, e *apitest.Env, final store.Status) *sync.Wa
 		once.Do(func() {
 			wg.Go(func() {
 				e.Start(id)
-				e.Emit(id, jobs.EventCommand, map[string]any{"command": "echo hello"})
-				e.Emit(id, jobs.EventOutput, map[string]any{"stream": "stdout", "text": "hello\n"})
-				e.Emit(id, jobs.EventExit, map[string]any{"exit_code": 0, "duration_ms": 12})
+				e.Emit(id, event.Command{Command: "echo hello"})
+				e.Emit(id, event.Output{Stream: "stdout", Text: "hello\n"})
+				e.Emit(id, event.Exit{ExitCode: 0, DurationMS: 12})
 				e.Finish(id, final, map[store.Status]string{store.StatusError: "it broke"}[final])
 			})
 		})
@@ -204,7 +204,7 @@ func TestLogsExitCode(t *testing.T) {
 func TestLogsNoFollow(t *testing.T) {
 	e := clientEnv(t)
 	done := e.Submit("ok").ID
-	e.Emit(done, jobs.EventOutput, map[string]any{"stream": "stdout", "text": "42\n"})
+	e.Emit(done, event.Output{Stream: "stdout", Text: "42\n"})
 	e.Finish(done, store.StatusComplete, "")
 	if out, _ := mustRun(t, "logs", "--no-follow", done); out != "42\n" {
 		t.Errorf("stdout = %q", out)

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/client"
-	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/event"
 )
 
 // logsOptions are the options of `agentbox logs` (and submit --follow).
@@ -123,32 +124,31 @@ func (p *eventPrinter) print(ev api.Event) error {
 }
 
 // show prints one event: what the job did on stdout, bookkeeping on stderr.
+// An event of a type it does not know is shown raw.
 func (p *eventPrinter) show(typ string, payload json.RawMessage) error {
-	var pl map[string]any
-	_ = json.Unmarshal(payload, &pl)
+	ev, _ := event.Decode(typ, payload)
 	var err error
-	switch typ {
-	case "model":
-		err = p.showModel(payload)
-	case "tool_call":
-		_, err = fmt.Fprintf(p.errw, "▶ %s %s\n", printable(str(pl["name"])), printable(firstLine(compactJSON(pl["input"]), 300)))
-	case "tool_result":
-		err = p.showResult(pl)
-	case "notice":
-		_, err = fmt.Fprintf(p.errw, "[agentbox] %s\n", str(pl["text"]))
-	case "output":
-		text, _ := pl["text"].(string)
-		_, err = io.WriteString(p.out, printable(text))
-	case "state":
-		_, err = fmt.Fprintf(p.errw, "[%s]%s%s\n", str(pl["status"]), prefixed(" attempt ", str(pl["attempt"])), prefixed(" ", str(pl["error"])))
-	case "command":
-		_, err = fmt.Fprintf(p.errw, "$ %s\n", firstLine(str(pl["command"]), 200))
-	case "exit":
-		_, err = fmt.Fprintf(p.errw, "[exit %s after %sms%s]\n", str(pl["exit_code"]), str(pl["duration_ms"]), exitNotes(pl))
-	case "sandbox":
-		_, err = fmt.Fprintf(p.errw, "[sandbox %s ready in %sms]\n", str(pl["sandbox_id"]), str(pl["ready_ms"]))
-	case "log":
-		_, err = fmt.Fprintf(p.errw, "[%s] %s\n", firstNonEmpty(str(pl["level"]), "log"), str(pl["message"]))
+	switch ev := ev.(type) {
+	case event.Model:
+		err = p.showModel(ev)
+	case event.ToolCall:
+		_, err = fmt.Fprintf(p.errw, "▶ %s %s\n", printable(ev.Name), printable(firstLine(compactJSON(ev.Input), 300)))
+	case event.ToolResult:
+		err = p.showResult(ev)
+	case event.Notice:
+		_, err = fmt.Fprintf(p.errw, "[agentbox] %s\n", ev.Text)
+	case event.Output:
+		_, err = io.WriteString(p.out, printable(ev.Text))
+	case event.State:
+		_, err = fmt.Fprintf(p.errw, "[%s]%s%s\n", ev.Status, prefixed(" attempt ", nonZero(ev.Attempt)), prefixed(" ", ev.Error))
+	case event.Command:
+		_, err = fmt.Fprintf(p.errw, "$ %s\n", firstLine(ev.Command, 200))
+	case event.Exit:
+		_, err = fmt.Fprintf(p.errw, "[exit %d after %dms%s]\n", ev.ExitCode, ev.DurationMS, exitNotes(ev))
+	case event.Sandbox:
+		_, err = fmt.Fprintf(p.errw, "[sandbox %s ready in %dms]\n", ev.SandboxID, ev.ReadyMS)
+	case event.Log:
+		_, err = fmt.Fprintf(p.errw, "[%s] %s\n", firstNonEmpty(ev.Level, "log"), ev.Message)
 	default:
 		_, err = fmt.Fprintf(p.errw, "[%s] %s\n", typ, firstLine(string(payload), 200))
 	}
@@ -156,13 +156,7 @@ func (p *eventPrinter) show(typ string, payload json.RawMessage) error {
 }
 
 // showModel prints the model's text of a step.
-func (p *eventPrinter) showModel(payload json.RawMessage) error {
-	var ev struct {
-		Message llm.Message `json:"message"`
-	}
-	if json.Unmarshal(payload, &ev) != nil {
-		return nil
-	}
+func (p *eventPrinter) showModel(ev event.Model) error {
 	if text := strings.TrimSpace(ev.Message.PlainText()); text != "" {
 		_, err := fmt.Fprintf(p.out, "%s\n", printable(text))
 		return err
@@ -171,11 +165,11 @@ func (p *eventPrinter) showModel(payload json.RawMessage) error {
 }
 
 // showResult prints a tool's result, at most resultLines lines of it.
-func (p *eventPrinter) showResult(pl map[string]any) error {
+func (p *eventPrinter) showResult(ev event.ToolResult) error {
 	const resultLines = 20
-	lines := strings.Split(strings.TrimRight(str(pl["text"]), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(ev.Text, "\n"), "\n")
 	mark := "│"
-	if pl["is_error"] == true {
+	if ev.IsError {
 		mark = "✗"
 	}
 	var sb strings.Builder
@@ -202,32 +196,29 @@ func printable(s string) string {
 	}, s)
 }
 
-func compactJSON(v any) string {
+// compactJSON renders a JSON value on one line, object keys sorted.
+func compactJSON(raw json.RawMessage) string {
+	var v any
+	_ = json.Unmarshal(raw, &v)
 	b, _ := json.Marshal(v)
 	return string(b)
 }
 
-func exitNotes(pl map[string]any) string {
+func exitNotes(ev event.Exit) string {
 	var notes []string
-	if pl["timed_out"] == true {
+	if ev.TimedOut {
 		notes = append(notes, "timed out")
 	}
-	if pl["truncated"] == true {
+	if ev.Truncated {
 		notes = append(notes, "output truncated")
 	}
 	return prefixed(", ", strings.Join(notes, ", "))
 }
 
-// str renders a JSON value for a one-line summary; numbers without exponents.
-func str(v any) string {
-	switch v := v.(type) {
-	case nil:
+// nonZero renders n, or "" for 0 (a field the event does not have).
+func nonZero(n int) string {
+	if n == 0 {
 		return ""
-	case string:
-		return v
-	case float64:
-		return fmt.Sprintf("%.0f", v)
 	}
-	b, _ := json.Marshal(v)
-	return string(b)
+	return strconv.Itoa(n)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/agent/tools"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/memory"
@@ -67,7 +68,7 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 	l := &Loop{
 		Model: model, Tools: a.cfg.Tools, System: SystemPrompt(),
 		Env:  &tools.Env{Guest: r.Sandbox.Guest(), Timeout: a.cfg.ToolTimeout, SpillDir: SpillDir},
-		Emit: func(typ string, p any) { r.Emit(context.WithoutCancel(ctx), typ, p) },
+		Emit: func(p event.Payload) { r.Emit(context.WithoutCancel(ctx), p) },
 	}
 	if err := a.withMemory(l, r.Job); err != nil {
 		return jobs.Outcome{Status: store.StatusError, Error: err.Error()}, nil
@@ -86,7 +87,7 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 	}
 	if l.Steps > 0 {
 		note := resumeText(l.Steps, r.Recovered)
-		l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": note})
+		l.Emit(event.Notice{Step: l.Steps, Text: note})
 		if !r.Recovered {
 			l.Messages = tell(l.Messages, "[agentbox] The job was "+note+": files are kept, but processes started earlier (servers) are gone.")
 		}
@@ -128,7 +129,7 @@ func (a *Agent) drive(ctx context.Context, r *jobs.Run, l *Loop, maxSteps, start
 			return outcome(store.StatusError, fmt.Sprintf("the model answered %d times in a row without using a tool or calling finish", idle), ""), nil
 		}
 		l.Say(nudge)
-		l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": nudge, "said": true})
+		l.Emit(event.Notice{Step: l.Steps, Text: nudge, Said: true})
 	}
 }
 

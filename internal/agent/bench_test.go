@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/agent/tools"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/llm/anthropic"
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
@@ -49,8 +50,8 @@ func BenchmarkLoopStep(b *testing.B) {
 	if _, _, err := st.CreateJob(context.Background(), store.Job{ID: "job_bench", Task: "x", Status: store.StatusRunning, CreatedAt: now, UpdatedAt: now}); err != nil {
 		b.Fatal(err)
 	}
-	emit := func(typ string, p any) {
-		raw, _ := json.Marshal(p)
+	emit := func(p event.Payload) {
+		typ, raw, _ := event.Marshal(p)
 		if _, err := st.AppendEvent(context.Background(), "job_bench", typ, raw); err != nil {
 			b.Fatal(err)
 		}

@@ -14,16 +14,9 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/agent/tools"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/memory"
-)
-
-// Event types the loop emits.
-const (
-	EventModel      = "model"       // {"step", "message", "stop_reason", "usage", "duration_ms"}
-	EventToolCall   = "tool_call"   // {"step", "id", "name", "input"}
-	EventToolResult = "tool_result" // {"step", "id", "name", "is_error", "text", "images", "duration_ms"}
-	EventNotice     = "notice"      // {"step", "text"}: what the loop told the model on its own
 )
 
 // Loop is one conversation with a model over a sandbox's tools.
@@ -32,8 +25,9 @@ type Loop struct {
 	Tools  []tools.Tool
 	Env    *tools.Env
 	System string
-	// Emit records an event; it must not fail the loop.
-	Emit func(typ string, payload any)
+	// Emit records an event (event.Model, event.ToolCall, ...); it must not
+	// fail the loop.
+	Emit func(event.Payload)
 	// OnText, if set, sees the model's text as it streams.
 	OnText func(delta string)
 	// RepeatLimit: a failing call repeated this many times in a row makes
@@ -118,7 +112,7 @@ func (l *Loop) callModel(ctx context.Context) (llm.Response, error) {
 		if !transient || try >= modelRetries || ctx.Err() != nil {
 			return llm.Response{}, fmt.Errorf("model: %w", err)
 		}
-		l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": fmt.Sprintf("model call failed (%v); retrying in %v", err, delay)})
+		l.Emit(event.Notice{Step: l.Steps, Text: fmt.Sprintf("model call failed (%v); retrying in %v", err, delay)})
 		select {
 		case <-ctx.Done():
 			return llm.Response{}, fmt.Errorf("model: %w", context.Cause(ctx))
@@ -165,8 +159,8 @@ func (l *Loop) account(resp llm.Response, begin time.Time) llm.Response {
 	var sb strings.Builder
 	renderMessage(&sb, resp.Message)
 	l.index("model", sb.String())
-	l.Emit(EventModel, map[string]any{"step": l.Steps, "message": resp.Message, "stop_reason": resp.StopReason,
-		"usage": resp.Usage, "duration_ms": time.Since(begin).Milliseconds()})
+	l.Emit(event.Model{Step: l.Steps, Message: resp.Message, StopReason: resp.StopReason,
+		Usage: resp.Usage, DurationMS: time.Since(begin).Milliseconds()})
 	return resp
 }
 
@@ -178,7 +172,7 @@ func (l *Loop) runTools(ctx context.Context, calls []llm.Block, cutOff bool) ([]
 	var finish *tools.Finish
 	var failure error
 	for i, c := range calls {
-		l.Emit(EventToolCall, map[string]any{"step": l.Steps, "id": c.ID, "name": c.Name, "input": json.RawMessage(orEmpty(c.Input))})
+		l.Emit(event.ToolCall{Step: l.Steps, ID: c.ID, Name: c.Name, Input: orEmpty(c.Input)})
 		begin := time.Now()
 		res, err := l.result(ctx, c, skipReason(failure, finish, cutOff && i == len(calls)-1))
 		l.ToolTime += time.Since(begin)
@@ -187,13 +181,13 @@ func (l *Loop) runTools(ctx context.Context, calls []llm.Block, cutOff bool) ([]
 		}
 		if note := l.repeats.observe(c, res, l.repeatLimit()); note != "" {
 			res.Text += "\n\n" + note
-			l.Emit(EventNotice, map[string]any{"step": l.Steps, "text": note})
+			l.Emit(event.Notice{Step: l.Steps, Text: note})
 		}
 		if c.Name != "recall" {
 			l.index("tool_result "+c.Name, res.Text)
 		}
-		l.Emit(EventToolResult, map[string]any{"step": l.Steps, "id": c.ID, "name": c.Name, "is_error": res.IsError,
-			"text": res.Text, "images": len(res.Images), "duration_ms": time.Since(begin).Milliseconds()})
+		l.Emit(event.ToolResult{Step: l.Steps, ID: c.ID, Name: c.Name, IsError: res.IsError,
+			Text: res.Text, Images: len(res.Images), DurationMS: time.Since(begin).Milliseconds()})
 		out = append(out, llm.Block{Type: llm.BlockToolResult, ID: c.ID, Text: res.Text, IsError: res.IsError, Images: res.Images})
 		if res.Finish != nil && finish == nil {
 			finish = res.Finish

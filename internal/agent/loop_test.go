@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/agent/tools"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/llm/anthropic"
@@ -46,7 +47,7 @@ func newLoop(t *testing.T, script llmtest.Script, ts ...tools.Tool) (*Loop, *llm
 	}
 	var events []string
 	l := &Loop{Model: m, Tools: append(ts, tools.FinishTool{}), Env: &tools.Env{},
-		Emit: func(typ string, p any) { b, _ := json.Marshal(p); events = append(events, typ+" "+string(b)) }}
+		Emit: func(p event.Payload) { b, _ := json.Marshal(p); events = append(events, p.EventType()+" "+string(b)) }}
 	l.Say("the task")
 	retryDelay = 10 * time.Millisecond
 	return l, fake, &events

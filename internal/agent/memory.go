@@ -9,15 +9,11 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/agent/tools"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/memory"
 	"github.com/agentbox/agentbox/internal/store"
 )
-
-// EventCondensation records what the context manager did to fit the prompt:
-// {"kind", "from_step", "to_step", "tokens_before", "tokens_after", "reason", "state"}.
-// state is the condensation state after it, so a resumed job picks it up.
-const EventCondensation = "condensation"
 
 // prompt returns the messages to send: the history as is, or fitted into
 // the context budget by the memory manager.
@@ -31,8 +27,8 @@ func (l *Loop) prompt(ctx context.Context) ([]llm.Message, error) {
 	}
 	l.MemState = st
 	for _, c := range conds {
-		l.Emit(EventCondensation, map[string]any{"step": l.Steps, "kind": c.Kind, "from_step": c.FromStep, "to_step": c.ToStep,
-			"tokens_before": c.TokensBefore, "tokens_after": c.TokensAfter, "reason": c.Reason, "state": st})
+		l.Emit(event.Condensation{Step: l.Steps, Kind: c.Kind, FromStep: c.FromStep, ToStep: c.ToStep,
+			TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter, Reason: c.Reason, State: st})
 	}
 	return p.Messages, nil
 }
@@ -207,24 +203,18 @@ func callName(call llm.Message, id string) string {
 // index from its event log.
 func restoreMemory(l *Loop, events []store.Event) {
 	for _, ev := range events {
-		var p struct {
-			Step    int          `json:"step"`
-			Name    string       `json:"name"`
-			Text    string       `json:"text"`
-			Message llm.Message  `json:"message"`
-			State   memory.State `json:"state"`
-		}
-		if json.Unmarshal(ev.Payload, &p) != nil {
+		p, err := event.Decode(ev.Type, ev.Payload)
+		if err != nil {
 			continue
 		}
-		switch ev.Type {
-		case EventCondensation:
+		switch p := p.(type) {
+		case event.Condensation:
 			l.MemState = p.State
-		case EventModel:
+		case event.Model:
 			var b strings.Builder
 			renderMessage(&b, p.Message)
 			l.Recall.Add(p.Step, "model", b.String())
-		case EventToolResult:
+		case event.ToolResult:
 			l.Recall.Add(p.Step, "tool_result "+p.Name, p.Text)
 		}
 	}

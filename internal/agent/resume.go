@@ -1,8 +1,7 @@
 package agent
 
 import (
-	"encoding/json"
-
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -23,33 +22,19 @@ func Rebuild(task string, events []store.Event) ([]llm.Message, int) {
 		}
 	}
 	for _, ev := range events {
-		switch ev.Type {
-		case EventModel:
-			var p struct {
-				Step    int         `json:"step"`
-				Message llm.Message `json:"message"`
-			}
-			if json.Unmarshal(ev.Payload, &p) != nil {
-				continue
-			}
+		p, err := event.Decode(ev.Type, ev.Payload)
+		if err != nil {
+			continue
+		}
+		switch p := p.(type) {
+		case event.Model:
 			flush()
 			msgs = append(msgs, p.Message)
 			steps = max(steps, p.Step)
-		case EventToolResult:
-			var p struct {
-				ID      string `json:"id"`
-				Text    string `json:"text"`
-				IsError bool   `json:"is_error"`
-			}
-			if json.Unmarshal(ev.Payload, &p) == nil {
-				results = append(results, llm.Block{Type: llm.BlockToolResult, ID: p.ID, Text: p.Text, IsError: p.IsError})
-			}
-		case EventNotice:
-			var p struct {
-				Text string `json:"text"`
-				Said bool   `json:"said"`
-			}
-			if json.Unmarshal(ev.Payload, &p) == nil && p.Said {
+		case event.ToolResult:
+			results = append(results, llm.Block{Type: llm.BlockToolResult, ID: p.ID, Text: p.Text, IsError: p.IsError})
+		case event.Notice:
+			if p.Said {
 				flush()
 				msgs = append(msgs, llm.Text(llm.RoleUser, p.Text))
 			}

@@ -8,13 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
 	"github.com/agentbox/agentbox/internal/memory"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
-func event(typ string, p any) store.Event {
+// logged is an event as the log holds it. The tests give payloads as maps,
+// as logs written before package event hold them, and partial: Rebuild
+// must read those too.
+func logged(typ string, p any) store.Event {
 	b, _ := json.Marshal(p)
 	return store.Event{Type: typ, Payload: b}
 }
@@ -24,11 +28,11 @@ func TestRebuildAnswersAnInterruptedStep(t *testing.T) {
 		return llm.Block{Type: llm.BlockToolUse, ID: id, Name: "bash", Input: []byte(`{}`)}
 	}
 	evs := []store.Event{
-		event(EventModel, map[string]any{"step": 1, "message": llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{call("a")}}}),
-		event(EventToolResult, map[string]any{"step": 1, "id": "a", "name": "bash", "text": "one"}),
-		event(EventNotice, map[string]any{"step": 1, "text": nudge, "said": true}),
-		event(EventModel, map[string]any{"step": 2, "message": llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{call("b"), call("c")}}}),
-		event(EventToolResult, map[string]any{"step": 2, "id": "b", "name": "bash", "text": "two"}),
+		logged(event.TypeModel, map[string]any{"step": 1, "message": llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{call("a")}}}),
+		logged(event.TypeToolResult, map[string]any{"step": 1, "id": "a", "name": "bash", "text": "one"}),
+		logged(event.TypeNotice, map[string]any{"step": 1, "text": nudge, "said": true}),
+		logged(event.TypeModel, map[string]any{"step": 2, "message": llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{call("b"), call("c")}}}),
+		logged(event.TypeToolResult, map[string]any{"step": 2, "id": "b", "name": "bash", "text": "two"}),
 		// the server died before c's result
 	}
 	msgs, steps := Rebuild("the task", evs)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -69,11 +70,11 @@ func TestDeleteJob(t *testing.T) {
 	evs := events(t, e, id)
 	var deleted []string
 	for _, ev := range evs {
-		if ev.Type == jobs.EventDeleted {
+		if ev.Type == event.TypeDeleted {
 			deleted = append(deleted, string(ev.Payload))
 		}
 	}
-	if len(deleted) != 1 || evs[len(evs)-1].Type != jobs.EventDeleted || evs[0].Type != jobs.EventState {
+	if len(deleted) != 1 || evs[len(evs)-1].Type != event.TypeDeleted || evs[0].Type != event.TypeState {
 		t.Fatalf("events after two DELETEs: %+v; want the log kept and one deleted event last", evs)
 	}
 	var p struct{ Reason string }

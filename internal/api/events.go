@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -202,13 +202,8 @@ func (st *sseStream) flush() error { return st.rc.Flush() }
 
 // isFinalState reports whether e records the job reaching an end state.
 func isFinalState(e store.Event) bool {
-	if e.Type != jobs.EventState {
-		return false
-	}
-	var p struct {
-		Status store.Status `json:"status"`
-	}
-	return json.Unmarshal(e.Payload, &p) == nil && p.Status.Final()
+	st, ok := event.As[event.State](e.Type, e.Payload)
+	return ok && st.Status.Final()
 }
 
 // sseField keeps an event type on one SSE line.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
-	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -21,7 +21,7 @@ func TestEventPages(t *testing.T) {
 	e := apitest.New(t, api.Config{})
 	id := e.Submit("x").ID // seq 1: state pending
 	for i := range 4 {
-		e.Emit(id, jobs.EventOutput, map[string]any{"stream": "stdout", "text": fmt.Sprint(i)})
+		e.Emit(id, event.Output{Stream: "stdout", Text: fmt.Sprint(i)})
 	}
 	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/events?after=2&limit=2"})
 	if resp.StatusCode != 200 {
@@ -130,10 +130,10 @@ func TestStreamResumesAndEnds(t *testing.T) {
 	for _, how := range []string{"Last-Event-ID", "after"} {
 		t.Run(how, func(t *testing.T) {
 			e := apitest.New(t, api.Config{})
-			id := e.Submit("x").ID                                                        // seq 1
-			e.Start(id)                                                                   // seq 2
-			e.Emit(id, jobs.EventCommand, map[string]any{"command": "ls"})                // 3
-			e.Emit(id, jobs.EventOutput, map[string]any{"stream": "stdout", "text": "a"}) // 4
+			id := e.Submit("x").ID                                // seq 1
+			e.Start(id)                                           // seq 2
+			e.Emit(id, event.Command{Command: "ls"})              // 3
+			e.Emit(id, event.Output{Stream: "stdout", Text: "a"}) // 4
 			path, hdr := "/v1/jobs/"+id+"/events", map[string]string{"Last-Event-ID": "3"}
 			if how == "after" {
 				path, hdr = path+"?after=3", nil
@@ -142,9 +142,9 @@ func TestStreamResumesAndEnds(t *testing.T) {
 			if ev, ok := s.next(); !ok || ev.id != "4" {
 				t.Fatalf("first event %+v, want seq 4", ev)
 			}
-			e.Emit(id, jobs.EventOutput, map[string]any{"stream": "stdout", "text": "b"}) // 5
-			e.Finish(id, store.StatusComplete, "")                                        // 6
-			e.Emit(id, jobs.EventLog, map[string]any{"message": "after the end"})         // 7: not sent, the stream ends at 6
+			e.Emit(id, event.Output{Stream: "stdout", Text: "b"}) // 5
+			e.Finish(id, store.StatusComplete, "")                // 6
+			e.Emit(id, event.Log{Message: "after the end"})       // 7: not sent, the stream ends at 6
 			got := s.rest()
 			if len(got) != 2 || got[0] != 5 || got[1] != 6 {
 				t.Errorf("events after 4: %v, want [5 6] and the end of the stream", got)
@@ -186,7 +186,7 @@ func TestStreamWaitsForLaggingFinalEvent(t *testing.T) {
 	e, id, s := followNewJob(t)
 	e.SetStatus(id, store.StatusComplete)
 	time.Sleep(300 * time.Millisecond) // the pause between the writes: 30 polls
-	e.Emit(id, jobs.EventState, map[string]any{"status": store.StatusComplete})
+	e.Emit(id, event.State{Status: store.StatusComplete})
 	if got := s.rest(); len(got) != 1 || got[0] != 2 {
 		t.Errorf("events after the first %v, want [2]: the final state event", got)
 	}

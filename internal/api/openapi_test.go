@@ -9,6 +9,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/memory"
 )
 
 // openAPIDoc is the part of the document the tests read.
@@ -81,6 +85,7 @@ func TestOpenAPISchemasMatchDTOs(t *testing.T) {
 		"LegacySubmitResponse": reflect.TypeFor[LegacySubmitResponse](), "LegacyStatus": reflect.TypeFor[LegacyStatus](),
 		"Health": reflect.TypeFor[Health](), "ViewerLinks": reflect.TypeFor[ViewerLinks](),
 	}
+	maps.Copy(dtos, eventSchemas())
 	notDTOs := []string{"Status"} // an enum, not a struct
 	for name, schema := range d.Components.Schemas {
 		typ, ok := dtos[name]
@@ -102,6 +107,65 @@ func TestOpenAPISchemasMatchDTOs(t *testing.T) {
 		if _, ok := d.Components.Schemas[name]; !ok {
 			t.Errorf("DTO %s has no schema", name)
 		}
+	}
+}
+
+// eventSchemas maps the schema of each event payload, and of the types
+// payloads hold, to its Go type: package event's struct for type X is
+// the schema XPayload.
+func eventSchemas() map[string]reflect.Type {
+	m := map[string]reflect.Type{
+		"Message": reflect.TypeFor[llm.Message](), "Block": reflect.TypeFor[llm.Block](),
+		"Image": reflect.TypeFor[llm.Image](), "ModelUsage": reflect.TypeFor[llm.Usage](),
+		"ContextState": reflect.TypeFor[memory.State](),
+	}
+	for _, p := range event.Types() {
+		t := reflect.TypeOf(p)
+		m[t.Name()+"Payload"] = t
+	}
+	return m
+}
+
+// TestOpenAPIEventPayloads: the Event schema's allOf gives every event type
+// its payload's schema, and only those.
+func TestOpenAPIEventPayloads(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				Event struct {
+					AllOf []struct {
+						If struct {
+							Properties struct {
+								Type struct {
+									Const string `json:"const"`
+								} `json:"type"`
+							} `json:"properties"`
+						} `json:"if"`
+						Then struct {
+							Properties struct {
+								Payload struct {
+									Ref string `json:"$ref"`
+								} `json:"payload"`
+							} `json:"properties"`
+						} `json:"then"`
+					} `json:"allOf"`
+				} `json:"Event"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]string{}
+	for _, c := range doc.Components.Schemas.Event.AllOf {
+		documented[c.If.Properties.Type.Const] = c.Then.Properties.Payload.Ref
+	}
+	want := map[string]string{}
+	for _, p := range event.Types() {
+		want[p.EventType()] = "#/components/schemas/" + reflect.TypeOf(p).Name() + "Payload"
+	}
+	if !maps.Equal(documented, want) {
+		t.Errorf("Event payload schemas by type:\n doc:  %v\n want: %v", documented, want)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/client"
-	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -120,7 +120,7 @@ func TestFollow(t *testing.T) {
 	err := c.Follow(context.Background(), id, 1, func(ev api.Event) error {
 		seqs = append(seqs, ev.Seq)
 		if ev.Seq == 2 { // running: the job makes progress while we follow
-			e.Emit(id, jobs.EventOutput, map[string]any{"stream": "stdout", "text": strings.Repeat("x", 200<<10)})
+			e.Emit(id, event.Output{Stream: "stdout", Text: strings.Repeat("x", 200<<10)})
 			e.Finish(id, store.StatusComplete, "")
 		}
 		return nil
@@ -185,9 +185,9 @@ func TestFollowResumesAfterADroppedStream(t *testing.T) {
 	for _, abort := range []bool{false, true} {
 		t.Run(map[bool]string{false: "ended", true: "cut"}[abort], func(t *testing.T) {
 			e := apitest.New(t, api.Config{})
-			id := e.Submit("x").ID                                         // 1
-			e.Start(id)                                                    // 2
-			e.Emit(id, jobs.EventCommand, map[string]any{"command": "ls"}) // 3
+			id := e.Submit("x").ID                   // 1
+			e.Start(id)                              // 2
+			e.Emit(id, event.Command{Command: "ls"}) // 3
 			f := &flaky{upstream: e.URL, abort: abort}
 			proxy := httptest.NewServer(f)
 			defer proxy.Close()
@@ -196,8 +196,8 @@ func TestFollowResumesAfterADroppedStream(t *testing.T) {
 			err := c.Follow(context.Background(), id, 1, func(ev api.Event) error {
 				seqs = append(seqs, ev.Seq)
 				if ev.Seq == 2 {
-					e.Emit(id, jobs.EventOutput, map[string]any{"stream": "stdout", "text": "hi"}) // 4
-					e.Finish(id, store.StatusError, "exit 1")                                      // 5
+					e.Emit(id, event.Output{Stream: "stdout", Text: "hi"}) // 4
+					e.Finish(id, store.StatusError, "exit 1")              // 5
 				}
 				return nil
 			})

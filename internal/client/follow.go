@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/event"
 )
 
 // maxEventBytes bounds one SSE event (an output event can be large).
@@ -20,16 +21,11 @@ const maxEventBytes = 32 << 20
 // EventStatus returns the job status a "state" event records, and whether
 // it is a final one (complete, error, canceled).
 func EventStatus(ev api.Event) (status string, final bool) {
-	if ev.Type != "state" {
+	st, ok := event.As[event.State](ev.Type, ev.Payload)
+	if !ok {
 		return "", false
 	}
-	var p struct {
-		Status string `json:"status"`
-	}
-	if json.Unmarshal(ev.Payload, &p) != nil {
-		return "", false
-	}
-	return p.Status, p.Status == "complete" || p.Status == "error" || p.Status == "canceled"
+	return string(st.Status), st.Status.Final()
 }
 
 // callbackError carries an error of Follow's callback out unchanged.

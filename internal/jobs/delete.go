@@ -9,14 +9,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
-// EventDeleted is appended to a job's log when its data is removed:
-// {"reason": "api" | "retention"}.
-const EventDeleted = "deleted"
-
-// Reasons of a deletion, as the deleted event gives them.
+// Reasons of a deletion, as the deleted event (event.Deleted) gives them.
 const (
 	DeletedByAPI       = "api"       // DELETE /v1/jobs/{id}
 	DeletedByRetention = "retention" // the janitor, AGENTBOX_RETENTION after the job ended
@@ -73,7 +70,7 @@ func (s *Service) markDeleted(ctx context.Context, id, reason string) (store.Job
 	if err != nil || !first {
 		return j, err
 	}
-	if err := s.emit(ctx, id, EventDeleted, map[string]string{"reason": reason}); err != nil {
+	if err := s.emit(ctx, id, event.Deleted{Reason: reason}); err != nil {
 		return j, fmt.Errorf("delete job %s: %w", id, err)
 	}
 	return j, nil

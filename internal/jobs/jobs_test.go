@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox"
@@ -95,7 +96,7 @@ func await(t *testing.T, svc *jobs.Service, id string) store.Job {
 		for _, ev := range evs {
 			after = ev.Seq
 			var st struct{ Status store.Status }
-			if ev.Type == jobs.EventState && json.Unmarshal(ev.Payload, &st) == nil && st.Status.Final() {
+			if ev.Type == event.TypeState && json.Unmarshal(ev.Payload, &st) == nil && st.Status.Final() {
 				j, err := svc.Get(ctx, id) // recorded before its state event
 				if err != nil {
 					t.Fatal(err)
@@ -163,7 +164,7 @@ func TestTaskRunsToCompletion(t *testing.T) {
 			t.Errorf("event %d has seq %d", i, ev.Seq)
 		}
 		types = append(types, ev.Type)
-		if ev.Type == jobs.EventOutput {
+		if ev.Type == event.TypeOutput {
 			out = append(out, string(ev.Payload))
 		}
 	}
@@ -310,7 +311,7 @@ func TestPeriodicReapLeavesRunningJobsAlone(t *testing.T) {
 	}
 	running := 0
 	for _, ev := range eventsOf(t, svc, j.ID) {
-		if ev.Type == jobs.EventState && strings.Contains(string(ev.Payload), `"running"`) {
+		if ev.Type == event.TypeState && strings.Contains(string(ev.Payload), `"running"`) {
 			running++
 		}
 	}

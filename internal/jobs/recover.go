@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -29,11 +30,7 @@ func (s *Scheduler) reclaim(ctx context.Context, own string) {
 		if now.Status.Final() {
 			s.destroyStale(ctx, j) // a job going back to pending keeps its sandbox for the next attempt
 		}
-		ev := map[string]any{"status": now.Status, "reason": "the worker running it stopped (lease expired)"}
-		if now.Error != "" {
-			ev["error"] = now.Error
-		}
-		s.emit(ctx, j.ID, EventState, ev)
+		s.emit(ctx, j.ID, event.State{Status: now.Status, Error: now.Error, Reason: "the worker running it stopped (lease expired)"})
 		s.log.Warn("job recovered from a dead worker", "job_id", j.ID, "status", now.Status, "attempts", j.Attempts)
 	}
 	if len(jobs) > 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
@@ -85,7 +86,7 @@ func (e *dataEnv) deletedEvents(id string) []string {
 	}
 	var reasons []string
 	for _, ev := range evs {
-		if ev.Type != jobs.EventDeleted {
+		if ev.Type != event.TypeDeleted {
 			continue
 		}
 		var p struct{ Reason string }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
@@ -26,7 +27,7 @@ type Agent interface {
 type Run struct {
 	Job     store.Job
 	Sandbox sandbox.Sandbox
-	emit    func(ctx context.Context, typ string, payload any)
+	emit    func(ctx context.Context, p event.Payload)
 	// progress records the attempt's totals so far on the job (nil: ignored).
 	progress func(ctx context.Context, p Progress) error
 	// events reads the job's log (nil: empty).
@@ -61,9 +62,9 @@ func lastSeq(evs []store.Event) int64 {
 }
 
 // Emit appends an event to the job's log and wakes its followers.
-func (r *Run) Emit(ctx context.Context, typ string, payload any) {
+func (r *Run) Emit(ctx context.Context, p event.Payload) {
 	if r.emit != nil {
-		r.emit(ctx, typ, payload)
+		r.emit(ctx, p)
 	}
 }
 
@@ -116,7 +117,7 @@ func (s *Scheduler) runJob(ctx context.Context, cancel context.CancelCauseFunc, 
 	}
 	ctx, stop := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%w after %s", errTimeout, durationText(timeout)))
 	defer stop()
-	s.emit(ctx, j.ID, EventState, map[string]any{"status": store.StatusRunning, "attempt": j.Attempts, "worker": s.cfg.WorkerID})
+	s.emit(ctx, j.ID, event.State{Status: store.StatusRunning, Attempt: j.Attempts, Worker: s.cfg.WorkerID})
 	log.Info("job started")
 	out, runErr, cause := s.execute(ctx, cancel, j)
 	s.finish(context.WithoutCancel(ctx), j, out, runErr, cause, time.Since(begin))
@@ -174,7 +175,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	if err := s.saveHandle(ctx, j.ID, sb.Handle()); err != nil {
 		return Outcome{}, err, context.Cause(ctx)
 	}
-	s.emit(ctx, j.ID, EventSandbox, map[string]any{"sandbox_id": sb.Handle().ID, "ready_ms": time.Since(begin).Milliseconds(), "recovered": recovered})
+	s.emit(ctx, j.ID, event.Sandbox{SandboxID: sb.Handle().ID, ReadyMS: time.Since(begin).Milliseconds(), Recovered: recovered})
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
@@ -186,7 +187,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		<-watched
 	}()
 	out, err = s.agent.Run(ctx, &Run{Job: j, Sandbox: sb, Recovered: recovered,
-		emit:     func(ctx context.Context, typ string, p any) { s.emit(ctx, j.ID, typ, p) },
+		emit:     func(ctx context.Context, p event.Payload) { s.emit(ctx, j.ID, p) },
 		progress: func(ctx context.Context, p Progress) error { return s.progress(ctx, j, p) },
 		events: func(ctx context.Context, after int64, limit int) ([]store.Event, error) {
 			return s.store.Events(ctx, j.ID, after, limit)
@@ -300,11 +301,7 @@ func (s *Scheduler) finish(ctx context.Context, j store.Job, out Outcome, runErr
 		s.release(ctx, j.ID, "its outcome could not be recorded; it will run again")
 		return
 	}
-	ev := map[string]any{"status": status}
-	if msg != "" {
-		ev["error"] = msg
-	}
-	s.emit(ctx, j.ID, EventState, ev)
+	s.emit(ctx, j.ID, event.State{Status: status, Error: msg})
 	s.metrics.jobEnded(status, took)
 	log.Info("job ended", "status", status, "error", msg, "steps", j2.Steps, "took", durationText(took))
 }
@@ -360,7 +357,7 @@ func (s *Scheduler) release(ctx context.Context, id, reason string) {
 	if err != nil {
 		return
 	}
-	s.emit(ctx, id, EventState, map[string]any{"status": j.Status, "reason": reason})
+	s.emit(ctx, id, event.State{Status: j.Status, Reason: reason})
 	s.log.Info("job released", "job_id", id, "status", j.Status, "reason", reason)
 }
 

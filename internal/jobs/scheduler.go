@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -265,9 +266,9 @@ func (s *Scheduler) isRunning(id string) bool {
 	return ok
 }
 
-func (s *Scheduler) emit(ctx context.Context, id, typ string, payload any) {
-	if err := emit(ctx, s.store, s.hub, id, typ, payload); err != nil {
-		s.log.Error("append event", "job_id", id, "type", typ, "err", err)
+func (s *Scheduler) emit(ctx context.Context, id string, p event.Payload) {
+	if err := emit(ctx, s.store, s.hub, id, p); err != nil {
+		s.log.Error("append event", "job_id", id, "type", p.EventType(), "err", err)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -41,16 +42,6 @@ const (
 	MaxTaskBytes     = 256 << 10
 	MaxMetadataKeys  = 64
 	MaxMetadataBytes = 16 << 10
-)
-
-// Event types every job's log may contain. The agent adds its own.
-const (
-	EventState   = "state"   // {"status", "error"?, "attempt"?}
-	EventSandbox = "sandbox" // {"sandbox_id", "ready_ms"}
-	EventCommand = "command" // {"command"}
-	EventOutput  = "output"  // {"stream", "text"}
-	EventExit    = "exit"    // {"exit_code", "duration_ms", "timed_out", "truncated"}
-	EventLog     = "log"     // {"level", "message"}
 )
 
 // SubmitRequest is a new job as a client asks for it.
@@ -112,7 +103,7 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (store.Job, boo
 		return j, false, fmt.Errorf("submit: %w", err)
 	}
 	if created {
-		s.emit(ctx, j.ID, EventState, map[string]any{"status": store.StatusPending})
+		s.emit(ctx, j.ID, event.State{Status: store.StatusPending})
 		if s.sched != nil {
 			s.sched.wake()
 		}
@@ -215,7 +206,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (store.Job, error) {
 		return j, err
 	}
 	if wasPending {
-		s.emit(ctx, id, EventState, map[string]any{"status": store.StatusCanceled, "error": j.Error})
+		s.emit(ctx, id, event.State{Status: store.StatusCanceled, Error: j.Error})
 	} else if s.sched != nil {
 		s.sched.cancelLocal(id)
 	}
@@ -282,14 +273,14 @@ func WorkspaceDir(dataDir, id string) string {
 
 // emit appends an event and wakes its followers. Event writes are part of the
 // audit trail; a failure is returned to callers that can act on it.
-func (s *Service) emit(ctx context.Context, id, typ string, payload any) error {
-	return emit(ctx, s.store, s.hub, id, typ, payload)
+func (s *Service) emit(ctx context.Context, id string, p event.Payload) error {
+	return emit(ctx, s.store, s.hub, id, p)
 }
 
-func emit(ctx context.Context, st store.Store, h *hub, id, typ string, payload any) error {
-	b, err := json.Marshal(payload)
+func emit(ctx context.Context, st store.Store, h *hub, id string, p event.Payload) error {
+	typ, b, err := event.Marshal(p)
 	if err != nil {
-		return fmt.Errorf("event %s: %w", typ, err)
+		return err
 	}
 	if _, err := st.AppendEvent(context.WithoutCancel(ctx), id, typ, b); err != nil {
 		return fmt.Errorf("event %s: %w", typ, err)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -18,19 +19,19 @@ var _ Agent = ShellAgent{}
 
 // Run executes the task, streaming its output into the event log.
 func (ShellAgent) Run(ctx context.Context, r *Run) (Outcome, error) {
-	r.Emit(ctx, EventCommand, map[string]any{"command": r.Job.Task})
+	r.Emit(ctx, event.Command{Command: r.Job.Task})
 	req := guest.Shell(r.Job.Task)
 	if dl, ok := ctx.Deadline(); ok {
 		req.TimeoutMS = max(time.Until(dl).Milliseconds(), 1)
 	}
-	out := newOutputBatcher(func(p map[string]any) { r.Emit(context.WithoutCancel(ctx), EventOutput, p) })
+	out := newOutputBatcher(func(p event.Output) { r.Emit(context.WithoutCancel(ctx), p) })
 	res, err := r.Sandbox.Guest().ExecStream(ctx, req, out.write)
 	out.close()
 	if err != nil {
 		return Outcome{}, fmt.Errorf("run task: %w", err)
 	}
-	r.Emit(ctx, EventExit, map[string]any{"exit_code": res.ExitCode, "duration_ms": res.DurationMS,
-		"timed_out": res.TimedOut, "truncated": res.Truncated, "oom_killed": res.OOMKilled})
+	r.Emit(ctx, event.Exit{ExitCode: res.ExitCode, DurationMS: res.DurationMS,
+		TimedOut: res.TimedOut, Truncated: res.Truncated, OOMKilled: res.OOMKilled})
 	if res.ExitCode != 0 {
 		return Outcome{Status: store.StatusError, Steps: 1, Error: fmt.Sprintf("task script exited %d", res.ExitCode)}, nil
 	}
@@ -41,14 +42,14 @@ func (ShellAgent) Run(ctx context.Context, r *Run) (Outcome, error) {
 // one per stream every 100ms or 32 KiB, so a chatty command does not cost
 // one durable write per line.
 type outputBatcher struct {
-	emit func(payload map[string]any)
+	emit func(event.Output)
 	mu   sync.Mutex
 	buf  map[string][]byte
 	stop chan struct{}
 	done chan struct{}
 }
 
-func newOutputBatcher(emit func(payload map[string]any)) *outputBatcher {
+func newOutputBatcher(emit func(event.Output)) *outputBatcher {
 	b := &outputBatcher{emit: emit, buf: map[string][]byte{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go b.loop()
 	return b
@@ -84,7 +85,7 @@ func (b *outputBatcher) flush() {
 	defer b.mu.Unlock()
 	for _, stream := range []string{"stdout", "stderr"} {
 		if p := b.buf[stream]; len(p) > 0 {
-			b.emit(map[string]any{"stream": stream, "text": string(p)})
+			b.emit(event.Output{Stream: stream, Text: string(p)})
 			b.buf[stream] = nil
 		}
 	}

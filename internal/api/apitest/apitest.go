@@ -6,7 +6,6 @@ package apitest
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
@@ -92,7 +92,7 @@ func (e *Env) Start(id string) {
 	e.update(id, func(j *store.Job) {
 		j.Status, j.Attempts, j.StartedAt = store.StatusRunning, j.Attempts+1, time.Now().UTC()
 	})
-	e.Emit(id, jobs.EventState, map[string]any{"status": store.StatusRunning, "attempt": 1})
+	e.Emit(id, event.State{Status: store.StatusRunning, Attempt: 1})
 }
 
 // Finish ends a job with status (and errMsg for error or canceled) and
@@ -105,11 +105,7 @@ func (e *Env) Finish(id string, status store.Status, errMsg string) {
 			j.Result = "done"
 		}
 	})
-	p := map[string]any{"status": status}
-	if errMsg != "" {
-		p["error"] = errMsg
-	}
-	e.Emit(id, jobs.EventState, p)
+	e.Emit(id, event.State{Status: status, Error: errMsg})
 }
 
 // SetStatus changes a job's status without recording an event.
@@ -131,9 +127,9 @@ func (e *Env) update(id string, fn func(*store.Job)) {
 }
 
 // Emit appends an event to a job's log.
-func (e *Env) Emit(id, typ string, payload any) store.Event {
+func (e *Env) Emit(id string, p event.Payload) store.Event {
 	e.t.Helper()
-	b, err := json.Marshal(payload)
+	typ, b, err := event.Marshal(p)
 	if err != nil {
 		e.t.Fatal(err)
 	}

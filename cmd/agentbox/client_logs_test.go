@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// TestEventPrinter: how `agentbox logs` shows each type of event, stdout
+// and stderr, from the payloads as the log stores them.
+func TestEventPrinter(t *testing.T) {
+	tests := []struct {
+		typ, payload string
+		out, errw    string
+	}{
+		{"state", `{"status":"pending"}`, "", "[pending]\n"},
+		{"state", `{"attempt":2,"status":"running","worker":"w1"}`, "", "[running] attempt 2\n"},
+		{"state", `{"error":"boom","status":"error"}`, "", "[error] boom\n"},
+		{"sandbox", `{"ready_ms":812,"recovered":false,"sandbox_id":"sb_1"}`, "", "[sandbox sb_1 ready in 812ms]\n"},
+		{"command", `{"command":"echo hi\nls"}`, "", "$ echo hi…\n"},
+		{"output", `{"stream":"stdout","text":"hi\u001b[2J\n"}`, "hi[2J\n", ""},
+		{"exit", `{"duration_ms":3001,"exit_code":137,"oom_killed":true,"timed_out":true,"truncated":true}`, "",
+			"[exit 137 after 3001ms, timed out, output truncated]\n"},
+		{"exit", `{"duration_ms":12,"exit_code":0}`, "", "[exit 0 after 12ms]\n"},
+		{"log", `{"message":"after the end"}`, "", "[log] after the end\n"},
+		{"log", `{"level":"warn","message":"slow"}`, "", "[warn] slow\n"},
+		{"deleted", `{"reason":"api"}`, "", "[deleted] {\"reason\":\"api\"}\n"},
+		{"model", `{"duration_ms":5,"message":{"role":"assistant","content":[{"type":"text","text":" Looking. "},{"type":"tool_use","id":"a","name":"bash","input":{}}]},"step":1,"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":2,"cache_read_tokens":0,"cache_write_tokens":0}}`,
+			"Looking.\n", ""},
+		{"model", `{"message":{"role":"assistant","content":[]},"step":2}`, "", ""},
+		{"tool_call", `{"id":"a","input":{"path":"a.txt","content":"x < y"},"name":"write_file","step":1}`, "",
+			"▶ write_file {\"content\":\"x \\u003c y\",\"path\":\"a.txt\"}\n"},
+		{"tool_result", `{"duration_ms":4,"id":"a","images":0,"is_error":false,"name":"bash","step":1,"text":"one\ntwo\n"}`, "  │ one\n  │ two\n", ""},
+		{"tool_result", `{"id":"a","is_error":true,"name":"bash","step":1,"text":"no such file"}`, "  ✗ no such file\n", ""},
+		{"notice", `{"said":true,"step":3,"text":"go on"}`, "", "[agentbox] go on\n"},
+		{"condensation", `{"from_step":1,"kind":"mask","reason":"","state":{"condensed_steps":0,"dropped_steps":0,"masked_steps":2},"step":5,"to_step":2,"tokens_after":10,"tokens_before":20}`, "",
+			"[condensation] {\"from_step\":1,\"kind\":\"mask\",\"reason\":\"\",\"state\":{\"condensed_steps\":0,\"dropped_steps\":0,\"masked_steps\":2},\"step\":5,\"to_step\":2,\"tokens_after\":10,\"tokens_before\":20}\n"},
+		{"from_the_future", `{"x":1}`, "", "[from_the_future] {\"x\":1}\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.typ, func(t *testing.T) {
+			var out, errw bytes.Buffer
+			p := &eventPrinter{out: &out, errw: &errw}
+			if err := p.show(tt.typ, json.RawMessage(tt.payload)); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.out || errw.String() != tt.errw {
+				t.Errorf("show(%s, %s):\n stdout %q, want %q\n stderr %q, want %q", tt.typ, tt.payload, out.String(), tt.out, errw.String(), tt.errw)
+			}
+		})
+	}
+}
