@@ -16,6 +16,7 @@ import (
 	"github.com/agentbox/agentbox/internal/bench"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 func newBenchCmd(a *app) *cobra.Command {
@@ -96,7 +97,7 @@ func startBenchServer(ctx context.Context, a *app) (url, token string, stop func
 		return "", "", nil, err
 	}
 	token = "bench-token"
-	svc := jobs.NewService(st, dir, 3, nil)
+	svc := jobs.NewService(st, workspace.NewLocal(dir), 3, nil)
 	h := api.New(api.Config{Tokens: []string{token}}, svc, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

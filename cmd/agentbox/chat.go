@@ -21,6 +21,7 @@ import (
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 const chatHelp = `Type a message and press Enter; a pasted block of several lines is one
@@ -65,6 +66,7 @@ one. A pasted multi-line block is one message (bracketed paste).
 type chat struct {
 	a      *app
 	drv    sandbox.Driver
+	ws     *workspace.Local // the sessions' workspaces
 	model  llm.Model
 	spec   string
 	name   string
@@ -97,12 +99,13 @@ func (a *app) chat(ctx context.Context, session, spec string, in io.Reader, out,
 		return err
 	}
 	defer drv.Close()
-	c := &chat{a: a, drv: drv, model: model, spec: spec, out: out, errw: errw, shower: &eventPrinter{out: out, errw: errw}}
+	c := &chat{a: a, drv: drv, ws: workspace.NewSessions(filepath.Join(a.cfg.DataDir, "chats")), model: model, spec: spec,
+		out: out, errw: errw, shower: &eventPrinter{out: out, errw: errw}}
 	if err := c.open(ctx, session); err != nil {
 		return err
 	}
 	defer func() { c.close(context.WithoutCancel(ctx)) }()
-	fmt.Fprintf(errw, "agentbox chat: session %s, model %s, workspace %s (/help for commands)\n", c.name, model.Info().Name, filepath.Join(c.dir, "workspace"))
+	fmt.Fprintf(errw, "agentbox chat: session %s, model %s, workspace %s (/help for commands)\n", c.name, model.Info().Name, c.ws.Dir(c.name))
 	input := newInput(in, errw)
 	defer input.close()
 	return c.repl(ctx, input)
@@ -114,8 +117,8 @@ func (c *chat) open(ctx context.Context, name string) error {
 		return fmt.Errorf("session name %q: use letters, digits, '.', '_' and '-'", name)
 	}
 	dir := filepath.Join(c.a.cfg.DataDir, "chats", name)
-	ws := filepath.Join(dir, "workspace")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
+	ws, err := c.ws.Prepare(ctx, name)
+	if err != nil {
 		return fmt.Errorf("session dir: %w", err)
 	}
 	unlock, err := lockDir(dir, "session.lock", "the session is open in another agentbox chat (pid %s): %s")

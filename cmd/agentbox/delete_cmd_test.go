@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -23,7 +22,7 @@ func TestDeleteCmd(t *testing.T) {
 	if out, _ := mustRun(t, "delete", id); out != id+": data deleted\n" {
 		t.Errorf("delete: %q", out)
 	}
-	if _, err := os.Stat(jobs.WorkspaceDir(e.DataDir, id)); !os.IsNotExist(err) {
+	if _, err := os.Stat(e.Workspaces.Dir(id)); !os.IsNotExist(err) {
 		t.Errorf("workspace after delete: %v", err)
 	}
 	if out, _ := mustRun(t, "delete", "--json", id); !strings.Contains(out, `"deleted_at"`) {

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // runFlags are the options of `agentbox run`.
@@ -102,9 +103,10 @@ func (a *app) runTask(ctx context.Context, task string, f runFlags, out, errw io
 	}
 	defer drv.Close()
 	quiet := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelError}))
-	sched := jobs.NewScheduler(jobs.SchedulerConfig{WorkerID: "run-" + filepath.Base(dir), Concurrency: 1, DataDir: dir,
+	ws := workspace.NewLocal(dir)
+	sched := jobs.NewScheduler(jobs.SchedulerConfig{WorkerID: "run-" + filepath.Base(dir), Concurrency: 1, Workspaces: ws,
 		DefaultTimeout: a.cfg.Server.JobTimeout, Grace: -1, Log: quiet}, st, drv, a.newJobAgent(), nil)
-	svc := jobs.NewService(st, dir, 1, sched)
+	svc := jobs.NewService(st, ws, 1, sched)
 	svc.SetCeilings(a.cfg.Sandbox.Ceilings)
 	j, _, err := svc.Submit(setup, req)
 	if err != nil {
@@ -122,7 +124,7 @@ func (a *app) runTask(ctx context.Context, task string, f runFlags, out, errw io
 	if err != nil {
 		return 0, err
 	}
-	return a.reportRun(final, dir, errw), nil
+	return a.reportRun(setup, final, dir, ws, errw), nil
 }
 
 func (f runFlags) request(task string) (jobs.SubmitRequest, error) {
@@ -170,11 +172,14 @@ func followLocal(ctx context.Context, svc *jobs.Service, id string, p *eventPrin
 	}
 }
 
-// reportRun zips the workspace, prints the outcome, and returns the exit code.
-func (a *app) reportRun(j store.Job, dir string, w io.Writer) int {
-	ws := jobs.WorkspaceDir(dir, j.ID)
+// reportRun zips the workspace into dir, prints the outcome, and returns
+// the exit code.
+func (a *app) reportRun(ctx context.Context, j store.Job, dir string, ws *workspace.Local, w io.Writer) int {
 	zip := filepath.Join(dir, "artifacts.zip")
-	if rep, err := (artifact.Options{}).WriteFile(zip, ws); err != nil {
+	rep, err := artifact.CreateFile(zip, func(f io.Writer) (artifact.Report, error) {
+		return ws.Zip(ctx, j.ID, f, artifact.Options{})
+	})
+	if err != nil {
 		fmt.Fprintf(w, "agentbox: no artifacts: %v\n", err)
 		zip = ""
 	} else if n := rep.Len(); n > 0 {
@@ -193,7 +198,7 @@ func (a *app) reportRun(j store.Job, dir string, w io.Writer) int {
 		fmt.Fprintf(w, "error: %s\n", j.Error)
 	}
 	if zip != "" {
-		fmt.Fprintf(w, "workspace: %s\nartifacts: %s\n", ws, zip)
+		fmt.Fprintf(w, "workspace: %s\nartifacts: %s\n", ws.Dir(j.ID), zip)
 	}
 	switch j.Status {
 	case store.StatusComplete:

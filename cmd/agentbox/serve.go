@@ -24,6 +24,7 @@ import (
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 func newServeCmd(a *app) *cobra.Command {
@@ -161,11 +162,12 @@ func (a *app) serve(ctx context.Context) error {
 	defer drv.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ws := workspace.NewLocal(cfg.DataDir)
 	sched := jobs.NewScheduler(jobs.SchedulerConfig{
 		WorkerID: workerID(cfg.DataDir), Concurrency: cfg.Server.Concurrency, Lease: cfg.Server.Lease,
-		DefaultTimeout: cfg.Server.JobTimeout, Grace: schedulerGrace(cfg.Server.Grace), DataDir: cfg.DataDir, Log: a.log,
+		DefaultTimeout: cfg.Server.JobTimeout, Grace: schedulerGrace(cfg.Server.Grace), Workspaces: ws, Log: a.log,
 	}, st, drv, a.newJobAgent(), jobs.NewMetrics(reg, st))
-	svc := jobs.NewService(st, cfg.DataDir, cfg.Server.MaxAttempts, sched)
+	svc := jobs.NewService(st, ws, cfg.Server.MaxAttempts, sched)
 	svc.SetCeilings(cfg.Sandbox.Ceilings)
 	janitor := jobs.NewJanitor(svc, jobs.JanitorConfig{Retention: cfg.Server.Retention, Log: a.log})
 	janitor.Start(ctx)

@@ -19,6 +19,7 @@ import (
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // Defaults of Config's zero fields.
@@ -98,7 +99,7 @@ type Service interface {
 	Cancel(ctx context.Context, id string) (store.Job, error)
 	Events(ctx context.Context, id string, after int64, limit int) ([]store.Event, error)
 	WaitEvents(ctx context.Context, id string, after int64, poll time.Duration) error
-	Workspace(ctx context.Context, id string) (string, error)
+	Workspace(ctx context.Context, id string) (workspace.Store, error)
 	Sandboxes
 }
 

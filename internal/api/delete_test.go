@@ -48,7 +48,7 @@ func TestDeleteJob(t *testing.T) {
 	if first.DeletedAt.IsZero() || first.Status != "complete" || first.JobID != id {
 		t.Errorf("DELETE answered %+v; want the complete job with deleted_at", first)
 	}
-	if _, err := os.Lstat(jobs.WorkspaceDir(e.DataDir, id)); !os.IsNotExist(err) {
+	if _, err := os.Lstat(e.Workspaces.Dir(id)); !os.IsNotExist(err) {
 		t.Errorf("workspace after DELETE: %v, want it gone", err)
 	}
 	if _, err := os.Stat(filepath.Join(outside, "keep")); err != nil {

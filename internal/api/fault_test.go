@@ -14,6 +14,7 @@ import (
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/testenv"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // fakeService is a hand-written api.Service for failures a real store does
@@ -36,7 +37,9 @@ func (f fakeService) Events(context.Context, string, int64, int) ([]store.Event,
 func (f fakeService) WaitEvents(context.Context, string, int64, time.Duration) error {
 	panic("not used")
 }
-func (f fakeService) Workspace(context.Context, string) (string, error)    { panic("not used") }
+func (f fakeService) Workspace(context.Context, string) (workspace.Store, error) {
+	panic("not used")
+}
 func (f fakeService) Guest(context.Context, string) (*guest.Client, error) { panic("not used") }
 
 func TestServerFaultsAreGenericLogged500s(t *testing.T) {

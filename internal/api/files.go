@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/artifact"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // openFlags opens workspace files without blocking on a FIFO the agent may
@@ -26,9 +27,13 @@ func (s *server) file(w http.ResponseWriter, r *http.Request) error {
 	if !fs.ValidPath(p) || p == "." {
 		return badRequest("file path must be relative to the workspace, without '.' or '..' segments")
 	}
-	root, err := s.openWorkspace(r)
+	ws, err := s.workspace(r)
 	if err != nil {
 		return err
+	}
+	root, err := ws.Open(r.Context(), pathID(r))
+	if err != nil {
+		return fmt.Errorf("open workspace: %w", err)
 	}
 	defer root.Close()
 	f, err := root.OpenFile(p, openFlags, 0)
@@ -58,17 +63,19 @@ func (s *server) file(w http.ResponseWriter, r *http.Request) error {
 // inside kept as links, links out, sparse files, devices, sockets and FIFOs
 // left out, names made safe, and AGENTBOX-OMITTED.txt saying what and why.
 func (s *server) artifacts(w http.ResponseWriter, r *http.Request) error {
-	root, err := s.openWorkspace(r)
+	ws, err := s.workspace(r)
 	if err != nil {
 		return err
 	}
-	defer root.Close()
 	id := pathID(r)
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": id + ".zip"}))
-	err = artifact.WriteZip(w, root, func(name string, err error) {
+	_, err = ws.Zip(r.Context(), id, w, artifact.Options{Skip: func(name string, err error) {
 		s.log.Warn("artifacts: skipping unreadable entry", "job_id", id, "path", name, "err", err)
-	})
+	}})
+	if errors.Is(err, workspace.ErrNotFound) { // removed since the check; nothing was written
+		return fmt.Errorf("open workspace: %w", err)
+	}
 	if err != nil {
 		if r.Context().Err() == nil {
 			s.log.Error("artifacts: zip stream failed", "job_id", id, "err", err)
@@ -78,19 +85,14 @@ func (s *server) artifacts(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *server) openWorkspace(r *http.Request) (*os.Root, error) {
-	dir, err := s.svc.Workspace(r.Context(), pathID(r))
+// workspace checks that the request's job has a workspace to read and
+// returns the store holding it.
+func (s *server) workspace(r *http.Request) (workspace.Store, error) {
+	ws, err := s.svc.Workspace(r.Context(), pathID(r))
 	if errors.Is(err, store.ErrNotFound) {
 		if _, gerr := s.svc.Get(r.Context(), pathID(r)); gerr == nil {
 			return nil, errorf(http.StatusNotFound, CodeNotFound, "job %s has no workspace: it ended before its sandbox started", pathID(r))
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, fmt.Errorf("open workspace: %w", err)
-	}
-	return root, nil
+	return ws, err
 }

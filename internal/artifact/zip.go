@@ -116,12 +116,19 @@ func (o Options) WriteFile(path, dir string) (Report, error) {
 		return Report{}, err
 	}
 	defer root.Close()
+	return CreateFile(path, func(w io.Writer) (Report, error) { return o.Write(w, root) })
+}
+
+// CreateFile has write make a zip in the file path, atomically: write
+// writes into a temporary file beside path, which becomes path only once
+// write returned no error.
+func CreateFile(path string, write func(w io.Writer) (Report, error)) (Report, error) {
 	tmp := path + ".partial"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return Report{}, err
 	}
-	rep, err := o.Write(f, root)
+	rep, err := write(f)
 	err = errors.Join(err, f.Close())
 	if err != nil {
 		os.Remove(tmp)

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/event"
@@ -48,7 +45,7 @@ func (s *Service) deleteData(ctx context.Context, id, reason string) (store.Job,
 			return j, err
 		}
 	}
-	if err := removeJobData(s.dataDir, id); err != nil {
+	if err := s.removeData(ctx, id); err != nil {
 		return j, fmt.Errorf("delete job %s: %w", id, err)
 	}
 	return j, nil
@@ -85,52 +82,9 @@ func deletable(j store.Job) error {
 	return nil
 }
 
-// removeJobData removes what the host keeps of a job under the data dir:
-// its workspace. (A sandbox's state dir is removed when it is destroyed,
-// before the job ends.)
-func removeJobData(dataDir, id string) error {
-	if id == "" || id == "." || id == ".." || filepath.Base(id) != id {
-		return fmt.Errorf("remove job data: bad job id %q", id)
-	}
-	return removeEntry(workspacesDir(dataDir), id)
-}
-
-// workspacesDir holds the workspace of each job, named by its ID (see
-// WorkspaceDir).
-func workspacesDir(dataDir string) string { return filepath.Join(dataDir, "workspaces") }
-
-// removeEntry removes name, an entry of the directory dir, with everything
-// in it; an absent entry is no error. It never follows a symlink: an entry
-// that is not a real directory (a symlink put in the workspace's place) is
-// itself removed, not what it points to, and the tree is removed beneath a
-// handle on dir (os.Root), with no path lookup that a link could divert
-// outside it. Files the sandbox's uid owns need root, which the server is
-// in production.
-func removeEntry(dir, name string) error {
-	root, err := os.OpenRoot(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("remove job data: %w", err)
-	}
-	defer root.Close()
-	fi, err := root.Lstat(name)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return fmt.Errorf("remove job data: %w", err)
-	case !fi.IsDir():
-		err = root.Remove(name)
-	default:
-		err = root.RemoveAll(name)
-	}
-	if errors.Is(err, fs.ErrPermission) {
-		return fmt.Errorf("remove job data %s: %w (files of the sandbox's uid: run agentbox serve as root, or remove the directory as root)", filepath.Join(dir, name), err)
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove job data %s: %w", filepath.Join(dir, name), err)
-	}
-	return nil
+// removeData removes what the host keeps of a job: its workspace. (A
+// sandbox's state dir is removed when it is destroyed, before the job
+// ends.)
+func (s *Service) removeData(ctx context.Context, id string) error {
+	return s.ws.Remove(ctx, id)
 }

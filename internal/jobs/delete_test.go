@@ -20,7 +20,7 @@ func TestDelete(t *testing.T) {
 		if _, err := e.svc.Delete(ctx, id); !errors.Is(err, jobs.ErrNotEnded) {
 			t.Errorf("Delete of a %s job: %v, want ErrNotEnded", st, err)
 		}
-		if !exists(jobs.WorkspaceDir(e.dir, id)) || !e.get(id).DeletedAt.IsZero() {
+		if !exists(workspaceDir(e.dir, id)) || !e.get(id).DeletedAt.IsZero() {
 			t.Errorf("Delete of a %s job touched it", st)
 		}
 	}
@@ -33,13 +33,13 @@ func TestDelete(t *testing.T) {
 	if err != nil || j.DeletedAt.IsZero() || j.Status != store.StatusComplete {
 		t.Fatalf("Delete = %s deleted %v, %v; want complete, deleted", j.Status, j.DeletedAt, err)
 	}
-	if exists(jobs.WorkspaceDir(e.dir, id)) {
+	if exists(workspaceDir(e.dir, id)) {
 		t.Errorf("the workspace survived Delete")
 	}
 	// A removal a crash interrupted is finished by the next Delete.
-	e.write(filepath.Join(jobs.WorkspaceDir(e.dir, id), "left"), "over")
+	e.write(filepath.Join(workspaceDir(e.dir, id), "left"), "over")
 	again, err := e.svc.Delete(ctx, id)
-	if err != nil || !again.DeletedAt.Equal(j.DeletedAt) || exists(jobs.WorkspaceDir(e.dir, id)) {
+	if err != nil || !again.DeletedAt.Equal(j.DeletedAt) || exists(workspaceDir(e.dir, id)) {
 		t.Errorf("second Delete = deleted %v, %v; want the first's time %v and no workspace", again.DeletedAt, err, j.DeletedAt)
 	}
 	if got := e.deletedEvents(id); !slices.Equal(got, []string{jobs.DeletedByAPI}) {
@@ -52,7 +52,7 @@ func TestDelete(t *testing.T) {
 func TestDeleteWorkspaceNeverMade(t *testing.T) {
 	e := newDataEnv(t)
 	id := e.job(store.StatusError, time.Minute)
-	if err := os.RemoveAll(jobs.WorkspaceDir(e.dir, id)); err != nil {
+	if err := os.RemoveAll(workspaceDir(e.dir, id)); err != nil {
 		t.Fatal(err)
 	}
 	if j, err := e.svc.Delete(t.Context(), id); err != nil || j.DeletedAt.IsZero() {

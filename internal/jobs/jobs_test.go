@@ -20,6 +20,7 @@ import (
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
 	"github.com/agentbox/agentbox/internal/testenv"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 var guestBinary string
@@ -60,13 +61,13 @@ func newEnv(t *testing.T) *env {
 // start runs a scheduler with agent until the test ends.
 func (e *env) start(t *testing.T, agent jobs.Agent, mod ...func(*jobs.SchedulerConfig)) (*jobs.Service, context.CancelFunc) {
 	t.Helper()
-	cfg := jobs.SchedulerConfig{WorkerID: "w1", Concurrency: 2, DataDir: e.dir, Poll: 50 * time.Millisecond,
+	cfg := jobs.SchedulerConfig{WorkerID: "w1", Concurrency: 2, Workspaces: workspace.NewLocal(e.dir), Poll: 50 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	for _, m := range mod {
 		m(&cfg)
 	}
 	sched := jobs.NewScheduler(cfg, e.st, e.driver, agent, nil)
-	svc := jobs.NewService(e.st, e.dir, 3, sched)
+	svc := jobs.NewService(e.st, cfg.Workspaces, 3, sched)
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})
 	go func() {
@@ -151,11 +152,16 @@ func TestTaskRunsToCompletion(t *testing.T) {
 	if j.Status != store.StatusComplete || j.Attempts != 1 || j.Steps != 1 || j.EndedAt.IsZero() {
 		t.Fatalf("job %+v", j)
 	}
-	dir, err := svc.Workspace(bg, id)
+	ws, err := svc.Workspace(bg, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); string(b) != "hello\n" {
+	root, err := ws.Open(bg, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if b, _ := root.ReadFile("out.txt"); string(b) != "hello\n" {
 		t.Errorf("workspace out.txt = %q", b)
 	}
 	var types, out []string
@@ -266,8 +272,8 @@ func TestRecoveryRequeuesAndReaps(t *testing.T) {
 	e := newEnv(t)
 	again := e.deadJob(t, "echo recovered > r.txt", 3)
 	spent := e.deadJob(t, "true", 1)
-	os.MkdirAll(jobs.WorkspaceDir(e.dir, again.ID), 0o755)
-	stale, err := e.driver.Create(bg, sandbox.Spec{JobID: again.ID, WorkspaceDir: jobs.WorkspaceDir(e.dir, again.ID)})
+	os.MkdirAll(workspaceDir(e.dir, again.ID), 0o755)
+	stale, err := e.driver.Create(bg, sandbox.Spec{JobID: again.ID, WorkspaceDir: workspaceDir(e.dir, again.ID)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +295,7 @@ func TestRecoveryRequeuesAndReaps(t *testing.T) {
 	if j.Status != store.StatusComplete || j.Attempts != 2 {
 		t.Errorf("requeued job: %s after %d attempts: %q", j.Status, j.Attempts, j.Error)
 	}
-	if b, _ := os.ReadFile(filepath.Join(jobs.WorkspaceDir(e.dir, again.ID), "r.txt")); string(b) != "recovered\n" {
+	if b, _ := os.ReadFile(filepath.Join(workspaceDir(e.dir, again.ID), "r.txt")); string(b) != "recovered\n" {
 		t.Errorf("second attempt's output %q", b)
 	}
 	j = await(t, svc, spent.ID)
@@ -396,7 +402,7 @@ func TestShutdownReleasesRunningJobs(t *testing.T) {
 // while it runs, when it runs as root) or in the workspace directory.
 func (e *env) workspaceHas(id, name string) bool {
 	paths, _ := filepath.Glob(filepath.Join(e.dir, "sandboxes", "*", "disk", name))
-	paths = append(paths, filepath.Join(jobs.WorkspaceDir(e.dir, id), name))
+	paths = append(paths, filepath.Join(workspaceDir(e.dir, id), name))
 	for _, p := range paths {
 		if _, err := os.Stat(p); err == nil {
 			return true

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -179,7 +177,7 @@ func (j *Janitor) retryFailed(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		err := removeJobData(j.svc.dataDir, id)
+		err := j.svc.removeData(ctx, id)
 		if err == nil {
 			delete(j.retry, id)
 			continue
@@ -192,26 +190,19 @@ func (j *Janitor) retryFailed(ctx context.Context) {
 // a crash interrupted, or that failed. Entries of no job, or of a job not
 // deleted, are left alone.
 func (j *Janitor) leftovers(ctx context.Context) error {
-	entries, err := os.ReadDir(workspacesDir(j.svc.dataDir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	ids, err := j.svc.ws.List(ctx)
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
+	for _, id := range ids {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
-		}
-		id := e.Name()
-		if strings.HasPrefix(id, ".") {
-			continue
 		}
 		job, err := j.svc.store.GetJob(ctx, id)
 		if err != nil || job.DeletedAt.IsZero() {
 			continue // no such job (not ours to judge), a live one, or the store failed: next start
 		}
-		if err := removeJobData(j.svc.dataDir, id); err != nil {
+		if err := j.svc.removeData(ctx, id); err != nil {
 			j.failed(id, err)
 			continue
 		}

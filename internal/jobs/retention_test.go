@@ -16,6 +16,7 @@ import (
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // dataEnv is a service without a scheduler on a real store, with jobs put
@@ -36,7 +37,7 @@ func newDataEnv(t *testing.T) *dataEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return &dataEnv{t: t, dir: dir, st: st, svc: jobs.NewService(st, dir, 3, nil), now: time.Now().UTC()}
+	return &dataEnv{t: t, dir: dir, st: st, svc: jobs.NewService(st, workspace.NewLocal(dir), 3, nil), now: time.Now().UTC()}
 }
 
 // job stores a job in status that ended ago before now (not ended when
@@ -54,7 +55,7 @@ func (e *dataEnv) job(status store.Status, ago time.Duration) string {
 	if _, _, err := e.st.CreateJob(e.t.Context(), j); err != nil {
 		e.t.Fatal(err)
 	}
-	e.write(filepath.Join(jobs.WorkspaceDir(e.dir, id), "src", "main.py"), "print(1)\n")
+	e.write(filepath.Join(workspaceDir(e.dir, id), "src", "main.py"), "print(1)\n")
 	return id
 }
 
@@ -98,6 +99,9 @@ func (e *dataEnv) deletedEvents(id string) []string {
 	return reasons
 }
 
+// workspaceDir is where job id's workspace is under the data dir dataDir.
+func workspaceDir(dataDir, id string) string { return workspace.NewLocal(dataDir).Dir(id) }
+
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
@@ -116,13 +120,13 @@ func TestJanitorSweep(t *testing.T) {
 	e.write(filepath.Join(outside, "keep.txt"), "not the job's")
 
 	old := e.job(store.StatusComplete, 8*24*time.Hour)
-	oldWS := jobs.WorkspaceDir(e.dir, old)
+	oldWS := workspaceDir(e.dir, old)
 	if err := os.Symlink(outside, filepath.Join(oldWS, "out")); err != nil {
 		t.Fatal(err)
 	}
 	hostileTree(t, oldWS)
 	linked := e.job(store.StatusError, 9*24*time.Hour)
-	linkedWS := jobs.WorkspaceDir(e.dir, linked)
+	linkedWS := workspaceDir(e.dir, linked)
 	if err := os.RemoveAll(linkedWS); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +151,7 @@ func TestJanitorSweep(t *testing.T) {
 		t.Errorf("a link's target was followed: keep.txt = %q, %v", b, err)
 	}
 	for _, id := range []string{recent, running, pending} {
-		if !exists(filepath.Join(jobs.WorkspaceDir(e.dir, id), "src", "main.py")) {
+		if !exists(filepath.Join(workspaceDir(e.dir, id), "src", "main.py")) {
 			t.Errorf("job %s (%s) lost its workspace", id, e.get(id).Status)
 		}
 		if j := e.get(id); !j.DeletedAt.IsZero() {
@@ -206,7 +210,7 @@ func TestJanitorRetentionZero(t *testing.T) {
 	if n, err := e.janitor(0).Sweep(t.Context()); err != nil || n != 0 {
 		t.Fatalf("Sweep = %d, %v; want nothing", n, err)
 	}
-	if !exists(jobs.WorkspaceDir(e.dir, id)) || !e.get(id).DeletedAt.IsZero() {
+	if !exists(workspaceDir(e.dir, id)) || !e.get(id).DeletedAt.IsZero() {
 		t.Errorf("retention 0 removed a job's data")
 	}
 }
@@ -219,16 +223,16 @@ func TestJanitorLeftovers(t *testing.T) {
 	if _, err := e.st.UpdateJob(t.Context(), marked, func(j *store.Job) error { j.DeletedAt = e.now; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	stranger := filepath.Join(e.dir, "workspaces", "not-a-job")
+	stranger := workspaceDir(e.dir, "not-a-job")
 	e.write(filepath.Join(stranger, "f"), "x")
 	live := e.job(store.StatusComplete, time.Minute)
 	if _, err := e.janitor(0).Sweep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if exists(jobs.WorkspaceDir(e.dir, marked)) {
+	if exists(workspaceDir(e.dir, marked)) {
 		t.Errorf("the workspace of a job marked deleted survived the first sweep")
 	}
-	if !exists(stranger) || !exists(jobs.WorkspaceDir(e.dir, live)) {
+	if !exists(stranger) || !exists(workspaceDir(e.dir, live)) {
 		t.Errorf("the sweep removed a directory of no job, or of a job not deleted")
 	}
 }
@@ -240,7 +244,7 @@ func TestJanitorStartClose(t *testing.T) {
 	jan := e.janitor(7 * 24 * time.Hour)
 	jan.Start(t.Context())
 	deadline := time.Now().Add(10 * time.Second)
-	for exists(jobs.WorkspaceDir(e.dir, id)) && time.Now().Before(deadline) {
+	for exists(workspaceDir(e.dir, id)) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	done := make(chan struct{})
@@ -250,7 +254,7 @@ func TestJanitorStartClose(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not return")
 	}
-	if exists(jobs.WorkspaceDir(e.dir, id)) || e.get(id).DeletedAt.IsZero() {
+	if exists(workspaceDir(e.dir, id)) || e.get(id).DeletedAt.IsZero() {
 		t.Errorf("the started janitor did not sweep at once")
 	}
 }

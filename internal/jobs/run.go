@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/event"
@@ -152,9 +151,9 @@ func (s *Scheduler) heartbeat(ctx context.Context, cancel context.CancelCauseFun
 // it had when the agent returned: read before the teardown, so a job that
 // completed is not reported as timed out while its sandbox was removed.
 func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc, j store.Job) (out Outcome, err, cause error) {
-	ws := WorkspaceDir(s.cfg.DataDir, j.ID)
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return Outcome{}, fmt.Errorf("workspace: %w", err), context.Cause(ctx)
+	ws, err := s.cfg.Workspaces.Prepare(ctx, j.ID)
+	if err != nil {
+		return Outcome{}, err, context.Cause(ctx)
 	}
 	begin := time.Now()
 	sb, recovered, err := s.sandboxFor(ctx, j, ws)

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // holdAgent keeps its job running until released, and reports its sandbox.
@@ -39,7 +40,7 @@ func TestGuestOfRunningJob(t *testing.T) {
 	e := newEnv(t)
 	agent := holdAgent{started: make(chan sandbox.Sandbox, 1), release: make(chan struct{})}
 	svc, _ := e.start(t, agent)
-	apiOnly := jobs.NewService(e.st, e.dir, 3, jobs.NewScheduler(jobs.SchedulerConfig{WorkerID: "api"}, e.st, e.driver, nil, nil))
+	apiOnly := jobs.NewService(e.st, workspace.NewLocal(e.dir), 3, jobs.NewScheduler(jobs.SchedulerConfig{WorkerID: "api"}, e.st, e.driver, nil, nil))
 	if _, err := svc.Guest(bg, "job_nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown job: %v", err)
 	}
@@ -114,7 +115,7 @@ func TestGuestStates(t *testing.T) {
 	}
 	defer st.Close()
 	d := &fakeDriver{}
-	svc := jobs.NewService(st, t.TempDir(), 3, jobs.NewScheduler(jobs.SchedulerConfig{WorkerID: "api"}, st, d, nil, nil))
+	svc := jobs.NewService(st, workspace.NewLocal(t.TempDir()), 3, jobs.NewScheduler(jobs.SchedulerConfig{WorkerID: "api"}, st, d, nil, nil))
 	id := submit(t, svc, "x", store.Limits{})
 	set := func(status store.Status, sandboxID string) {
 		t.Helper()
@@ -176,7 +177,7 @@ func TestGuestStates(t *testing.T) {
 	if want := "sb_1 sb_2 sb_gone sb_2"; strings.Join(d.recovered, " ") != want {
 		t.Errorf("recovered %v, want %s (the ended job's client dropped)", d.recovered, want)
 	}
-	noDriver := jobs.NewService(st, t.TempDir(), 3, nil)
+	noDriver := jobs.NewService(st, workspace.NewLocal(t.TempDir()), 3, nil)
 	if _, err := noDriver.Guest(bg, id); !errors.Is(err, jobs.ErrNoSandbox) {
 		t.Errorf("server without a driver: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // Causes a job's context is cancelled with; finish turns each into an outcome.
@@ -50,8 +51,10 @@ type SchedulerConfig struct {
 	// ReapInterval is how often expired leases and orphaned sandboxes are
 	// looked for; default 1m.
 	ReapInterval time.Duration
-	DataDir      string
-	Log          *slog.Logger
+	// Workspaces keeps the jobs' workspaces; a worker (Concurrency > 0)
+	// needs it.
+	Workspaces workspace.Store
+	Log        *slog.Logger
 }
 
 func (c *SchedulerConfig) defaults() {

@@ -11,8 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,6 +19,7 @@ import (
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // Errors of the service; the API maps them to statuses.
@@ -55,19 +54,20 @@ type SubmitRequest struct {
 
 // Service is what the API and the CLI's local mode call.
 type Service struct {
-	store   store.Store
-	hub     *hub
-	sched   *Scheduler // nil on an API-only node
-	dataDir string
-	maxAtt  int
+	store  store.Store
+	hub    *hub
+	sched  *Scheduler // nil on an API-only node
+	ws     workspace.Store
+	maxAtt int
 	// recovered holds the sandboxes Guest reattached to for jobs of other
 	// servers.
 	recovered recoveredGuests
 	ceilings  config.Ceilings
 }
 
-// NewService returns the service over st. sched may be nil.
-func NewService(st store.Store, dataDir string, maxAttempts int, sched *Scheduler) *Service {
+// NewService returns the service over st, whose jobs' workspaces ws keeps.
+// sched may be nil.
+func NewService(st store.Store, ws workspace.Store, maxAttempts int, sched *Scheduler) *Service {
 	h := newHub()
 	if sched != nil {
 		h = sched.hub // the scheduler's events wake the service's followers
@@ -75,7 +75,7 @@ func NewService(st store.Store, dataDir string, maxAttempts int, sched *Schedule
 	if maxAttempts <= 0 {
 		maxAttempts = 3
 	}
-	return &Service{store: st, hub: h, sched: sched, dataDir: dataDir, maxAtt: maxAttempts,
+	return &Service{store: st, hub: h, sched: sched, ws: ws, maxAtt: maxAttempts,
 		ceilings: config.Default().Sandbox.Ceilings}
 }
 
@@ -245,30 +245,26 @@ func (s *Service) WaitEvents(ctx context.Context, id string, after int64, poll t
 	return nil
 }
 
-// Workspace returns the host directory holding an ended job's workspace;
-// ErrDeleted once the job's data was removed.
-func (s *Service) Workspace(ctx context.Context, id string) (string, error) {
+// Workspace returns the store holding ended job id's workspace (under the
+// job's ID), once it checked there is one to read: ErrNotEnded while the
+// job runs, ErrDeleted once its data was removed, store.ErrNotFound if it
+// ended before it had one.
+func (s *Service) Workspace(ctx context.Context, id string) (workspace.Store, error) {
 	j, err := s.store.GetJob(ctx, id)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if !j.Status.Final() {
-		return "", fmt.Errorf("%w: job %s is %s", ErrNotEnded, id, j.Status)
+		return nil, fmt.Errorf("%w: job %s is %s", ErrNotEnded, id, j.Status)
 	}
 	if !j.DeletedAt.IsZero() {
-		return "", fmt.Errorf("%w: the workspace of job %s was removed at %s (DELETE, or the retention period); its record and events remain",
+		return nil, fmt.Errorf("%w: the workspace of job %s was removed at %s (DELETE, or the retention period); its record and events remain",
 			ErrDeleted, id, j.DeletedAt.UTC().Format(time.RFC3339))
 	}
-	dir := WorkspaceDir(s.dataDir, id)
-	if _, err := os.Stat(dir); err != nil {
-		return "", fmt.Errorf("job %s has no workspace: %w", id, store.ErrNotFound)
+	if ok, err := s.ws.Exists(ctx, id); !ok || err != nil {
+		return nil, fmt.Errorf("job %s has no workspace: %w", id, store.ErrNotFound)
 	}
-	return dir, nil
-}
-
-// WorkspaceDir is where a job's workspace lives on the host.
-func WorkspaceDir(dataDir, id string) string {
-	return filepath.Join(dataDir, "workspaces", id)
+	return s.ws, nil
 }
 
 // emit appends an event and wakes its followers. Event writes are part of the

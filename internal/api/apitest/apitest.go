@@ -22,6 +22,7 @@ import (
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // Token is the bearer token the test server accepts.
@@ -35,8 +36,10 @@ type Env struct {
 	Store   store.Store
 	Svc     *jobs.Service
 	DataDir string
-	Reg     *prometheus.Registry
-	hook    atomic.Pointer[func(*http.Request)]
+	// Workspaces keeps the jobs' workspaces, under DataDir.
+	Workspaces *workspace.Local
+	Reg        *prometheus.Registry
+	hook       atomic.Pointer[func(*http.Request)]
 }
 
 // OnRequest makes fn see every request before the API handles it, e.g. to
@@ -58,8 +61,8 @@ func New(t testing.TB, cfg api.Config) *Env {
 	if cfg.Poll == 0 {
 		cfg.Poll = 10 * time.Millisecond
 	}
-	e := &Env{t: t, Store: st, DataDir: dir, Reg: prometheus.NewRegistry()}
-	e.Svc = jobs.NewService(st, dir, 3, nil)
+	e := &Env{t: t, Store: st, DataDir: dir, Workspaces: workspace.NewLocal(dir), Reg: prometheus.NewRegistry()}
+	e.Svc = jobs.NewService(st, e.Workspaces, 3, nil)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	h := api.New(cfg, e.Svc, e.Reg, log)
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -143,8 +146,8 @@ func (e *Env) Emit(id string, p event.Payload) store.Event {
 // Workspace creates the job's workspace directory and returns its path.
 func (e *Env) Workspace(id string) string {
 	e.t.Helper()
-	dir := jobs.WorkspaceDir(e.DataDir, id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := e.Workspaces.Prepare(context.Background(), id)
+	if err != nil {
 		e.t.Fatal(err)
 	}
 	return dir
