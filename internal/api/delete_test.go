@@ -10,7 +10,6 @@ import (
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/event"
-	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
