@@ -1,4 +1,4 @@
-package guest
+package daemon
 
 import (
 	"archive/tar"
@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentbox/agentbox/internal/guest"
 )
 
 // archiver writes one entry of a workspace archive.
@@ -31,7 +33,7 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
 		format = "zip"
 	}
 	if format != "zip" && format != "tar" {
-		s.writeError(w, errorf(CodeBadRequest, "archive: format %q: want zip or tar", format))
+		s.writeError(w, guest.Errorf(guest.CodeBadRequest, "archive: format %q: want zip or tar", format))
 		return
 	}
 	fi, err := s.root.Stat(rel)
@@ -40,7 +42,7 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !fi.IsDir() {
-		s.writeError(w, errorf(CodeNotDir, "%s: not a directory", display(rel)))
+		s.writeError(w, guest.Errorf(guest.CodeNotDir, "%s: not a directory", display(rel)))
 		return
 	}
 	w.Header().Set("Content-Type", "application/"+format)

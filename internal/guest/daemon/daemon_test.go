@@ -1,11 +1,9 @@
-package guest_test
+package daemon_test
 
 import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,10 +13,12 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon"
+	"github.com/agentbox/agentbox/internal/guest/daemon/daemontest"
 )
 
 // start serves a guest on a fresh unix socket over a fresh workspace.
-func start(t *testing.T, mod ...func(*guest.ServerConfig)) (*guest.Client, string) {
+func start(t *testing.T, mod ...func(*daemon.Config)) (*guest.Client, string) {
 	t.Helper()
 	ws := t.TempDir()
 	sockDir, err := os.MkdirTemp("", "abg") // short: unix socket paths are limited to 108 bytes
@@ -26,38 +26,15 @@ func start(t *testing.T, mod ...func(*guest.ServerConfig)) (*guest.Client, strin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	cfg := guest.ServerConfig{Workspace: ws, Version: "test"}
+	cfg := daemon.Config{Workspace: ws, Version: "test"}
 	for _, m := range mod {
 		m(&cfg)
 	}
 	sock := filepath.Join(sockDir, guest.SocketName)
-	serveOn(t, sock, cfg)
+	daemontest.ServeUnix(t, sock, cfg)
 	c := guest.NewClient(sock)
 	t.Cleanup(c.Close)
 	return c, ws
-}
-
-// serveOn serves a guest configured by cfg on the unix socket at path until
-// the test ends.
-func serveOn(t *testing.T, path string, cfg guest.ServerConfig) {
-	t.Helper()
-	srv, err := guest.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := guest.Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
 }
 
 func sh(t *testing.T, c *guest.Client, line string) guest.ExecResult {
@@ -77,41 +54,6 @@ func TestHandshake(t *testing.T) {
 	}
 	if h.Protocol != guest.ProtocolVersion || h.Workspace != ws || h.UID != os.Getuid() {
 		t.Errorf("health = %+v", h)
-	}
-}
-
-func TestHandshakeRefusesOtherProtocol(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "g.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Write([]byte(`{"status":"ok","protocol":99,"version":"v9"}`))
-	})}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	_, err = guest.NewClient(sock).Handshake(context.Background())
-	if !errors.Is(err, guest.ErrProtocol) || !strings.Contains(err.Error(), "protocol 99") {
-		t.Fatalf("err = %v, want ErrProtocol naming protocol 99", err)
-	}
-}
-
-func TestGuestDiesMidCall(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "g.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		conn, _, _ := http.NewResponseController(w).Hijack()
-		conn.Close()
-	})}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	_, err = guest.NewClient(sock).Exec(context.Background(), guest.Shell("true"))
-	if !errors.Is(err, guest.ErrUnavailable) {
-		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package guest
+package daemon
 
 import (
 	"bytes"
@@ -17,30 +17,34 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon/output"
+	"github.com/agentbox/agentbox/internal/guest/daemon/proc"
 )
 
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
-	var req ExecRequest
+	var req guest.ExecRequest
 	if err := decode(w, r, &req); err != nil {
 		s.writeError(w, err)
 		return
 	}
-	limit := outputLimit(req)
-	stdout, stderr := newCapture(limit), newCapture(limit)
+	limit := req.OutputLimit()
+	stdout, stderr := output.NewCapture(limit), output.NewCapture(limit)
 	res, err := s.run(r.Context(), req, stdout, stderr)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
 	var cut1, cut2 bool
-	res.Stdout, res.StdoutBytes, cut1 = stdout.result()
-	res.Stderr, res.StderrBytes, cut2 = stderr.result()
+	res.Stdout, res.StdoutBytes, cut1 = stdout.Result()
+	res.Stderr, res.StderrBytes, cut2 = stderr.Result()
 	res.Truncated = cut1 || cut2
 	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
-	var req ExecRequest
+	var req guest.ExecRequest
 	if err := decode(w, r, &req); err != nil {
 		s.writeError(w, err)
 		return
@@ -55,32 +59,25 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
 	_ = rc.Flush()
 	var mu sync.Mutex
 	enc := json.NewEncoder(w)
-	send := func(ev StreamEvent) {
+	send := func(ev guest.StreamEvent) {
 		mu.Lock()
 		defer mu.Unlock()
 		_ = enc.Encode(ev)
 		_ = rc.Flush()
 	}
-	limit := outputLimit(req)
-	stdout := &limitStream{limit: limit, forward: func(p []byte) { send(StreamEvent{Type: "stdout", Data: p}) }}
-	stderr := &limitStream{limit: limit, forward: func(p []byte) { send(StreamEvent{Type: "stderr", Data: p}) }}
+	limit := req.OutputLimit()
+	stdout := output.NewStream(limit, func(p []byte) { send(guest.StreamEvent{Type: "stdout", Data: p}) })
+	stderr := output.NewStream(limit, func(p []byte) { send(guest.StreamEvent{Type: "stderr", Data: p}) })
 	res, err := s.run(r.Context(), req, stdout, stderr)
 	if err != nil { // prepare already passed, so this is rare; report it in-band
-		send(StreamEvent{Type: "error", Result: &ExecResult{StartError: err.Error(), ExitCode: 126}})
+		send(guest.StreamEvent{Type: "error", Result: &guest.ExecResult{StartError: err.Error(), ExitCode: 126}})
 		return
 	}
 	var cut1, cut2 bool
-	res.StdoutBytes, cut1 = stdout.count()
-	res.StderrBytes, cut2 = stderr.count()
+	res.StdoutBytes, cut1 = stdout.Count()
+	res.StderrBytes, cut2 = stderr.Count()
 	res.Truncated = cut1 || cut2
-	send(StreamEvent{Type: "exit", Result: &res})
-}
-
-func outputLimit(req ExecRequest) int64 {
-	if req.MaxOutput > 0 {
-		return req.MaxOutput
-	}
-	return DefaultMaxOutput
+	send(guest.StreamEvent{Type: "exit", Result: &res})
 }
 
 // prepared is a validated exec request.
@@ -90,12 +87,12 @@ type prepared struct {
 }
 
 // prepare validates req and builds the command without starting it.
-func (s *Server) prepare(req ExecRequest) (prepared, error) {
+func (s *Server) prepare(req guest.ExecRequest) (prepared, error) {
 	if len(req.Cmd) == 0 || req.Cmd[0] == "" {
-		return prepared{}, errorf(CodeBadRequest, "exec: cmd is empty")
+		return prepared{}, guest.Errorf(guest.CodeBadRequest, "exec: cmd is empty")
 	}
 	if req.TimeoutMS < 0 || req.MaxOutput < 0 {
-		return prepared{}, errorf(CodeBadRequest, "exec: timeout_ms and max_output must not be negative")
+		return prepared{}, guest.Errorf(guest.CodeBadRequest, "exec: timeout_ms and max_output must not be negative")
 	}
 	dir, err := s.cwd(req.Cwd)
 	if err != nil {
@@ -114,7 +111,7 @@ func (s *Server) prepare(req ExecRequest) (prepared, error) {
 	// Bounds how long Wait waits for stdin to be consumed by a command that
 	// exited while a background child kept stdin open.
 	cmd.WaitDelay = s.cfg.DrainGrace
-	timeout := DefaultExecTimeout
+	timeout := guest.DefaultExecTimeout
 	if req.TimeoutMS > 0 {
 		timeout = time.Duration(req.TimeoutMS) * time.Millisecond
 	}
@@ -131,18 +128,18 @@ func (s *Server) cwd(p string) (string, error) {
 	}
 	fi, err := os.Stat(dir)
 	if err != nil || !fi.IsDir() {
-		return "", errorf(CodeBadRequest, "exec: cwd %q is not a directory", p)
+		return "", guest.Errorf(guest.CodeBadRequest, "exec: cwd %q is not a directory", p)
 	}
 	return dir, nil
 }
 
 func (s *Server) env(extra map[string]string) ([]string, error) {
 	// Graphical programs show on the sandbox's desktop unless told otherwise.
-	env := append(os.Environ(), "DISPLAY="+Display)
+	env := append(os.Environ(), "DISPLAY="+guest.Display)
 	for _, m := range []map[string]string{s.cfg.Env, extra} {
 		for k, v := range m {
 			if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-				return nil, errorf(CodeBadRequest, "exec: bad environment variable %q", k)
+				return nil, guest.Errorf(guest.CodeBadRequest, "exec: bad environment variable %q", k)
 			}
 			env = append(env, k+"="+v)
 		}
@@ -156,23 +153,23 @@ func (s *Server) env(extra map[string]string) ([]string, error) {
 // its output open is waited for only DrainGrace; the children keep running
 // and their output is read and discarded, so they neither block nor die of
 // SIGPIPE.
-func (s *Server) run(ctx context.Context, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error) {
+func (s *Server) run(ctx context.Context, req guest.ExecRequest, stdout, stderr io.Writer) (guest.ExecResult, error) {
 	p, err := s.prepare(req)
 	if err != nil {
-		return ExecResult{}, err
+		return guest.ExecResult{}, err
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return ExecResult{}, err
+		return guest.ExecResult{}, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return ExecResult{}, err
+		return guest.ExecResult{}, err
 	}
 	p.cmd.Stdout, p.cmd.Stderr = outW, errW
-	oomBefore := oomKills()
+	oomBefore := proc.OOMKills()
 	start := time.Now()
 	err = p.cmd.Start()
 	outW.Close()
@@ -182,7 +179,7 @@ func (s *Server) run(ctx context.Context, req ExecRequest, stdout, stderr io.Wri
 		errR.Close()
 		return startFailure(req, err), nil
 	}
-	raiseOOMScore(p.cmd.Process.Pid)
+	proc.RaiseOOMScore(p.cmd.Process.Pid)
 	og, eg := &gate{w: stdout}, &gate{w: stderr}
 	outDone, errDone := s.pump(outR, og), s.pump(errR, eg)
 	res := s.wait(ctx, p)
@@ -190,14 +187,14 @@ func (s *Server) run(ctx context.Context, req ExecRequest, stdout, stderr io.Wri
 	s.settle(outDone, errDone)
 	og.close()
 	eg.close()
-	if n := oomKills(); n >= 0 && n > oomBefore {
+	if n := proc.OOMKills(); n >= 0 && n > oomBefore {
 		res.OOMKilled = true
 	}
 	return res, nil
 }
 
 // wait waits for the command to exit, killing its tree on timeout or cancel.
-func (s *Server) wait(ctx context.Context, p prepared) ExecResult {
+func (s *Server) wait(ctx context.Context, p prepared) guest.ExecResult {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	waited := make(chan struct{})
@@ -205,13 +202,13 @@ func (s *Server) wait(ctx context.Context, p prepared) ExecResult {
 		_ = p.cmd.Wait()
 		close(waited)
 	}()
-	var res ExecResult
+	var res guest.ExecResult
 	select {
 	case <-waited:
 	case <-ctx.Done():
 		res.TimedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
 		res.Canceled = !res.TimedOut
-		killTree(p.cmd.Process.Pid)
+		proc.KillTree(p.cmd.Process.Pid)
 		<-waited
 	}
 	ws, _ := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -254,13 +251,13 @@ func (s *Server) pump(r *os.File, w io.Writer) <-chan struct{} {
 	return done
 }
 
-func startFailure(req ExecRequest, err error) ExecResult {
+func startFailure(req guest.ExecRequest, err error) guest.ExecResult {
 	code := 126
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 		code = 127
 	}
 	msg := "agentbox: cannot run " + req.Cmd[0] + ": " + err.Error()
-	return ExecResult{ExitCode: code, StartError: msg, Stderr: []byte(msg + "\n"), StderrBytes: int64(len(msg) + 1)}
+	return guest.ExecResult{ExitCode: code, StartError: msg, Stderr: []byte(msg + "\n"), StderrBytes: int64(len(msg) + 1)}
 }
 
 // gate passes writes through until closed, then discards them.

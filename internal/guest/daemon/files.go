@@ -1,4 +1,4 @@
-package guest
+package daemon
 
 import (
 	"crypto/rand"
@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/agentbox/agentbox/internal/guest"
 )
 
 func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
@@ -31,7 +33,7 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 	}
 	defer f.Close()
 	if limit == 0 && fi.Size()-offset > s.cfg.MaxReadBytes {
-		s.writeError(w, errorf(CodeTooLarge, "%s: %d bytes is over the read limit of %d; read it in ranges", display(rel), fi.Size(), s.cfg.MaxReadBytes))
+		s.writeError(w, guest.Errorf(guest.CodeTooLarge, "%s: %d bytes is over the read limit of %d; read it in ranges", display(rel), fi.Size(), s.cfg.MaxReadBytes))
 		return
 	}
 	if limit == 0 {
@@ -54,12 +56,12 @@ func readRange(r *http.Request, max int64) (offset, limit int64, err error) {
 		}
 		n, perr := strconv.ParseInt(s, 10, 64)
 		if perr != nil || n < 0 {
-			return 0, 0, errorf(CodeBadRequest, "%s %q: want a non-negative integer", v.name, s)
+			return 0, 0, guest.Errorf(guest.CodeBadRequest, "%s %q: want a non-negative integer", v.name, s)
 		}
 		*v.dst = n
 	}
 	if limit > max {
-		return 0, 0, errorf(CodeTooLarge, "limit %d is over the read limit of %d", limit, max)
+		return 0, 0, guest.Errorf(guest.CodeTooLarge, "limit %d is over the read limit of %d", limit, max)
 	}
 	return offset, limit, nil
 }
@@ -74,14 +76,14 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rel == "." {
-		s.writeError(w, errorf(CodeIsDir, "write: path is the workspace itself"))
+		s.writeError(w, guest.Errorf(guest.CodeIsDir, "write: path is the workspace itself"))
 		return
 	}
 	mode := os.FileMode(0o644)
 	if m := q.Get("mode"); m != "" {
 		n, err := strconv.ParseUint(m, 8, 32)
 		if err != nil || n > 0o777 {
-			s.writeError(w, errorf(CodeBadRequest, "mode %q: want octal permissions such as 644", m))
+			s.writeError(w, guest.Errorf(guest.CodeBadRequest, "mode %q: want octal permissions such as 644", m))
 			return
 		}
 		mode = os.FileMode(n)
@@ -94,10 +96,10 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, info)
 }
 
-func (s *Server) write(w http.ResponseWriter, r *http.Request, rel string, mode os.FileMode) (FileInfo, error) {
+func (s *Server) write(w http.ResponseWriter, r *http.Request, rel string, mode os.FileMode) (guest.FileInfo, error) {
 	if dir := filepath.Dir(rel); dir != "." {
 		if err := s.root.MkdirAll(dir, 0o755); err != nil {
-			return FileInfo{}, err
+			return guest.FileInfo{}, err
 		}
 	}
 	if fi, err := s.root.Lstat(rel); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
@@ -106,7 +108,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rel string, mode 
 	tmp := filepath.Join(filepath.Dir(rel), ".agentbox-"+rand.Text()[:16]+".tmp")
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
-		return FileInfo{}, err
+		return guest.FileInfo{}, err
 	}
 	_, err = io.Copy(f, http.MaxBytesReader(w, r.Body, s.cfg.MaxWriteBytes))
 	if cerr := f.Close(); err == nil {
@@ -122,19 +124,19 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rel string, mode 
 		_ = s.root.Remove(tmp)
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return FileInfo{}, errorf(CodeTooLarge, "%s: over the write limit of %d bytes", display(rel), s.cfg.MaxWriteBytes)
+			return guest.FileInfo{}, guest.Errorf(guest.CodeTooLarge, "%s: over the write limit of %d bytes", display(rel), s.cfg.MaxWriteBytes)
 		}
-		return FileInfo{}, err
+		return guest.FileInfo{}, err
 	}
 	return s.stat(rel)
 }
 
 // writeThrough writes to the target of the symlink rel, in place; os.Root
 // refuses a link that leads out of the workspace.
-func (s *Server) writeThrough(w http.ResponseWriter, r *http.Request, rel string, mode os.FileMode) (FileInfo, error) {
+func (s *Server) writeThrough(w http.ResponseWriter, r *http.Request, rel string, mode os.FileMode) (guest.FileInfo, error) {
 	f, _, err := s.openRegular(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 	if err != nil {
-		return FileInfo{}, err
+		return guest.FileInfo{}, err
 	}
 	_, err = io.Copy(f, http.MaxBytesReader(w, r.Body, s.cfg.MaxWriteBytes))
 	if cerr := f.Close(); err == nil {
@@ -142,10 +144,10 @@ func (s *Server) writeThrough(w http.ResponseWriter, r *http.Request, rel string
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return FileInfo{}, errorf(CodeTooLarge, "%s: over the write limit of %d bytes", display(rel), s.cfg.MaxWriteBytes)
+		return guest.FileInfo{}, guest.Errorf(guest.CodeTooLarge, "%s: over the write limit of %d bytes", display(rel), s.cfg.MaxWriteBytes)
 	}
 	if err != nil {
-		return FileInfo{}, err
+		return guest.FileInfo{}, err
 	}
 	return s.stat(rel)
 }
@@ -169,9 +171,9 @@ func (s *Server) openRegular(rel string, flag int, perm ...os.FileMode) (*os.Fil
 	if !fi.Mode().IsRegular() {
 		f.Close()
 		if fi.IsDir() {
-			return nil, nil, errorf(CodeIsDir, "%s: is a directory", display(rel))
+			return nil, nil, guest.Errorf(guest.CodeIsDir, "%s: is a directory", display(rel))
 		}
-		return nil, nil, errorf(CodeBadRequest, "%s: not a regular file", display(rel))
+		return nil, nil, guest.Errorf(guest.CodeBadRequest, "%s: not a regular file", display(rel))
 	}
 	return f, fi, nil
 }
@@ -179,7 +181,7 @@ func (s *Server) openRegular(rel string, flag int, perm ...os.FileMode) (*os.Fil
 func (s *Server) statFile(w http.ResponseWriter, r *http.Request) {
 	rel, err := s.rel(r.URL.Query().Get("path"))
 	if err == nil {
-		var info FileInfo
+		var info guest.FileInfo
 		if info, err = s.stat(rel); err == nil {
 			writeJSON(w, http.StatusOK, info)
 			return
@@ -188,16 +190,16 @@ func (s *Server) statFile(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, err)
 }
 
-func (s *Server) stat(rel string) (FileInfo, error) {
+func (s *Server) stat(rel string) (guest.FileInfo, error) {
 	fi, err := s.root.Lstat(rel)
 	if err != nil {
-		return FileInfo{}, err
+		return guest.FileInfo{}, err
 	}
 	return s.info(rel, fi), nil
 }
 
-func (s *Server) info(rel string, fi fs.FileInfo) FileInfo {
-	out := FileInfo{Path: display(rel), Size: fi.Size(), Mode: uint32(fi.Mode().Perm()), ModTime: fi.ModTime().UTC()}
+func (s *Server) info(rel string, fi fs.FileInfo) guest.FileInfo {
+	out := guest.FileInfo{Path: display(rel), Size: fi.Size(), Mode: uint32(fi.Mode().Perm()), ModTime: fi.ModTime().UTC()}
 	switch {
 	case fi.Mode().IsRegular():
 		out.Type = "file"
@@ -222,7 +224,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 	max := 10000
 	if m := q.Get("max"); m != "" {
 		if max, err = strconv.Atoi(m); err != nil || max <= 0 || max > 100000 {
-			s.writeError(w, errorf(CodeBadRequest, "max %q: want 1 to 100000", m))
+			s.writeError(w, guest.Errorf(guest.CodeBadRequest, "max %q: want 1 to 100000", m))
 			return
 		}
 	}
@@ -237,15 +239,15 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 // errStop ends a walk early once enough entries were found.
 var errStop = errors.New("stop")
 
-func (s *Server) list(rel string, recursive bool, max int) (Listing, error) {
+func (s *Server) list(rel string, recursive bool, max int) (guest.Listing, error) {
 	fi, err := s.root.Stat(rel)
 	if err != nil {
-		return Listing{}, err
+		return guest.Listing{}, err
 	}
 	if !fi.IsDir() {
-		return Listing{}, errorf(CodeNotDir, "%s: not a directory", display(rel))
+		return guest.Listing{}, guest.Errorf(guest.CodeNotDir, "%s: not a directory", display(rel))
 	}
-	l := Listing{Entries: []FileInfo{}}
+	l := guest.Listing{Entries: []guest.FileInfo{}}
 	err = fs.WalkDir(s.root.FS(), filepath.ToSlash(rel), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return skipUnreadable(p, rel, err)
@@ -268,7 +270,7 @@ func (s *Server) list(rel string, recursive bool, max int) (Listing, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return Listing{}, err
+		return guest.Listing{}, err
 	}
 	return l, nil
 }
@@ -281,7 +283,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rel == "." {
-		s.writeError(w, errorf(CodeBadRequest, "delete: refusing to delete the workspace itself"))
+		s.writeError(w, guest.Errorf(guest.CodeBadRequest, "delete: refusing to delete the workspace itself"))
 		return
 	}
 	if _, err := s.root.Lstat(rel); err != nil {
@@ -301,7 +303,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) moveFile(w http.ResponseWriter, r *http.Request) {
-	var req MoveRequest
+	var req guest.MoveRequest
 	if err := decode(w, r, &req); err != nil {
 		s.writeError(w, err)
 		return
@@ -314,31 +316,31 @@ func (s *Server) moveFile(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, info)
 }
 
-func (s *Server) move(req MoveRequest) (FileInfo, error) {
+func (s *Server) move(req guest.MoveRequest) (guest.FileInfo, error) {
 	from, err := s.rel(req.From)
 	if err != nil {
-		return FileInfo{}, err
+		return guest.FileInfo{}, err
 	}
 	to, err := s.rel(req.To)
 	if err != nil {
-		return FileInfo{}, err
+		return guest.FileInfo{}, err
 	}
 	if from == "." || to == "." {
-		return FileInfo{}, errorf(CodeBadRequest, "move: cannot move the workspace itself")
+		return guest.FileInfo{}, guest.Errorf(guest.CodeBadRequest, "move: cannot move the workspace itself")
 	}
 	if _, err := s.root.Lstat(from); err != nil {
-		return FileInfo{}, err
+		return guest.FileInfo{}, err
 	}
 	if _, err := s.root.Lstat(to); err == nil && !req.Overwrite {
-		return FileInfo{}, errorf(CodeExists, "%s: already exists (set overwrite)", display(to))
+		return guest.FileInfo{}, guest.Errorf(guest.CodeExists, "%s: already exists (set overwrite)", display(to))
 	}
 	if dir := path.Dir(filepath.ToSlash(to)); dir != "." {
 		if err := s.root.MkdirAll(dir, 0o755); err != nil {
-			return FileInfo{}, err
+			return guest.FileInfo{}, err
 		}
 	}
 	if err := s.root.Rename(from, to); err != nil {
-		return FileInfo{}, err
+		return guest.FileInfo{}, err
 	}
 	return s.stat(to)
 }

@@ -1,4 +1,4 @@
-package guest_test
+package daemon_test
 
 import (
 	"archive/tar"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon"
 )
 
 var bg = context.Background()
@@ -57,7 +58,7 @@ func TestWriteReadStat(t *testing.T) {
 }
 
 func TestWriteLimit(t *testing.T) {
-	c, ws := start(t, func(cfg *guest.ServerConfig) { cfg.MaxWriteBytes = 1000 })
+	c, ws := start(t, func(cfg *daemon.Config) { cfg.MaxWriteBytes = 1000 })
 	if _, err := c.WriteFile(bg, "big", make([]byte, 5000), 0); !errors.Is(err, guest.ErrTooLarge) {
 		t.Fatalf("err = %v, want ErrTooLarge", err)
 	}

@@ -1,4 +1,4 @@
-package guest
+package daemon
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/agentbox/agentbox/internal/guest"
 )
 
 // rel turns a user-supplied path into a path relative to the workspace root,
@@ -18,18 +20,18 @@ func (s *Server) rel(p string) (string, error) {
 		return ".", nil
 	}
 	if strings.ContainsRune(p, 0) {
-		return "", errorf(CodeBadRequest, "path contains a NUL byte")
+		return "", guest.Errorf(guest.CodeBadRequest, "path contains a NUL byte")
 	}
 	if filepath.IsAbs(p) {
 		r, err := filepath.Rel(s.cfg.Workspace, filepath.Clean(p))
 		if err != nil || !filepath.IsLocal(r) && r != "." {
-			return "", errorf(CodePathEscape, "path %q is outside the workspace %s", p, s.cfg.Workspace)
+			return "", guest.Errorf(guest.CodePathEscape, "path %q is outside the workspace %s", p, s.cfg.Workspace)
 		}
 		return r, nil
 	}
 	c := filepath.Clean(p)
 	if c != "." && !filepath.IsLocal(c) {
-		return "", errorf(CodePathEscape, "path %q is outside the workspace %s", p, s.cfg.Workspace)
+		return "", guest.Errorf(guest.CodePathEscape, "path %q is outside the workspace %s", p, s.cfg.Workspace)
 	}
 	return c, nil
 }
@@ -38,8 +40,8 @@ func (s *Server) rel(p string) (string, error) {
 func display(rel string) string { return path.Clean(filepath.ToSlash(rel)) }
 
 // classify turns an error from a file operation into a protocol error.
-func (s *Server) classify(err error) *Error {
-	var e *Error
+func (s *Server) classify(err error) *guest.Error {
+	var e *guest.Error
 	if errors.As(err, &e) {
 		return e
 	}
@@ -50,21 +52,21 @@ func (s *Server) classify(err error) *Error {
 	}
 	switch {
 	case isEscape(err):
-		return errorf(CodePathEscape, "%s: a symlink or path leads outside the workspace %s", pathOf(err), s.cfg.Workspace)
+		return guest.Errorf(guest.CodePathEscape, "%s: a symlink or path leads outside the workspace %s", pathOf(err), s.cfg.Workspace)
 	case errors.Is(err, fs.ErrNotExist):
-		return errorf(CodeNotFound, "%s: no such file or directory", pathOf(err))
+		return guest.Errorf(guest.CodeNotFound, "%s: no such file or directory", pathOf(err))
 	case errors.Is(err, fs.ErrExist):
-		return errorf(CodeExists, "%s: already exists", pathOf(err))
+		return guest.Errorf(guest.CodeExists, "%s: already exists", pathOf(err))
 	case errors.Is(err, syscall.EISDIR):
-		return errorf(CodeIsDir, "%s: is a directory", pathOf(err))
+		return guest.Errorf(guest.CodeIsDir, "%s: is a directory", pathOf(err))
 	case errors.Is(err, syscall.ENOTDIR):
-		return errorf(CodeNotDir, "%s: not a directory", pathOf(err))
+		return guest.Errorf(guest.CodeNotDir, "%s: not a directory", pathOf(err))
 	case errors.Is(err, syscall.ENOTEMPTY):
-		return errorf(CodeExists, "%s: directory not empty (delete with recursive)", pathOf(err))
+		return guest.Errorf(guest.CodeExists, "%s: directory not empty (delete with recursive)", pathOf(err))
 	case errors.Is(err, fs.ErrPermission):
-		return errorf(CodeBadRequest, "%s: permission denied", pathOf(err))
+		return guest.Errorf(guest.CodeBadRequest, "%s: permission denied", pathOf(err))
 	}
-	return errorf(CodeInternal, "%s", msg)
+	return guest.Errorf(guest.CodeInternal, "%s", msg)
 }
 
 // isEscape recognises os.Root's refusal to follow a path out of the root. The

@@ -1,4 +1,4 @@
-package guest
+package daemon
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
 )
 
 // proxyTarget is where a proxied web service listens, and the path prefix
@@ -39,15 +41,15 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("service")
 	t, ok := s.targets[name]
 	if !ok {
-		s.writeError(w, errorf(CodeNotFound, "no web service %q; there are %q and %q", name, ServiceDesktop, ServiceJupyter))
+		s.writeError(w, guest.Errorf(guest.CodeNotFound, "no web service %q; there are %q and %q", name, guest.ServiceDesktop, guest.ServiceJupyter))
 		return
 	}
 	rest := proxyRest(r.URL)
-	if name == ServiceDesktop && rest == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+	if name == guest.ServiceDesktop && rest == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		s.redirectToNoVNC(w)
 		return
 	}
-	if err := s.ensure(r.Context(), name); err != nil {
+	if err := s.sup.Ensure(r.Context(), name); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -56,7 +58,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request) {
 		Transport:     s.tr,
 		FlushInterval: -1, // event streams and long polls pass at once
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			s.writeError(w, errorf(CodeService, "proxy to %s: %v", name, err))
+			s.writeError(w, guest.Errorf(guest.CodeService, "proxy to %s: %v", name, err))
 		},
 	}
 	tw := &trackedWriter{ResponseWriter: w, s: s}

@@ -1,4 +1,4 @@
-package guest
+package daemon
 
 import (
 	"context"
@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon/supervise"
 )
 
 // seen is what a fake web service reports about a request.
@@ -48,36 +51,36 @@ func fakeService(t *testing.T) *httptest.Server {
 // proxyGuest serves a guest whose desktop and Jupyter are fake: each
 // "service" is a sleep, and the proxy targets are fake HTTP servers. It
 // returns an HTTP client that reaches the guest.
-func proxyGuest(t *testing.T, jupyter *serviceSpec) (*http.Client, map[string]*httptest.Server, func() error) {
+func proxyGuest(t *testing.T, jupyter *supervise.Spec) (*http.Client, map[string]*httptest.Server, func() error) {
 	t.Helper()
-	srv, err := NewServer(ServerConfig{Workspace: t.TempDir(), WebBase: "/v1/jobs/j1"})
+	srv, err := New(Config{Workspace: t.TempDir(), WebBase: "/v1/jobs/j1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fakes := map[string]*httptest.Server{ServiceDesktop: fakeService(t), ServiceJupyter: fakeService(t)}
+	fakes := map[string]*httptest.Server{guest.ServiceDesktop: fakeService(t), guest.ServiceJupyter: fakeService(t)}
 	srv.targets = map[string]proxyTarget{
-		ServiceDesktop: {addr: fakes[ServiceDesktop].Listener.Addr().String(), prefix: "/"},
-		ServiceJupyter: {addr: fakes[ServiceJupyter].Listener.Addr().String(), prefix: "/v1/jobs/j1/jupyter/"},
+		guest.ServiceDesktop: {addr: fakes[guest.ServiceDesktop].Listener.Addr().String(), prefix: "/"},
+		guest.ServiceJupyter: {addr: fakes[guest.ServiceJupyter].Listener.Addr().String(), prefix: "/v1/jobs/j1/jupyter/"},
 	}
 	if jupyter == nil {
-		jupyter = &serviceSpec{name: ServiceJupyter, argv: []string{"sleep", "60"}}
+		jupyter = &supervise.Spec{Name: guest.ServiceJupyter, Argv: []string{"sleep", "60"}}
 	}
-	srv.sup = newSupervisor(supervisorConfig{LogDir: t.TempDir(), Backoff: time.Millisecond, Poll: time.Millisecond},
-		&serviceSpec{name: ServiceDesktop, argv: []string{"sleep", "60"}}, jupyter)
+	srv.sup = supervise.New(supervise.Config{LogDir: t.TempDir(), Backoff: time.Millisecond, Poll: time.Millisecond},
+		&supervise.Spec{Name: guest.ServiceDesktop, Argv: []string{"sleep", "60"}}, jupyter)
 	dir, err := os.MkdirTemp("", "abp")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, SocketName)
-	l, err := Listen(sock)
+	sock := filepath.Join(dir, guest.SocketName)
+	l, err := ListenUnix(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, l) }()
-	c := NewClient(sock)
+	c := guest.NewClient(sock)
 	stop := sync.OnceValue(func() error {
 		c.Close()
 		cancel()
@@ -109,7 +112,7 @@ func getSeen(t *testing.T, hc *http.Client, req *http.Request) seen {
 
 func TestProxyForwardsToTheService(t *testing.T) {
 	hc, fakes, _ := proxyGuest(t, nil)
-	jAddr := fakes[ServiceJupyter].Listener.Addr().String()
+	jAddr := fakes[guest.ServiceJupyter].Listener.Addr().String()
 	req, _ := http.NewRequest(http.MethodGet, "http://guest/proxy/jupyter/api/contents/a%2Fb%20c.ipynb?type=file&x=1", nil)
 	req.Header.Set("Origin", "https://agentbox.example:8443")
 	got := getSeen(t, hc, req)
@@ -119,7 +122,7 @@ func TestProxyForwardsToTheService(t *testing.T) {
 		t.Fatalf("jupyter saw %+v, want %+v", got, want)
 	}
 	req, _ = http.NewRequest(http.MethodGet, "http://guest/proxy/desktop/core/rfb.js", nil)
-	dAddr := fakes[ServiceDesktop].Listener.Addr().String()
+	dAddr := fakes[guest.ServiceDesktop].Listener.Addr().String()
 	if got := getSeen(t, hc, req); got.Path != "/core/rfb.js" || got.Host != dAddr || got.Origin != "" {
 		t.Fatalf("desktop saw %+v", got)
 	}
@@ -159,16 +162,16 @@ func TestProxyUpgradesWebSockets(t *testing.T) {
 }
 
 func TestProxyErrors(t *testing.T) {
-	broken := &serviceSpec{name: ServiceJupyter, argv: []string{"sh", "-c", "echo jupyter: no module named notebook >&2; exit 1"},
-		ready: func(context.Context) error { return errors.New("down") }}
+	broken := &supervise.Spec{Name: guest.ServiceJupyter, Argv: []string{"sh", "-c", "echo jupyter: no module named notebook >&2; exit 1"},
+		Ready: func(context.Context) error { return errors.New("down") }}
 	hc, _, _ := proxyGuest(t, broken)
 	for _, tc := range []struct {
 		path       string
 		status     int
 		code, text string
 	}{
-		{"/proxy/nosuch/x", http.StatusNotFound, CodeNotFound, `no web service "nosuch"`},
-		{"/proxy/jupyter/api", http.StatusServiceUnavailable, CodeService, "no module named notebook"},
+		{"/proxy/nosuch/x", http.StatusNotFound, guest.CodeNotFound, `no web service "nosuch"`},
+		{"/proxy/jupyter/api", http.StatusServiceUnavailable, guest.CodeService, "no module named notebook"},
 	} {
 		resp, err := hc.Get("http://guest" + tc.path)
 		if err != nil {
@@ -176,7 +179,7 @@ func TestProxyErrors(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		var body errorBody
+		var body guest.ErrorBody
 		_ = json.Unmarshal(b, &body)
 		if resp.StatusCode != tc.status || body.Error == nil || body.Error.Code != tc.code || !strings.Contains(body.Error.Message, tc.text) {
 			t.Errorf("%s: status %d, body %s; want %d %s containing %q", tc.path, resp.StatusCode, b, tc.status, tc.code, tc.text)

@@ -1,4 +1,4 @@
-package guest
+package daemon
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+
+	"github.com/agentbox/agentbox/internal/guest"
 )
 
 const (
@@ -20,7 +22,7 @@ const (
 )
 
 func (s *Server) searchFiles(w http.ResponseWriter, r *http.Request) {
-	var req SearchRequest
+	var req guest.SearchRequest
 	if err := decode(w, r, &req); err != nil {
 		s.writeError(w, err)
 		return
@@ -33,9 +35,9 @@ func (s *Server) searchFiles(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-func (s *Server) search(req SearchRequest) (SearchResult, error) {
+func (s *Server) search(req guest.SearchRequest) (guest.SearchResult, error) {
 	if req.Pattern == "" {
-		return SearchResult{}, errorf(CodeBadRequest, "search: pattern is empty")
+		return guest.SearchResult{}, guest.Errorf(guest.CodeBadRequest, "search: pattern is empty")
 	}
 	expr := req.Pattern
 	if req.IgnoreCase {
@@ -43,22 +45,22 @@ func (s *Server) search(req SearchRequest) (SearchResult, error) {
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return SearchResult{}, errorf(CodeBadRequest, "search: bad pattern: %v", err)
+		return guest.SearchResult{}, guest.Errorf(guest.CodeBadRequest, "search: bad pattern: %v", err)
 	}
 	if req.Glob != "" {
 		if _, err := path.Match(req.Glob, ""); err != nil {
-			return SearchResult{}, errorf(CodeBadRequest, "search: bad glob %q", req.Glob)
+			return guest.SearchResult{}, guest.Errorf(guest.CodeBadRequest, "search: bad glob %q", req.Glob)
 		}
 	}
 	rel, err := s.rel(req.Path)
 	if err != nil {
-		return SearchResult{}, err
+		return guest.SearchResult{}, err
 	}
 	max := req.MaxResults
 	if max <= 0 || max > 10000 {
 		max = defaultMaxResults
 	}
-	res := SearchResult{Matches: []Match{}}
+	res := guest.SearchResult{Matches: []guest.Match{}}
 	err = fs.WalkDir(s.root.FS(), filepath.ToSlash(rel), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return skipUnreadable(p, rel, err)
@@ -80,13 +82,13 @@ func (s *Server) search(req SearchRequest) (SearchResult, error) {
 		return s.searchFile(p, re, max, &res)
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return SearchResult{}, err
+		return guest.SearchResult{}, err
 	}
 	return res, nil
 }
 
 // searchFile appends the matches of one file, skipping binary and huge files.
-func (s *Server) searchFile(p string, re *regexp.Regexp, max int, res *SearchResult) error {
+func (s *Server) searchFile(p string, re *regexp.Regexp, max int, res *guest.SearchResult) error {
 	data, err := s.readSmall(p)
 	if err != nil || data == nil || bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0 {
 		res.Skipped++
@@ -106,7 +108,7 @@ func (s *Server) searchFile(p string, re *regexp.Regexp, max int, res *SearchRes
 		if len(line) > maxMatchLineBytes {
 			line = append(line[:maxMatchLineBytes:maxMatchLineBytes], "…"...)
 		}
-		res.Matches = append(res.Matches, Match{Path: p, Line: n, Text: string(line)})
+		res.Matches = append(res.Matches, guest.Match{Path: p, Line: n, Text: string(line)})
 	}
 	return nil
 }

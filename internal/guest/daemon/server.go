@@ -1,11 +1,23 @@
-package guest
+// Package daemon owns the guest daemon that runs inside every sandbox
+// (`agentbox guest`): the server of the protocol package guest defines. It
+// executes commands and file operations for the host, confines every path
+// to the workspace, caps every output, and proxies the sandbox's web
+// services (the desktop's noVNC, Jupyter) after starting them on demand.
+// It listens on a unix socket, a vsock port or TCP (Listen); on TCP every
+// request must carry the sandbox's secret. It is not a privilege boundary:
+// it runs with the agent's uid, and the host treats all it returns as
+// untrusted.
+//
+// The packages beneath own its parts: supervise the long-lived services,
+// desktop the display and the actions on it, jupyter the notebook server
+// and the Python kernel, output the caps on output, proc the process trees.
+package daemon
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,10 +26,15 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon/desktop"
+	"github.com/agentbox/agentbox/internal/guest/daemon/jupyter"
+	"github.com/agentbox/agentbox/internal/guest/daemon/supervise"
 )
 
-// ServerConfig configures the daemon.
-type ServerConfig struct {
+// Config configures the daemon.
+type Config struct {
 	// Workspace is the directory every file path is confined to.
 	Workspace string
 	// Version is reported by /health.
@@ -40,7 +57,7 @@ type ServerConfig struct {
 	// base URL WebBase+"/jupyter/", and noVNC is told to connect to
 	// WebBase+"/desktop/websockify". Empty means "".
 	WebBase string
-	// Secret, when set, must come with every request (in SecretHeader);
+	// Secret, when set, must come with every request (in guest.SecretHeader);
 	// others are answered 401. It is required on a network listener.
 	Secret string
 	Log    *slog.Logger
@@ -48,7 +65,7 @@ type ServerConfig struct {
 
 // Server is the guest daemon.
 type Server struct {
-	cfg  ServerConfig
+	cfg  Config
 	root *os.Root
 	log  *slog.Logger
 	// drains owns the goroutines that keep reading the pipes of commands whose
@@ -56,23 +73,22 @@ type Server struct {
 	drains sync.WaitGroup
 	mu     sync.Mutex
 	pipes  map[*os.File]struct{}
-	// sup runs the desktop and Jupyter services on demand.
-	sup *supervisor
-	// desk serializes desktop actions, so one's mouse-down is not another's
-	// drag.
-	desk chan struct{}
+	// sup runs the desktop's and Jupyter's services on demand.
+	sup *supervise.Supervisor
+	// desktop acts on the sandbox's display; kernel is the Python kernel
+	// the python tool runs code in.
+	desktop *desktop.Desktop
+	kernel  *jupyter.Kernel
 	// targets are the proxied web services; proxies counts the proxy
 	// requests in flight (upgraded connections included) and tr carries them.
 	targets  map[string]proxyTarget
 	proxies  sync.WaitGroup
 	tr       *http.Transport
 	upgraded map[net.Conn]struct{} // proxied WebSockets, guarded by mu
-	// kern is the Jupyter kernel the python tool runs code in.
-	kern *kernelState
 }
 
-// NewServer opens the workspace and returns a daemon ready to serve.
-func NewServer(cfg ServerConfig) (*Server, error) {
+// New opens the workspace and returns a daemon ready to serve.
+func New(cfg Config) (*Server, error) {
 	if cfg.Workspace == "" {
 		return nil, errors.New("guest: no workspace")
 	}
@@ -85,6 +101,19 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("guest: open workspace: %w", err)
 	}
+	cfg.defaults()
+	s := &Server{cfg: cfg, root: root, log: cfg.Log, pipes: map[*os.File]struct{}{},
+		tr: newProxyTransport(), upgraded: map[net.Conn]struct{}{}}
+	s.targets = s.defaultTargets()
+	s.sup = s.newSupervisor()
+	s.desktop = desktop.New(desktop.Config{Width: cfg.DisplayWidth, Height: cfg.DisplayHeight,
+		Services: s.sup, Environ: func() ([]string, error) { return s.env(nil) }, Log: s.log})
+	s.kernel = jupyter.New(jupyter.Config{WebBase: cfg.WebBase, Workspace: root, Services: s.sup, Log: s.log})
+	return s, nil
+}
+
+// defaults fills in what cfg leaves out.
+func (cfg *Config) defaults() {
 	if cfg.MaxWriteBytes <= 0 {
 		cfg.MaxWriteBytes = 1 << 30
 	}
@@ -95,17 +124,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		cfg.DrainGrace = 100 * time.Millisecond
 	}
 	if cfg.DisplayWidth <= 0 || cfg.DisplayHeight <= 0 {
-		cfg.DisplayWidth, cfg.DisplayHeight = DefaultDisplayWidth, DefaultDisplayHeight
+		cfg.DisplayWidth, cfg.DisplayHeight = guest.DefaultDisplayWidth, guest.DefaultDisplayHeight
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, root: root, log: cfg.Log, pipes: map[*os.File]struct{}{},
-		desk: make(chan struct{}, 1), tr: newProxyTransport(), upgraded: map[net.Conn]struct{}{}}
-	s.targets = s.defaultTargets()
-	s.sup = s.newServiceSupervisor()
-	s.kern = newKernelState(s.log)
-	return s, nil
 }
 
 // Handler returns the daemon's HTTP routes.
@@ -141,12 +164,12 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	go func() { errc <- srv.Serve(l) }()
 	select {
 	case err := <-errc:
-		s.sup.stop()
+		s.sup.Stop()
 		return fmt.Errorf("guest: serve: %w", err)
 	case <-ctx.Done():
 	}
 	// Starting services would only hold up the shutdown: abort them.
-	s.sup.beginStop()
+	s.sup.BeginStop()
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	err := srv.Shutdown(shutCtx)
@@ -155,31 +178,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	<-errc
 	s.closeUpgraded()
-	s.sup.stop()
+	s.sup.Stop()
 	s.proxies.Wait()
 	s.tr.CloseIdleConnections()
 	s.closePipes()
 	s.drains.Wait()
 	s.root.Close()
 	return err
-}
-
-// Listen creates the unix socket at path, replacing a stale one.
-func Listen(path string) (net.Listener, error) {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("guest: remove stale socket: %w", err)
-	}
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("guest: listen: %w", err)
-	}
-	// The socket's directory is private on the host; inside the sandbox every
-	// process has the agent's uid anyway.
-	if err := os.Chmod(path, 0o666); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("guest: chmod socket: %w", err)
-	}
-	return l, nil
 }
 
 // warmThreads makes the Go runtime create n OS threads now and keep them idle.
@@ -202,8 +207,8 @@ func warmThreads(n int) {
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, Health{
-		Status: "ok", Protocol: ProtocolVersion, Version: s.cfg.Version,
+	writeJSON(w, http.StatusOK, guest.Health{
+		Status: "ok", Protocol: guest.ProtocolVersion, Version: s.cfg.Version,
 		Workspace: s.cfg.Workspace, UID: os.Getuid(), PID: os.Getpid(),
 	})
 }
@@ -215,14 +220,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 var codeStatus = map[string]int{
-	CodeBadRequest: http.StatusBadRequest,
-	CodeNotFound:   http.StatusNotFound,
-	CodePathEscape: http.StatusForbidden,
-	CodeExists:     http.StatusConflict,
-	CodeIsDir:      http.StatusConflict,
-	CodeNotDir:     http.StatusConflict,
-	CodeTooLarge:   http.StatusRequestEntityTooLarge,
-	CodeService:    http.StatusServiceUnavailable,
+	guest.CodeBadRequest: http.StatusBadRequest,
+	guest.CodeNotFound:   http.StatusNotFound,
+	guest.CodePathEscape: http.StatusForbidden,
+	guest.CodeExists:     http.StatusConflict,
+	guest.CodeIsDir:      http.StatusConflict,
+	guest.CodeNotDir:     http.StatusConflict,
+	guest.CodeTooLarge:   http.StatusRequestEntityTooLarge,
+	guest.CodeService:    http.StatusServiceUnavailable,
 }
 
 // writeError answers with err as a JSON error, classifying OS errors.
@@ -232,7 +237,7 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	writeJSON(w, status, errorBody{Error: e})
+	writeJSON(w, status, guest.ErrorBody{Error: e})
 }
 
 // decode reads a JSON body of at most 64 MiB into v.
@@ -240,7 +245,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return errorf(CodeBadRequest, "bad request body: %v", err)
+		return guest.Errorf(guest.CodeBadRequest, "bad request body: %v", err)
 	}
 	return nil
 }

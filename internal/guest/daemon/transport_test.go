@@ -1,4 +1,4 @@
-package guest_test
+package daemon_test
 
 import (
 	"context"
@@ -12,29 +12,19 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon"
+	"github.com/agentbox/agentbox/internal/guest/daemon/daemontest"
 )
 
 // serveTCP serves a guest that requires secret on a loopback TCP port.
 func serveTCP(t *testing.T, secret string) (addr, ws string) {
 	t.Helper()
 	ws = t.TempDir()
-	srv, err := guest.NewServer(guest.ServerConfig{Workspace: ws, Version: "test", Secret: secret})
+	l, err := daemon.Listen(guest.Listener{Network: "tcp", Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := guest.Listener{Network: "tcp", Addr: "127.0.0.1:0"}.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	daemontest.Serve(t, l, daemon.Config{Workspace: ws, Version: "test", Secret: secret})
 	return l.Addr().String(), ws
 }
 
@@ -87,33 +77,12 @@ func TestTCPNeedsTheSandboxSecret(t *testing.T) {
 	}
 }
 
-func TestParseListen(t *testing.T) {
-	for in, want := range map[string]guest.Listener{
-		"unix:/run/agentbox/guest.sock": {Network: "unix", Addr: "/run/agentbox/guest.sock"},
-		"tcp:0.0.0.0:7000":              {Network: "tcp", Addr: "0.0.0.0:7000"},
-		"vsock:1024":                    {Network: "vsock", Addr: "1024"},
-	} {
-		got, err := guest.ParseListen(in)
-		if err != nil || got != want {
-			t.Errorf("ParseListen(%q) = %+v, %v; want %+v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "tcp:", "udp:1.2.3.4:5", "vsock:x", "/run/agentbox/guest.sock"} {
-		if _, err := guest.ParseListen(bad); err == nil {
-			t.Errorf("ParseListen(%q) succeeded", bad)
-		}
-	}
-	if (guest.Listener{Network: "tcp"}).NeedsSecret() != true || (guest.Listener{Network: "unix"}).NeedsSecret() {
-		t.Error("only tcp needs the secret")
-	}
-}
-
 // TestVsock listens on a vsock port and dials one. Where the kernel has no
 // vsock transport that loops back (no vsock_loopback, no guest-to-self),
 // a connection cannot be made on one machine; the dialer must then fail
 // within its deadline instead of hanging.
 func TestVsock(t *testing.T) {
-	l, err := guest.Listener{Network: "vsock", Addr: "50123"}.Listen()
+	l, err := daemon.Listen(guest.Listener{Network: "vsock", Addr: "50123"})
 	if err != nil {
 		t.Skipf("no vsock on this machine: %v", err)
 	}

@@ -1,4 +1,10 @@
-package guest
+// Package desktop owns the sandbox's graphical desktop: the X display and
+// the programs on it (window manager, VNC, noVNC) as services for the
+// guest's supervisor, and the actions the host performs on it — input
+// through xdotool, which maps any text to key events, and screenshots read
+// straight from the X server (see screen.go), several times faster than
+// running a screenshot program.
+package desktop
 
 import (
 	"bytes"
@@ -7,16 +13,15 @@ import (
 	"fmt"
 	"image"
 	"image/png"
-	"net/http"
+	"log/slog"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
-)
 
-// The desktop: input through xdotool, which maps any text to key events,
-// and screenshots read straight from the X server (see screen.go), which is
-// several times faster than running a screenshot program.
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon/supervise"
+)
 
 // typeChunk is how many characters one xdotool type call types, so a long
 // text can be abandoned between chunks when the caller goes away.
@@ -25,74 +30,82 @@ const typeChunk = 200
 // xdoTimeout bounds one xdotool call.
 const xdoTimeout = time.Minute
 
-func (s *Server) desktopStart(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength != 0 {
-		var empty struct{}
-		if err := decode(w, r, &empty); err != nil {
-			s.writeError(w, err)
-			return
-		}
-	}
-	info, err := s.startDesktop(r.Context())
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, info)
+// Supervisor is what the desktop needs of the guest's service supervisor.
+type Supervisor interface {
+	// Ensure makes a service (guest.ServiceDesktop) run and answer.
+	Ensure(ctx context.Context, name string) error
+	// Doubt makes the next Ensure probe the service however recently it
+	// answered.
+	Doubt(name string)
 }
 
-func (s *Server) desktopAction(w http.ResponseWriter, r *http.Request) {
-	var a DesktopAction
-	if err := decode(w, r, &a); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	res, err := s.act(r.Context(), a)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+// Config configures a Desktop.
+type Config struct {
+	// Width and Height are the screen's size, in pixels.
+	Width, Height int
+	// Services starts the desktop's programs (see Services).
+	Services Supervisor
+	// Environ returns the environment xdotool runs in.
+	Environ func() ([]string, error)
+	Log     *slog.Logger
 }
 
-// startDesktop ensures the desktop stack and describes the display.
-func (s *Server) startDesktop(ctx context.Context) (DesktopInfo, error) {
-	if err := s.ensure(ctx, ServiceDesktop); err != nil {
-		return DesktopInfo{}, err
+// Desktop performs the host's actions on the sandbox's display, starting
+// the desktop's programs first if needed.
+type Desktop struct {
+	cfg Config
+	log *slog.Logger
+	// turn serializes actions, so one's mouse-down is not another's drag.
+	turn chan struct{}
+}
+
+// New returns the desktop of cfg; nothing starts until it is first used.
+func New(cfg Config) *Desktop {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Desktop{cfg: cfg, log: cfg.Log, turn: make(chan struct{}, 1)}
+}
+
+// Start ensures the desktop's programs and describes the display.
+func (d *Desktop) Start(ctx context.Context) (guest.DesktopInfo, error) {
+	if err := d.cfg.Services.Ensure(ctx, guest.ServiceDesktop); err != nil {
+		return guest.DesktopInfo{}, err
 	}
 	var x *xconn
-	err := s.withX(ctx, func() (err error) {
-		if x, err = dialX(ctx, Display); err != nil {
+	err := d.withX(ctx, func() (err error) {
+		if x, err = dialX(ctx, guest.Display); err != nil {
 			return noX(err)
 		}
 		return nil
 	})
 	if err != nil {
-		return DesktopInfo{}, err
+		return guest.DesktopInfo{}, err
 	}
 	defer x.Close()
-	return DesktopInfo{Display: Display, Width: x.w, Height: x.h}, nil
+	return guest.DesktopInfo{Display: guest.Display, Width: x.w, Height: x.h}, nil
 }
 
-// act validates and performs one action, then reports the screen.
-func (s *Server) act(ctx context.Context, a DesktopAction) (DesktopResult, error) {
-	if err := validate(a, s.cfg.DisplayWidth, s.cfg.DisplayHeight); err != nil {
-		return DesktopResult{}, err
+// Act validates and performs one action, then reports the screen. Errors
+// are *guest.Error.
+func (d *Desktop) Act(ctx context.Context, a guest.DesktopAction) (guest.DesktopResult, error) {
+	if err := validate(a, d.cfg.Width, d.cfg.Height); err != nil {
+		return guest.DesktopResult{}, err
 	}
-	if err := s.ensure(ctx, ServiceDesktop); err != nil {
-		return DesktopResult{}, err
+	if err := d.cfg.Services.Ensure(ctx, guest.ServiceDesktop); err != nil {
+		return guest.DesktopResult{}, err
 	}
 	select {
-	case s.desk <- struct{}{}:
-		defer func() { <-s.desk }()
+	case d.turn <- struct{}{}:
+		defer func() { <-d.turn }()
 	case <-ctx.Done():
-		return DesktopResult{}, errorf(CodeService, "desktop: waiting for another action: %v", context.Cause(ctx))
+		return guest.DesktopResult{}, guest.Errorf(guest.CodeService, "desktop: waiting for another action: %v", context.Cause(ctx))
 	}
-	if err := s.withX(ctx, func() error { return s.perform(ctx, a) }); err != nil {
-		return DesktopResult{}, err
+	if err := d.withX(ctx, func() error { return d.perform(ctx, a) }); err != nil {
+		return guest.DesktopResult{}, err
 	}
-	var res DesktopResult
-	err := s.withX(ctx, func() (err error) { res, err = s.observe(ctx, a); return err })
+	var res guest.DesktopResult
+	err := d.withX(ctx, func() (err error) { res, err = d.observe(ctx, a); return err })
 	return res, err
 }
 
@@ -101,46 +114,46 @@ var errNoX = errors.New("X server unreachable")
 
 // noX reports err, a failure to reach the X server.
 func noX(err error) error {
-	return fmt.Errorf("%w%w", errorf(CodeService, "desktop: %v", err), errNoX)
+	return fmt.Errorf("%w%w", guest.Errorf(guest.CodeService, "desktop: %v", err), errNoX)
 }
 
 // withX runs f, and once more after re-ensuring the desktop if f could not
 // reach the X server: it may have died a moment ago, before the supervisor
 // noticed.
-func (s *Server) withX(ctx context.Context, f func() error) error {
+func (d *Desktop) withX(ctx context.Context, f func() error) error {
 	err := f()
 	if !errors.Is(err, errNoX) {
 		return err
 	}
-	s.log.Warn("desktop: X server unreachable; ensuring it and retrying", "err", err)
-	s.sup.doubt(ServiceDesktop)
-	if err := s.ensure(ctx, ServiceDesktop); err != nil {
+	d.log.Warn("desktop: X server unreachable; ensuring it and retrying", "err", err)
+	d.cfg.Services.Doubt(guest.ServiceDesktop)
+	if err := d.cfg.Services.Ensure(ctx, guest.ServiceDesktop); err != nil {
 		return err
 	}
 	return f()
 }
 
 // perform carries out a validated action.
-func (s *Server) perform(ctx context.Context, a DesktopAction) error {
-	d := time.Duration(a.DurationMS) * time.Millisecond
+func (d *Desktop) perform(ctx context.Context, a guest.DesktopAction) error {
+	dur := time.Duration(a.DurationMS) * time.Millisecond
 	switch a.Action {
 	case "screenshot", "cursor_position":
 		return nil
 	case "wait":
-		return pause(ctx, d)
+		return pause(ctx, dur)
 	case "type":
-		return s.typeText(ctx, a.Text)
+		return d.typeText(ctx, a.Text)
 	case "key":
-		return s.xdo(ctx, append([]string{"key", "--delay", "12", "--"}, strings.Fields(a.Text)...)...)
+		return d.xdo(ctx, append([]string{"key", "--delay", "12", "--"}, strings.Fields(a.Text)...)...)
 	case "hold_key":
-		return s.holdKey(ctx, a.Text, d)
+		return d.holdKey(ctx, a.Text, dur)
 	}
-	return s.xdo(ctx, mouseArgs(a)...)
+	return d.xdo(ctx, mouseArgs(a)...)
 }
 
 // mouseArgs is the xdotool command line of a mouse action: move, press any
 // modifiers, act, release the modifiers.
-func mouseArgs(a DesktopAction) []string {
+func mouseArgs(a guest.DesktopAction) []string {
 	var args, down, up []string
 	if a.Text != "" {
 		down, up = []string{"keydown", a.Text}, []string{"keyup", a.Text}
@@ -172,7 +185,7 @@ func mouseArgs(a DesktopAction) []string {
 
 // clickOf returns the button, click count and delay between clicks (ms)
 // of a click or scroll action.
-func clickOf(a DesktopAction) (string, int, string) {
+func clickOf(a guest.DesktopAction) (string, int, string) {
 	switch a.Action {
 	case "right_click":
 		return "3", 1, "80"
@@ -192,7 +205,7 @@ func clickOf(a DesktopAction) (string, int, string) {
 	return "1", 1, "80"
 }
 
-func moveArgs(p *Point) []string {
+func moveArgs(p *guest.Point) []string {
 	if p == nil {
 		return nil
 	}
@@ -200,22 +213,22 @@ func moveArgs(p *Point) []string {
 }
 
 // midpoint is halfway from start (nil: the end itself) to end.
-func midpoint(start *Point, end Point) *Point {
+func midpoint(start *guest.Point, end guest.Point) *guest.Point {
 	if start == nil {
 		return &end
 	}
-	return &Point{X: (start.X + end.X) / 2, Y: (start.Y + end.Y) / 2}
+	return &guest.Point{X: (start.X + end.X) / 2, Y: (start.Y + end.Y) / 2}
 }
 
 // typeText types text literally, in chunks.
-func (s *Server) typeText(ctx context.Context, text string) error {
+func (d *Desktop) typeText(ctx context.Context, text string) error {
 	runes := []rune(text)
 	for len(runes) > 0 {
 		n := min(typeChunk, len(runes))
 		if err := ctx.Err(); err != nil {
-			return errorf(CodeService, "type: stopped after an unknown part: %v", context.Cause(ctx))
+			return guest.Errorf(guest.CodeService, "type: stopped after an unknown part: %v", context.Cause(ctx))
 		}
-		if err := s.xdo(ctx, "type", "--delay", "12", "--", string(runes[:n])); err != nil {
+		if err := d.xdo(ctx, "type", "--delay", "12", "--", string(runes[:n])); err != nil {
 			return err
 		}
 		runes = runes[n:]
@@ -223,13 +236,13 @@ func (s *Server) typeText(ctx context.Context, text string) error {
 	return nil
 }
 
-// holdKey presses keys for d; they are released even if ctx ends first.
-func (s *Server) holdKey(ctx context.Context, keys string, d time.Duration) error {
-	if err := s.xdo(ctx, "keydown", keys); err != nil {
+// holdKey presses keys for dur; they are released even if ctx ends first.
+func (d *Desktop) holdKey(ctx context.Context, keys string, dur time.Duration) error {
+	if err := d.xdo(ctx, "keydown", keys); err != nil {
 		return err
 	}
-	slept := pause(ctx, d)
-	if err := s.xdo(context.WithoutCancel(ctx), "keyup", keys); err != nil {
+	slept := pause(ctx, dur)
+	if err := d.xdo(context.WithoutCancel(ctx), "keyup", keys); err != nil {
 		return err
 	}
 	return slept
@@ -237,35 +250,35 @@ func (s *Server) holdKey(ctx context.Context, keys string, d time.Duration) erro
 
 // pause waits d for an action, unless the caller goes away first.
 func pause(ctx context.Context, d time.Duration) error {
-	if err := sleepCtx(ctx, d); err != nil {
-		return errorf(CodeService, "desktop: interrupted: %v", err)
+	if err := supervise.Sleep(ctx, d); err != nil {
+		return guest.Errorf(guest.CodeService, "desktop: interrupted: %v", err)
 	}
 	return nil
 }
 
 // xdo runs one xdotool command line on the display. It is not cut short
 // when ctx ends (a key would stay pressed), only bounded by xdoTimeout.
-func (s *Server) xdo(ctx context.Context, args ...string) error {
+func (d *Desktop) xdo(ctx context.Context, args ...string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), xdoTimeout)
 	defer cancel()
-	env, err := s.env(nil)
+	env, err := d.cfg.Environ()
 	if err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, "xdotool", args...)
 	var out bytes.Buffer
-	cmd.Env, cmd.Stdout, cmd.Stderr = append(env, "DISPLAY="+Display), &out, &out
+	cmd.Env, cmd.Stdout, cmd.Stderr = append(env, "DISPLAY="+guest.Display), &out, &out
 	cmd.WaitDelay = time.Second
 	err = cmd.Run()
 	msg := strings.TrimSpace(out.String())
 	if strings.Contains(msg, "No such key name") {
-		return errorf(CodeBadRequest, "%s: %s; use X key names like Return, Tab, ctrl+s, shift+Tab, Page_Down, F5, super", args[0], firstLine(msg))
+		return guest.Errorf(guest.CodeBadRequest, "%s: %s; use X key names like Return, Tab, ctrl+s, shift+Tab, Page_Down, F5, super", args[0], firstLine(msg))
 	}
 	if err != nil && strings.Contains(msg, "Can't open display") {
 		return noX(fmt.Errorf("xdotool: %s", firstLine(msg)))
 	}
 	if err != nil {
-		return errorf(CodeService, "desktop: xdotool %s: %v: %s", args[0], err, msg)
+		return guest.Errorf(guest.CodeService, "desktop: xdotool %s: %v: %s", args[0], err, msg)
 	}
 	return nil
 }
@@ -277,22 +290,22 @@ func firstLine(s string) string {
 
 // observe reports the screen size and pointer, with a screenshot if the
 // action asks for one.
-func (s *Server) observe(ctx context.Context, a DesktopAction) (DesktopResult, error) {
-	x, err := dialX(ctx, Display)
+func (d *Desktop) observe(ctx context.Context, a guest.DesktopAction) (guest.DesktopResult, error) {
+	x, err := dialX(ctx, guest.Display)
 	if err != nil {
-		return DesktopResult{}, noX(err)
+		return guest.DesktopResult{}, noX(err)
 	}
 	defer x.Close()
-	res := DesktopResult{Width: x.w, Height: x.h}
+	res := guest.DesktopResult{Width: x.w, Height: x.h}
 	if res.Cursor, err = x.pointer(); err != nil {
-		return res, errorf(CodeService, "desktop: %v", err)
+		return res, guest.Errorf(guest.CodeService, "desktop: %v", err)
 	}
 	if a.Action != "screenshot" && !a.Screenshot {
 		return res, nil
 	}
 	img, err := x.screenshot()
 	if err != nil {
-		return res, errorf(CodeService, "desktop: %v", err)
+		return res, guest.Errorf(guest.CodeService, "desktop: %v", err)
 	}
 	// The pointer is a nicety: a screenshot without it is still an answer.
 	if c, err := x.cursor(); err == nil && c != nil {
@@ -311,7 +324,7 @@ func encodePNG(img image.Image) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
 	if err := enc.Encode(&buf, img); err != nil {
-		return nil, errorf(CodeInternal, "desktop: encode screenshot: %v", err)
+		return nil, guest.Errorf(guest.CodeInternal, "desktop: encode screenshot: %v", err)
 	}
 	return buf.Bytes(), nil
 }

@@ -1,71 +1,82 @@
-package guest
+package desktop
 
 import (
-	"context"
+	"errors"
 	"image"
 	"image/color"
 	"strings"
 	"testing"
+
+	"github.com/agentbox/agentbox/internal/guest"
 )
 
-func pt(x, y int) *Point { return &Point{X: x, Y: y} }
+// codeOf is the code of the guest error in err, if any.
+func codeOf(err error) string {
+	var e *guest.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+func pt(x, y int) *guest.Point { return &guest.Point{X: x, Y: y} }
 
 func TestDesktopActionValidation(t *testing.T) {
 	long := strings.Repeat("x", maxTypeRunes+1)
 	for _, tc := range []struct {
 		name string
-		a    DesktopAction
+		a    guest.DesktopAction
 		want string // substring of the error; "" means valid
 	}{
-		{"screenshot", DesktopAction{Action: "screenshot"}, ""},
-		{"scaled screenshot", DesktopAction{Action: "screenshot", ScaleWidth: 512, ScaleHeight: 384}, ""},
-		{"click here", DesktopAction{Action: "left_click"}, ""},
-		{"click there with shift", DesktopAction{Action: "left_click", Coordinate: pt(10, 10), Text: "shift"}, ""},
-		{"drag", DesktopAction{Action: "left_click_drag", Start: pt(1, 1), Coordinate: pt(100, 100)}, ""},
-		{"scroll", DesktopAction{Action: "scroll", ScrollDirection: "down", ScrollAmount: 5}, ""},
-		{"type", DesktopAction{Action: "type", Text: "echo 'hi' > \"f\"\n-- ünïcødé"}, ""},
-		{"type the most", DesktopAction{Action: "type", Text: strings.Repeat("ü", maxTypeRunes)}, ""},
-		{"key sequence", DesktopAction{Action: "key", Text: "ctrl+a Return KP_Enter"}, ""},
-		{"hold", DesktopAction{Action: "hold_key", Text: "shift", DurationMS: 500}, ""},
-		{"wait", DesktopAction{Action: "wait", DurationMS: 100_000}, ""},
-		{"last pixel", DesktopAction{Action: "mouse_move", Coordinate: pt(1023, 767)}, ""},
+		{"screenshot", guest.DesktopAction{Action: "screenshot"}, ""},
+		{"scaled screenshot", guest.DesktopAction{Action: "screenshot", ScaleWidth: 512, ScaleHeight: 384}, ""},
+		{"click here", guest.DesktopAction{Action: "left_click"}, ""},
+		{"click there with shift", guest.DesktopAction{Action: "left_click", Coordinate: pt(10, 10), Text: "shift"}, ""},
+		{"drag", guest.DesktopAction{Action: "left_click_drag", Start: pt(1, 1), Coordinate: pt(100, 100)}, ""},
+		{"scroll", guest.DesktopAction{Action: "scroll", ScrollDirection: "down", ScrollAmount: 5}, ""},
+		{"type", guest.DesktopAction{Action: "type", Text: "echo 'hi' > \"f\"\n-- ünïcødé"}, ""},
+		{"type the most", guest.DesktopAction{Action: "type", Text: strings.Repeat("ü", maxTypeRunes)}, ""},
+		{"key sequence", guest.DesktopAction{Action: "key", Text: "ctrl+a Return KP_Enter"}, ""},
+		{"hold", guest.DesktopAction{Action: "hold_key", Text: "shift", DurationMS: 500}, ""},
+		{"wait", guest.DesktopAction{Action: "wait", DurationMS: 100_000}, ""},
+		{"last pixel", guest.DesktopAction{Action: "mouse_move", Coordinate: pt(1023, 767)}, ""},
 
-		{"unknown action", DesktopAction{Action: "click"}, `unknown desktop action "click"`},
-		{"empty action", DesktopAction{}, "unknown desktop action"},
-		{"move without coordinate", DesktopAction{Action: "mouse_move"}, "coordinate is required"},
-		{"x off screen", DesktopAction{Action: "left_click", Coordinate: pt(1024, 0)}, "off the 1024x768 screen"},
-		{"negative y", DesktopAction{Action: "mouse_move", Coordinate: pt(5, -1)}, "off the"},
-		{"drag start off screen", DesktopAction{Action: "left_click_drag", Start: pt(0, 900), Coordinate: pt(1, 1)}, "off the"},
-		{"drag without end", DesktopAction{Action: "left_click_drag", Start: pt(0, 0)}, "coordinate is required"},
-		{"start on a click", DesktopAction{Action: "left_click", Start: pt(0, 0)}, "start is only for left_click_drag"},
-		{"coordinate on type", DesktopAction{Action: "type", Text: "a", Coordinate: pt(1, 1)}, "coordinate is not accepted"},
-		{"type without text", DesktopAction{Action: "type"}, "text (the text to type) is required"},
-		{"key without text", DesktopAction{Action: "key"}, "text (keys) is required"},
-		{"text on screenshot", DesktopAction{Action: "screenshot", Text: "x"}, "text is not accepted"},
-		{"type too long", DesktopAction{Action: "type", Text: long}, "type at most 3000 per action"},
-		{"text too big", DesktopAction{Action: "key", Text: strings.Repeat("a ", maxActionText)}, "over the 65536 allowed"},
-		{"bad utf-8", DesktopAction{Action: "type", Text: "a\xffb"}, "valid UTF-8"},
-		{"NUL", DesktopAction{Action: "type", Text: "a\x00b"}, "without NUL"},
-		{"empty key part", DesktopAction{Action: "key", Text: "ctrl+"}, `bad key combination "ctrl+"`},
-		{"control char key", DesktopAction{Action: "key", Text: "a\x01"}, "bad key combination"},
-		{"two modifier combos", DesktopAction{Action: "left_click", Text: "shift ctrl"}, "one key combination"},
-		{"bad scroll direction", DesktopAction{Action: "scroll", ScrollDirection: "sideways"}, "scroll_direction must be up, down, left or right"},
-		{"missing scroll direction", DesktopAction{Action: "scroll"}, "scroll_direction must be"},
-		{"too much scroll", DesktopAction{Action: "scroll", ScrollDirection: "up", ScrollAmount: 101}, "scroll_amount must be 1..100"},
-		{"scroll fields on click", DesktopAction{Action: "left_click", ScrollDirection: "up"}, "only for scroll"},
-		{"wait without duration", DesktopAction{Action: "wait"}, "duration_ms must be 1..100000"},
-		{"wait too long", DesktopAction{Action: "wait", DurationMS: 100_001}, "at most 100 seconds"},
-		{"hold forever", DesktopAction{Action: "hold_key", Text: "a", DurationMS: -5}, "duration_ms must be"},
-		{"duration on click", DesktopAction{Action: "left_click", DurationMS: 5}, "only for hold_key and wait"},
-		{"half a scale", DesktopAction{Action: "screenshot", ScaleWidth: 100}, "both be positive"},
-		{"negative scale", DesktopAction{Action: "screenshot", ScaleWidth: -1, ScaleHeight: 10}, "both be positive"},
+		{"unknown action", guest.DesktopAction{Action: "click"}, `unknown desktop action "click"`},
+		{"empty action", guest.DesktopAction{}, "unknown desktop action"},
+		{"move without coordinate", guest.DesktopAction{Action: "mouse_move"}, "coordinate is required"},
+		{"x off screen", guest.DesktopAction{Action: "left_click", Coordinate: pt(1024, 0)}, "off the 1024x768 screen"},
+		{"negative y", guest.DesktopAction{Action: "mouse_move", Coordinate: pt(5, -1)}, "off the"},
+		{"drag start off screen", guest.DesktopAction{Action: "left_click_drag", Start: pt(0, 900), Coordinate: pt(1, 1)}, "off the"},
+		{"drag without end", guest.DesktopAction{Action: "left_click_drag", Start: pt(0, 0)}, "coordinate is required"},
+		{"start on a click", guest.DesktopAction{Action: "left_click", Start: pt(0, 0)}, "start is only for left_click_drag"},
+		{"coordinate on type", guest.DesktopAction{Action: "type", Text: "a", Coordinate: pt(1, 1)}, "coordinate is not accepted"},
+		{"type without text", guest.DesktopAction{Action: "type"}, "text (the text to type) is required"},
+		{"key without text", guest.DesktopAction{Action: "key"}, "text (keys) is required"},
+		{"text on screenshot", guest.DesktopAction{Action: "screenshot", Text: "x"}, "text is not accepted"},
+		{"type too long", guest.DesktopAction{Action: "type", Text: long}, "type at most 3000 per action"},
+		{"text too big", guest.DesktopAction{Action: "key", Text: strings.Repeat("a ", maxActionText)}, "over the 65536 allowed"},
+		{"bad utf-8", guest.DesktopAction{Action: "type", Text: "a\xffb"}, "valid UTF-8"},
+		{"NUL", guest.DesktopAction{Action: "type", Text: "a\x00b"}, "without NUL"},
+		{"empty key part", guest.DesktopAction{Action: "key", Text: "ctrl+"}, `bad key combination "ctrl+"`},
+		{"control char key", guest.DesktopAction{Action: "key", Text: "a\x01"}, "bad key combination"},
+		{"two modifier combos", guest.DesktopAction{Action: "left_click", Text: "shift ctrl"}, "one key combination"},
+		{"bad scroll direction", guest.DesktopAction{Action: "scroll", ScrollDirection: "sideways"}, "scroll_direction must be up, down, left or right"},
+		{"missing scroll direction", guest.DesktopAction{Action: "scroll"}, "scroll_direction must be"},
+		{"too much scroll", guest.DesktopAction{Action: "scroll", ScrollDirection: "up", ScrollAmount: 101}, "scroll_amount must be 1..100"},
+		{"scroll fields on click", guest.DesktopAction{Action: "left_click", ScrollDirection: "up"}, "only for scroll"},
+		{"wait without duration", guest.DesktopAction{Action: "wait"}, "duration_ms must be 1..100000"},
+		{"wait too long", guest.DesktopAction{Action: "wait", DurationMS: 100_001}, "at most 100 seconds"},
+		{"hold forever", guest.DesktopAction{Action: "hold_key", Text: "a", DurationMS: -5}, "duration_ms must be"},
+		{"duration on click", guest.DesktopAction{Action: "left_click", DurationMS: 5}, "only for hold_key and wait"},
+		{"half a scale", guest.DesktopAction{Action: "screenshot", ScaleWidth: 100}, "both be positive"},
+		{"negative scale", guest.DesktopAction{Action: "screenshot", ScaleWidth: -1, ScaleHeight: 10}, "both be positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := validate(tc.a, 1024, 768)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || codeOf(err) != CodeBadRequest || !strings.Contains(err.Error(), tc.want)):
+			case tc.want != "" && (err == nil || codeOf(err) != guest.CodeBadRequest || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("err = %v, want bad_request containing %q", err, tc.want)
 			}
 		})
@@ -74,19 +85,19 @@ func TestDesktopActionValidation(t *testing.T) {
 
 func TestMouseArgs(t *testing.T) {
 	for _, tc := range []struct {
-		a    DesktopAction
+		a    guest.DesktopAction
 		want string
 	}{
-		{DesktopAction{Action: "mouse_move", Coordinate: pt(3, 4)}, "mousemove 3 4"},
-		{DesktopAction{Action: "left_click"}, "click --repeat 1 --delay 80 1"},
-		{DesktopAction{Action: "right_click", Coordinate: pt(1, 2), Text: "ctrl+shift"},
+		{guest.DesktopAction{Action: "mouse_move", Coordinate: pt(3, 4)}, "mousemove 3 4"},
+		{guest.DesktopAction{Action: "left_click"}, "click --repeat 1 --delay 80 1"},
+		{guest.DesktopAction{Action: "right_click", Coordinate: pt(1, 2), Text: "ctrl+shift"},
 			"mousemove 1 2 keydown ctrl+shift click --repeat 1 --delay 80 3 keyup ctrl+shift"},
-		{DesktopAction{Action: "triple_click"}, "click --repeat 3 --delay 80 1"},
-		{DesktopAction{Action: "left_mouse_down", Coordinate: pt(7, 8)}, "mousemove 7 8 mousedown 1"},
-		{DesktopAction{Action: "left_mouse_up"}, "mouseup 1"},
-		{DesktopAction{Action: "scroll", ScrollDirection: "left"}, "click --repeat 3 --delay 30 6"},
-		{DesktopAction{Action: "scroll", ScrollDirection: "down", ScrollAmount: 10, Coordinate: pt(5, 5)}, "mousemove 5 5 click --repeat 10 --delay 30 5"},
-		{DesktopAction{Action: "left_click_drag", Start: pt(0, 0), Coordinate: pt(10, 20), Text: "alt"},
+		{guest.DesktopAction{Action: "triple_click"}, "click --repeat 3 --delay 80 1"},
+		{guest.DesktopAction{Action: "left_mouse_down", Coordinate: pt(7, 8)}, "mousemove 7 8 mousedown 1"},
+		{guest.DesktopAction{Action: "left_mouse_up"}, "mouseup 1"},
+		{guest.DesktopAction{Action: "scroll", ScrollDirection: "left"}, "click --repeat 3 --delay 30 6"},
+		{guest.DesktopAction{Action: "scroll", ScrollDirection: "down", ScrollAmount: 10, Coordinate: pt(5, 5)}, "mousemove 5 5 click --repeat 10 --delay 30 5"},
+		{guest.DesktopAction{Action: "left_click_drag", Start: pt(0, 0), Coordinate: pt(10, 20), Text: "alt"},
 			"mousemove 0 0 keydown alt mousedown 1 sleep 0.05 mousemove 5 10 sleep 0.05 mousemove 10 20 sleep 0.05 mouseup 1 keyup alt"},
 	} {
 		if got := strings.Join(mouseArgs(tc.a), " "); got != tc.want {
@@ -118,23 +129,5 @@ func TestScaleDownAveragesAndNeverEnlarges(t *testing.T) {
 	}
 	if odd := scaleDown(img, 3, 5); odd.Rect.Dx() != 3 || odd.Rect.Dy() != 2 {
 		t.Errorf("size %v, want 3x2 (height kept)", odd.Rect)
-	}
-}
-
-func TestCommandsSeeTheDisplay(t *testing.T) {
-	s, err := NewServer(ServerConfig{Workspace: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := newCapture(100)
-	if _, err := s.run(context.Background(), Shell(`printf %s "$DISPLAY"`), out, newCapture(100)); err != nil {
-		t.Fatal(err)
-	}
-	if got, _, _ := out.result(); string(got) != Display {
-		t.Errorf("DISPLAY = %q, want %q", got, Display)
-	}
-	// A caller's own DISPLAY still wins (the last value counts).
-	if env, _ := s.env(map[string]string{"DISPLAY": ":7"}); env[len(env)-1] != "DISPLAY=:7" {
-		t.Errorf("env ends %q", env[len(env)-1])
 	}
 }

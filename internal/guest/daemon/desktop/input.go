@@ -1,10 +1,12 @@
-package guest
+package desktop
 
 import (
 	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentbox/agentbox/internal/guest"
 )
 
 // Limits on desktop actions.
@@ -13,7 +15,7 @@ const (
 	maxActionText     = 64 << 10
 	// maxTypeRunes bounds type: xdotool, with 12 ms between keystrokes,
 	// types at most about 83 characters a second, so this takes about 36 s,
-	// well within the client's desktopCallTimeout.
+	// well within the client's two minutes for a desktop call.
 	maxTypeRunes   = 3000
 	maxScrollClick = 100
 	maxKeys        = 100
@@ -60,16 +62,16 @@ var actionSpecs = map[string]actionSpec{
 var scrollButtons = map[string]string{"up": "4", "down": "5", "left": "6", "right": "7"}
 
 // validate checks a for a w×h screen, with messages a model can act on.
-func validate(a DesktopAction, w, h int) error {
+func validate(a guest.DesktopAction, w, h int) error {
 	spec, ok := actionSpecs[a.Action]
 	if !ok {
-		return errorf(CodeBadRequest, "unknown desktop action %q; use one of: %s", a.Action, actionNames())
+		return guest.Errorf(guest.CodeBadRequest, "unknown desktop action %q; use one of: %s", a.Action, actionNames())
 	}
-	for _, check := range []func(DesktopAction, actionSpec, int, int) error{
+	for _, check := range []func(guest.DesktopAction, actionSpec, int, int) error{
 		checkPoints, checkText, checkScroll, checkDuration, checkScale,
 	} {
 		if err := check(a, spec, w, h); err != nil {
-			return errorf(CodeBadRequest, "%s: %v", a.Action, err)
+			return guest.Errorf(guest.CodeBadRequest, "%s: %v", a.Action, err)
 		}
 	}
 	return nil
@@ -80,7 +82,7 @@ func actionNames() string {
 		"triple_click, left_mouse_down, left_mouse_up, left_click_drag, scroll, type, key, hold_key, wait"
 }
 
-func checkPoints(a DesktopAction, spec actionSpec, w, h int) error {
+func checkPoints(a guest.DesktopAction, spec actionSpec, w, h int) error {
 	switch {
 	case a.Coordinate == nil && spec.coord == required:
 		return fmt.Errorf("coordinate is required")
@@ -89,7 +91,7 @@ func checkPoints(a DesktopAction, spec actionSpec, w, h int) error {
 	case a.Start != nil && !spec.start:
 		return fmt.Errorf("start is only for left_click_drag")
 	}
-	for _, p := range []*Point{a.Start, a.Coordinate} {
+	for _, p := range []*guest.Point{a.Start, a.Coordinate} {
 		if p != nil && (p.X < 0 || p.Y < 0 || p.X >= w || p.Y >= h) {
 			return fmt.Errorf("point (%d, %d) is off the %dx%d screen: x must be 0..%d and y 0..%d", p.X, p.Y, w, h, w-1, h-1)
 		}
@@ -97,7 +99,7 @@ func checkPoints(a DesktopAction, spec actionSpec, w, h int) error {
 	return nil
 }
 
-func checkText(a DesktopAction, spec actionSpec, _, _ int) error {
+func checkText(a guest.DesktopAction, spec actionSpec, _, _ int) error {
 	switch {
 	case a.Text == "" && spec.text == required:
 		return fmt.Errorf("text (%s) is required", spec.textIs)
@@ -142,7 +144,7 @@ func checkKeys(text string, n int) error {
 	return nil
 }
 
-func checkScroll(a DesktopAction, spec actionSpec, _, _ int) error {
+func checkScroll(a guest.DesktopAction, spec actionSpec, _, _ int) error {
 	if !spec.scroll {
 		if a.ScrollDirection != "" || a.ScrollAmount != 0 {
 			return fmt.Errorf("scroll_direction and scroll_amount are only for scroll")
@@ -158,7 +160,7 @@ func checkScroll(a DesktopAction, spec actionSpec, _, _ int) error {
 	return nil
 }
 
-func checkDuration(a DesktopAction, spec actionSpec, _, _ int) error {
+func checkDuration(a guest.DesktopAction, spec actionSpec, _, _ int) error {
 	switch {
 	case !spec.duration && a.DurationMS != 0:
 		return fmt.Errorf("duration_ms is only for hold_key and wait")
@@ -168,7 +170,7 @@ func checkDuration(a DesktopAction, spec actionSpec, _, _ int) error {
 	return nil
 }
 
-func checkScale(a DesktopAction, _ actionSpec, _, _ int) error {
+func checkScale(a guest.DesktopAction, _ actionSpec, _, _ int) error {
 	switch {
 	case a.ScaleWidth == 0 && a.ScaleHeight == 0:
 		return nil

@@ -1,4 +1,4 @@
-package guest
+package desktop
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
 )
 
 // A minimal X11 client, just enough to read the screen and the pointer
@@ -173,16 +175,16 @@ func (x *xconn) call(req []byte) (head, data []byte, err error) {
 }
 
 // pointer returns where the pointer is on the screen.
-func (x *xconn) pointer() (Point, error) {
+func (x *xconn) pointer() (guest.Point, error) {
 	req := make([]byte, 8)
 	req[0] = 38 // QueryPointer
 	le.PutUint16(req[2:], 2)
 	le.PutUint32(req[4:], x.root)
 	head, _, err := x.call(req)
 	if err != nil {
-		return Point{}, fmt.Errorf("query pointer: %w", err)
+		return guest.Point{}, fmt.Errorf("query pointer: %w", err)
 	}
-	return Point{X: int(int16(le.Uint16(head[16:]))), Y: int(int16(le.Uint16(head[18:])))}, nil
+	return guest.Point{X: int(int16(le.Uint16(head[16:]))), Y: int(int16(le.Uint16(head[18:])))}, nil
 }
 
 // atom returns the atom named name, or 0 if it does not exist.

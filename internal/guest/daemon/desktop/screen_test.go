@@ -1,4 +1,4 @@
-package guest
+package desktop
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/agentbox/agentbox/internal/guest"
 )
 
 // fakeX serves a 4x2 screen the way Xvfb describes a 24-bit TrueColor one,
@@ -158,7 +160,7 @@ func TestXClientAgainstFakeServer(t *testing.T) {
 	if x.w != 4 || x.h != 2 || x.root != 0x100 || x.bpp != 32 || x.masks != [3]uint32{0xff0000, 0xff00, 0xff} {
 		t.Fatalf("parsed setup: %+v", x)
 	}
-	if p, err := x.pointer(); err != nil || p != (Point{3, 1}) {
+	if p, err := x.pointer(); err != nil || p != (guest.Point{X: 3, Y: 1}) {
 		t.Fatalf("pointer = %v, %v", p, err)
 	}
 	if a, err := x.atom("_NET_SUPPORTING_WM_CHECK"); err != nil || a != 77 {

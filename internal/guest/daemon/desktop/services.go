@@ -1,17 +1,18 @@
-package guest
+package desktop
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon/supervise"
 )
 
-// Internal names of the supervised programs. ServiceDesktop is the group of
-// the first four; ServiceJupyter is a service of its own.
+// Internal names of the supervised programs; guest.ServiceDesktop is the
+// group of them all.
 const (
 	svcXvfb  = "xvfb"
 	svcWM    = "wm"
@@ -19,85 +20,44 @@ const (
 	svcNoVNC = "novnc"
 )
 
-// Loopback addresses the web services listen on.
+// Loopback addresses the desktop's servers listen on.
 const (
-	vncAddr     = "127.0.0.1:5900"
-	noVNCAddr   = "127.0.0.1:6080"
-	jupyterAddr = "127.0.0.1:8888"
+	vncAddr = "127.0.0.1:5900"
+	// NoVNCAddr is where noVNC (websockify) listens: the guest's proxy
+	// sends guest.ServiceDesktop's requests there.
+	NoVNCAddr = "127.0.0.1:6080"
 )
 
-// newServiceSupervisor returns the supervisor of the sandbox's desktop and
-// Jupyter services.
-func (s *Server) newServiceSupervisor() *supervisor {
-	cfg := supervisorConfig{
-		Log:     s.log,
-		Environ: func() ([]string, error) { return s.env(nil) },
-		Dir:     s.cfg.Workspace,
-		Groups:  map[string][]string{ServiceDesktop: {svcXvfb, svcWM, svcVNC, svcNoVNC}},
-	}
-	return newSupervisor(cfg, s.serviceSpecs()...)
-}
-
-// serviceSpecs describes the services: an X server on Display, openbox,
-// x11vnc and noVNC (websockify) on top of it, and the Jupyter notebook
-// server. All listen on loopback only; the host reaches the web ones
-// through the guest's proxy.
-func (s *Server) serviceSpecs() []*serviceSpec {
-	size := fmt.Sprintf("%dx%dx24", s.cfg.DisplayWidth, s.cfg.DisplayHeight)
-	return []*serviceSpec{{
-		name:    svcXvfb,
-		argv:    []string{"Xvfb", Display, "-screen", "0", size, "-nolisten", "tcp", "-noreset"},
-		setup:   makeX11Dir,
-		ready:   xReady,
-		recheck: true,
+// Services describes the desktop's programs for the supervisor: an X server
+// on guest.Display with a width×height screen, openbox, and x11vnc and
+// noVNC (websockify) on top of it. All listen on loopback only; the host
+// reaches noVNC through the guest's proxy. Ensuring guest.ServiceDesktop, a
+// group of them all, starts the desktop.
+func Services(width, height int) []*supervise.Spec {
+	size := fmt.Sprintf("%dx%dx24", width, height)
+	return []*supervise.Spec{{
+		Name:    svcXvfb,
+		Argv:    []string{"Xvfb", guest.Display, "-screen", "0", size, "-nolisten", "tcp", "-noreset"},
+		Setup:   makeX11Dir,
+		Ready:   xReady,
+		Recheck: true,
 	}, {
-		name:  svcWM,
-		deps:  []string{svcXvfb},
-		argv:  []string{"openbox"},
-		ready: wmReady,
+		Name:  svcWM,
+		Deps:  []string{svcXvfb},
+		Argv:  []string{"openbox"},
+		Ready: wmReady,
 	}, {
-		name: svcVNC,
-		deps: []string{svcXvfb},
-		argv: []string{"x11vnc", "-display", Display, "-localhost", "-noipv6", "-rfbport", portOf(vncAddr),
+		Name: svcVNC,
+		Deps: []string{svcXvfb},
+		Argv: []string{"x11vnc", "-display", guest.Display, "-localhost", "-noipv6", "-rfbport", portOf(vncAddr),
 			"-forever", "-shared", "-nopw", "-quiet", "-xkb"},
-		ready: func(ctx context.Context) error { return dialUp(ctx, "tcp", vncAddr) },
+		Ready: func(ctx context.Context) error { return dialUp(ctx, "tcp", vncAddr) },
 	}, {
-		name:  svcNoVNC,
-		deps:  []string{svcVNC, svcWM},
-		argv:  []string{"websockify", "--web", "/usr/share/novnc", noVNCAddr, vncAddr},
-		ready: func(ctx context.Context) error { return dialUp(ctx, "tcp", noVNCAddr) },
-	}, {
-		name:    ServiceJupyter,
-		argv:    s.jupyterArgv(),
-		ready:   s.jupyterReady,
-		recheck: true,
+		Name:  svcNoVNC,
+		Deps:  []string{svcVNC, svcWM},
+		Argv:  []string{"websockify", "--web", "/usr/share/novnc", NoVNCAddr, vncAddr},
+		Ready: func(ctx context.Context) error { return dialUp(ctx, "tcp", NoVNCAddr) },
 	}}
-}
-
-// jupyterArgv runs the notebook server for the kernel API and the proxy:
-// no browser, no token or password (the host authenticates, and only the
-// guest's proxy reaches it), no XSRF check (API clients carry no cookie),
-// and a base URL matching the path the host serves it under. The proxy
-// rewrites Host and Origin to the server's own address, so its
-// local-host and same-origin checks pass without loosening them.
-func (s *Server) jupyterArgv() []string {
-	return []string{"jupyter", "notebook", "--no-browser",
-		"--ip=127.0.0.1", "--port=" + portOf(jupyterAddr), "--port-retries=0",
-		"--NotebookApp.token=", "--NotebookApp.password=",
-		"--NotebookApp.disable_check_xsrf=True", "--NotebookApp.quit_button=False",
-		// The guest caps output itself; the server's default 1 MB/s limit
-		// would drop a fast print's output entirely. The limit stays finite
-		// so that a huge print is dropped, with the server's "IOPub data
-		// rate exceeded" notice, rather than relayed as one WebSocket
-		// message over jupyterReadLimit, which breaks the connection and
-		// costs the kernel. Averaged over the server's 3 s window, 5e6
-		// bytes a second lets through stream messages of up to 15 MB,
-		// which the server relays as JSON of at most three times that
-		// (non-ASCII characters escaped): 45 MB. Only stream output counts.
-		"--NotebookApp.iopub_data_rate_limit=5.0e6", "--NotebookApp.iopub_msg_rate_limit=1.0e10",
-		"--NotebookApp.base_url=" + s.cfg.WebBase + "/jupyter/",
-		"--notebook-dir=" + s.cfg.Workspace,
-	}
 }
 
 func portOf(addr string) string {
@@ -129,42 +89,24 @@ func dialUp(ctx context.Context, network, addr string) error {
 	return c.Close()
 }
 
-// The probes of services that are checked on every ensure talk their
+// The probes of services that are checked on every Ensure talk their
 // protocol rather than only connect: a process being killed still has its
 // listening socket accept for a moment, but never answers again.
 
 // xReady reports whether the X server completes a connection setup.
 func xReady(ctx context.Context) error {
-	x, err := dialX(ctx, Display)
+	x, err := dialX(ctx, guest.Display)
 	if err != nil {
 		return err
 	}
 	return x.Close()
 }
 
-// jupyterReady reports whether the notebook server answers its API.
-func (s *Server) jupyterReady(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.jupyterURL()+"api", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := s.tr.RoundTrip(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("jupyter answered %s", resp.Status)
-	}
-	return nil
-}
-
 // wmReady reports whether a window manager has announced itself on the
 // display (the EWMH _NET_SUPPORTING_WM_CHECK property of the root window),
 // so windows opened next are managed and focused.
 func wmReady(ctx context.Context) error {
-	x, err := dialX(ctx, Display)
+	x, err := dialX(ctx, guest.Display)
 	if err != nil {
 		return err
 	}
@@ -178,13 +120,5 @@ func wmReady(ctx context.Context) error {
 			return err
 		}
 	}
-	return errors.New("no window manager on " + Display + " yet")
-}
-
-// defaultTargets are where the proxy sends each web service's requests.
-func (s *Server) defaultTargets() map[string]proxyTarget {
-	return map[string]proxyTarget{
-		ServiceDesktop: {addr: noVNCAddr, prefix: "/"},
-		ServiceJupyter: {addr: jupyterAddr, prefix: s.cfg.WebBase + "/jupyter/"},
-	}
+	return errors.New("no window manager on " + guest.Display + " yet")
 }

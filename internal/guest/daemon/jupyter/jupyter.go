@@ -1,4 +1,4 @@
-package guest
+package jupyter
 
 // The notebook server's wire: its REST API for kernels and the WebSocket
 // through which it relays a kernel's Jupyter messages (messaging protocol

@@ -1,20 +1,22 @@
-package guest
-
-// POST /kernel/execute: code run in one persistent Jupyter (IPython) kernel,
-// through the notebook server the supervisor starts. The kernel is started
-// on first use and kept; a kernel that died is replaced, and the answer
-// says so, since the code's earlier state is gone with it. Calls are
-// serialized. Each opens its own WebSocket to the kernel (a few
-// milliseconds), so nothing needs reading between calls and a dead
+// Package jupyter owns the sandbox's Jupyter notebook server, as a service
+// for the guest's supervisor, and the one persistent Python (IPython) kernel
+// the host runs code in through it (POST /kernel/execute).
+//
+// The kernel is started on first use and kept; a kernel that died is
+// replaced, and the answer says so, since the code's earlier state is gone
+// with it. Calls are serialized. Each opens its own WebSocket to the kernel
+// (a few milliseconds), so nothing needs reading between calls and a dead
 // kernel's connection is never reused; the guest also watches the kernel's
 // process, which catches a kill at once.
 //
 // A call's work is bounded so that the host's client, which allows the
-// code's timeout plus kernelCallMargin, always gets an answer: starting the
-// server and kernel (kernelPrepareTimeout), then the code (its own timeout,
-// counted from when the kernel is ready), then interrupting it and
-// replacing a kernel that would not stop (kernelSettleTimeout). Waiting
-// for the call's turn is not bounded, but ends when the caller leaves.
+// code's timeout plus guest.KernelCallMargin, always gets an answer:
+// starting the server and kernel (guest.KernelPrepareTimeout), then the
+// code (its own timeout, counted from when the kernel is ready), then
+// interrupting it and replacing a kernel that would not stop
+// (guest.KernelSettleTimeout). Waiting for the call's turn is not bounded,
+// but ends when the caller leaves.
+package jupyter
 
 import (
 	"cmp"
@@ -28,18 +30,13 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon/proc"
+	"github.com/agentbox/agentbox/internal/guest/daemon/supervise"
 )
 
 const (
-	// kernelPrepareTimeout bounds what a call does before its code runs:
-	// starting the notebook server, and starting or replacing the kernel.
-	kernelPrepareTimeout = 2 * time.Minute
-	// kernelSettleTimeout bounds what a call does after its code ran:
-	// interrupting it, and replacing a kernel that died or would not stop.
-	kernelSettleTimeout = time.Minute
-	// kernelCallMargin is how much longer than the code's timeout a call
-	// may take: both bounds above, and the answer's transfer.
-	kernelCallMargin = kernelPrepareTimeout + kernelSettleTimeout + 30*time.Second
 	// kernelStartTimeout bounds starting a kernel and seeing it answer.
 	kernelStartTimeout = 2 * time.Minute
 	// defaultInterruptGrace is how long interrupted code has to stop before
@@ -57,7 +54,7 @@ const (
 	watchEvery = 500 * time.Millisecond
 )
 
-// Why a kernel was (re)started, as KernelResult.Restarted says it.
+// Why a kernel was (re)started, as guest.KernelResult.Restarted says it.
 const (
 	lostState      = " Variables, imports and definitions from earlier calls are gone."
 	noteDied       = "The Python kernel had died since the last call (killed, or out of memory) and was restarted." + lostState
@@ -97,60 +94,37 @@ type kernelState struct {
 func newKernelState(log *slog.Logger) *kernelState {
 	return &kernelState{
 		turn: make(chan struct{}, 1), http: newJupyterClient(), log: log, watch: true,
-		grace: defaultInterruptGrace, prepareTime: kernelPrepareTimeout, settleTime: kernelSettleTimeout,
+		grace: defaultInterruptGrace, prepareTime: guest.KernelPrepareTimeout, settleTime: guest.KernelSettleTimeout,
 	}
 }
 
-func (s *Server) kernel() *kernelState { return s.kern }
-
-func (s *Server) kernelExecute(w http.ResponseWriter, r *http.Request) {
-	var req KernelRequest
-	if err := decode(w, r, &req); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if err := checkKernelRequest(req); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	k := s.kernel()
-	j := jupyter{base: s.jupyterURL(), http: k.http, up: func(ctx context.Context) error { return s.ensure(ctx, ServiceJupyter) }}
-	res, err := k.execute(r.Context(), j, req, s.saveOutput)
-	if err != nil {
-		s.log.Warn("kernel execute", "err", err)
-		s.writeError(w, serviceError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
-}
-
-func checkKernelRequest(req KernelRequest) error {
+func checkKernelRequest(req guest.KernelRequest) error {
 	switch {
 	case req.Code == "":
-		return errorf(CodeBadRequest, "kernel: code is empty")
+		return guest.Errorf(guest.CodeBadRequest, "kernel: code is empty")
 	case len(req.Code) > maxKernelCode:
-		return errorf(CodeTooLarge, "kernel: code is %d bytes, over the limit of %d; write it to a file and run that", len(req.Code), maxKernelCode)
+		return guest.Errorf(guest.CodeTooLarge, "kernel: code is %d bytes, over the limit of %d; write it to a file and run that", len(req.Code), maxKernelCode)
 	case req.TimeoutMS < 0:
-		return errorf(CodeBadRequest, "kernel: timeout_ms must not be negative")
+		return guest.Errorf(guest.CodeBadRequest, "kernel: timeout_ms must not be negative")
 	}
 	return nil
 }
 
-// serviceError reports an infrastructure failure as a CodeService error.
+// serviceError reports an infrastructure failure as a guest.CodeService error.
 func serviceError(err error) error {
-	var e *Error
+	var e *guest.Error
 	if errors.As(err, &e) {
 		return e
 	}
-	return errorf(CodeService, "kernel: %v", err)
+	return guest.Errorf(guest.CodeService, "kernel: %v", err)
 }
 
 // execute runs req's code in the kernel, starting or replacing the kernel
 // as needed. An error means the notebook server could not be used, or the
 // caller left before the code was sent.
-func (k *kernelState) execute(ctx context.Context, j jupyter, req KernelRequest, save saveFunc) (KernelResult, error) {
+func (k *kernelState) execute(ctx context.Context, j jupyter, req guest.KernelRequest, save saveFunc) (guest.KernelResult, error) {
 	if err := k.lock(ctx); err != nil {
-		return KernelResult{}, err
+		return guest.KernelResult{}, err
 	}
 	defer k.unlock()
 	defer k.disconnect()
@@ -158,15 +132,15 @@ func (k *kernelState) execute(ctx context.Context, j jupyter, req KernelRequest,
 	defer cancel()
 	note, err := k.attachUp(prep, j)
 	if err != nil {
-		return KernelResult{}, err
+		return guest.KernelResult{}, err
 	}
 	if ctx.Err() != nil {
-		return KernelResult{}, errorf(CodeService, "kernel: the caller left before the code ran: %v", context.Cause(ctx))
+		return guest.KernelResult{}, guest.Errorf(guest.CodeService, "kernel: the caller left before the code ran: %v", context.Cause(ctx))
 	}
-	oomBefore := oomKills()
+	oomBefore := proc.OOMKills()
 	x, out, again, err := k.runCode(ctx, prep, j, req.Code, codeTimeout(req), save)
 	if err != nil {
-		return KernelResult{}, err
+		return guest.KernelResult{}, err
 	}
 	k.log.Debug("kernel execution", "kernel", k.id, "outcome", out, "started", x.started, "idle", x.idle, "status", x.status)
 	// Cleanup runs even if the caller left.
@@ -175,12 +149,12 @@ func (k *kernelState) execute(ctx context.Context, j jupyter, req KernelRequest,
 
 // finish settles the execution, within settleTime, and reports it; note says
 // why the kernel was replaced before the code ran.
-func (k *kernelState) finish(ctx context.Context, j jupyter, x *execution, out outcome, oomBefore int64, note string) (KernelResult, error) {
+func (k *kernelState) finish(ctx context.Context, j jupyter, x *execution, out outcome, oomBefore int64, note string) (guest.KernelResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.settleTime)
 	defer cancel()
-	res := KernelResult{Restarted: note}
+	res := guest.KernelResult{Restarted: note}
 	if err := k.settle(ctx, j, x, out, oomBefore, &res); err != nil {
-		return KernelResult{}, err
+		return guest.KernelResult{}, err
 	}
 	x.col.fill(&res)
 	res.ExecutionCount = max(res.ExecutionCount, x.count)
@@ -201,18 +175,18 @@ func (k *kernelState) lock(ctx context.Context) error {
 	case k.turn <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return errorf(CodeService, "kernel: waiting for the previous call to end: %v", context.Cause(ctx))
+		return guest.Errorf(guest.CodeService, "kernel: waiting for the previous call to end: %v", context.Cause(ctx))
 	}
 }
 
 func (k *kernelState) unlock() { <-k.turn }
 
 // codeTimeout is how long req's code may run.
-func codeTimeout(req KernelRequest) time.Duration {
+func codeTimeout(req guest.KernelRequest) time.Duration {
 	if req.TimeoutMS > 0 {
 		return time.Duration(req.TimeoutMS) * time.Millisecond
 	}
-	return DefaultExecTimeout
+	return guest.DefaultExecTimeout
 }
 
 // runCode runs code, for timeout from now, and waits for it. When the code
@@ -252,7 +226,7 @@ func (k *kernelState) runCode(ctx, prep context.Context, j jupyter, code string,
 // settle deals with how the execution ended: it interrupts code that ran
 // too long, and replaces a kernel that died or would not stop, saying so in
 // res.
-func (k *kernelState) settle(ctx context.Context, j jupyter, x *execution, out outcome, oomBefore int64, res *KernelResult) error {
+func (k *kernelState) settle(ctx context.Context, j jupyter, x *execution, out outcome, oomBefore int64, res *guest.KernelResult) error {
 	switch out {
 	case finished:
 		return nil
@@ -268,7 +242,7 @@ func (k *kernelState) settle(ctx context.Context, j jupyter, x *execution, out o
 		}
 	case died:
 		res.Restarted = noteDiedDuring
-		if n := oomKills(); n > oomBefore && oomBefore >= 0 {
+		if n := proc.OOMKills(); n > oomBefore && oomBefore >= 0 {
 			res.Restarted = noteOOM
 		}
 	case lost:
@@ -304,7 +278,7 @@ func (k *kernelState) attachUp(ctx context.Context, j jupyter) (string, error) {
 		if err == nil || try == 3 || !serverGone(err) {
 			return note, err
 		}
-		if sleepCtx(ctx, restartPause) != nil {
+		if supervise.Sleep(ctx, restartPause) != nil {
 			return "", err
 		}
 	}
@@ -402,7 +376,7 @@ func (k *kernelState) restartInPlace(ctx context.Context, j jupyter) error {
 		if _, serr := j.state(ctx, k.id); errors.Is(serr, errKernelGone) {
 			return serr
 		}
-		if sleepCtx(ctx, restartPause) != nil {
+		if supervise.Sleep(ctx, restartPause) != nil {
 			return err
 		}
 	}
@@ -460,7 +434,7 @@ func (k *kernelState) probe(ctx context.Context) error {
 	pid, _ := strconv.Atoi(r.UserExpressions.PID.Data["text/plain"])
 	if p, ok := findProc(pid); ok && k.watch {
 		k.proc = p
-		raiseOOMScore(pid)
+		proc.RaiseOOMScore(pid)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package guest
+package jupyter
 
 import (
 	"encoding/base64"
@@ -10,6 +10,9 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon/output"
 )
 
 // Caps on one kernel execution.
@@ -47,10 +50,10 @@ type collector struct {
 	// save writes an image to a new workspace file.
 	save saveFunc
 
-	stdout, stderr, result *capture
+	stdout, stderr, result *output.Capture
 	parts                  int // display outputs written to result
-	err                    *KernelError
-	images                 []KernelImage
+	err                    *guest.KernelError
+	images                 []guest.KernelImage
 	count                  int // the execution count, once the kernel has said it
 	notes                  []string
 }
@@ -58,7 +61,7 @@ type collector struct {
 func newCollector(save saveFunc) *collector {
 	return &collector{
 		save:   save,
-		stdout: newCapture(DefaultMaxOutput), stderr: newCapture(DefaultMaxOutput), result: newCapture(DefaultMaxOutput),
+		stdout: output.NewCapture(guest.DefaultMaxOutput), stderr: output.NewCapture(guest.DefaultMaxOutput), result: output.NewCapture(guest.DefaultMaxOutput),
 	}
 }
 
@@ -156,7 +159,7 @@ func (c *collector) image(mediaType, ext string, raw json.RawMessage) {
 		c.note("image %d not saved: %v", n, err)
 		return
 	}
-	c.images = append(c.images, KernelImage{Path: name, MediaType: mediaType, Data: data})
+	c.images = append(c.images, guest.KernelImage{Path: name, MediaType: mediaType, Data: data})
 }
 
 func (c *collector) note(format string, args ...any) {
@@ -164,10 +167,10 @@ func (c *collector) note(format string, args ...any) {
 }
 
 // fill puts what was collected into res.
-func (c *collector) fill(res *KernelResult) {
-	out, _, _ := c.stdout.result()
-	errOut, _, _ := c.stderr.result()
-	result, _, _ := c.result.result()
+func (c *collector) fill(res *guest.KernelResult) {
+	out, _, _ := c.stdout.Result()
+	errOut, _, _ := c.stderr.Result()
+	result, _, _ := c.result.Result()
 	res.Stdout, res.Stderr, res.Result = string(out), string(errOut), string(result)
 	for _, n := range c.notes {
 		if res.Result != "" {
@@ -199,8 +202,8 @@ func jsonSize(v any) int {
 
 // kernelError builds an exception's report, without terminal colours and
 // capped in size.
-func kernelError(name, value string, tb []string) *KernelError {
-	e := &KernelError{Name: stripANSI(name), Value: clip(stripANSI(value), maxErrorValue)}
+func kernelError(name, value string, tb []string) *guest.KernelError {
+	e := &guest.KernelError{Name: stripANSI(name), Value: clip(stripANSI(value), maxErrorValue)}
 	if len(tb) > maxTraceEntries {
 		head, tail := tb[:maxTraceEntries/3], tb[len(tb)-(maxTraceEntries-maxTraceEntries/3):]
 		marker := fmt.Sprintf("[agentbox: %d traceback entries omitted here]", len(tb)-maxTraceEntries)
@@ -229,17 +232,20 @@ func clip(s string, limit int64) string {
 	if int64(len(s)) <= limit {
 		return s
 	}
-	c := newCapture(limit)
+	c := output.NewCapture(limit)
 	_, _ = c.Write([]byte(s))
-	b, _, _ := c.result()
+	b, _, _ := c.Result()
 	return strings.ToValidUTF8(string(b), "")
 }
+
+// outputs is the workspace, as the kernel saves images into it.
+type outputs struct{ root *os.Root }
 
 // saveOutput writes data to a new file in the workspace's output
 // directory, trying the names name(0), name(1), ... until one is free, so
 // an image from an earlier kernel (whose execution counts started again at
 // 1) is never overwritten. It returns the workspace-relative path.
-func (s *Server) saveOutput(data []byte, name func(int) string) (string, error) {
+func (s outputs) saveOutput(data []byte, name func(int) string) (string, error) {
 	if err := s.root.MkdirAll(kernelOutputDir, 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", kernelOutputDir, err)
 	}

@@ -1,4 +1,4 @@
-package guest
+package jupyter
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 )
 
 // saveFunc saves an image into a new workspace file, trying the names
-// name(0), name(1), ..., and returns its path (see Server.saveOutput).
+// name(0), name(1), ..., and returns its path (see outputs.saveOutput).
 type saveFunc func(data []byte, name func(int) string) (string, error)
 
 // outcome is how waiting for an execution ended.

@@ -1,4 +1,4 @@
-package guest
+package jupyter
 
 import (
 	"bytes"
@@ -7,9 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,260 +15,31 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/agentbox/agentbox/internal/guest"
 )
-
-// fakeJupyter is an in-process notebook server with a scripted python3
-// kernel: what an execution does is chosen by its code (see run).
-type fakeJupyter struct {
-	t   *testing.T
-	srv *httptest.Server
-	mu  sync.Mutex
-	// kernels by id; calls lists the REST calls made ("POST start",
-	// "POST interrupt", ...).
-	kernels map[string]*fakeKernel
-	calls   []string
-	// aborts is how many executions to answer "aborted" before running one;
-	// deaths how many "dead on arrival" executions find the kernel dead.
-	aborts, deaths int
-}
-
-type fakeKernel struct {
-	id      string
-	session string // the kernel process's session; a restart changes it
-	count   int
-	// interrupt receives the REST interrupts; restarted is closed by a restart.
-	interrupt chan struct{}
-	restarted chan struct{}
-}
-
-func newFakeJupyter(t *testing.T) *fakeJupyter {
-	f := &fakeJupyter{t: t, kernels: map[string]*fakeKernel{}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /j/api/kernels", f.start)
-	mux.HandleFunc("GET /j/api/kernels/{id}", f.model)
-	mux.HandleFunc("DELETE /j/api/kernels/{id}", f.shutdown)
-	mux.HandleFunc("POST /j/api/kernels/{id}/{action}", f.action)
-	mux.HandleFunc("GET /j/api/kernels/{id}/channels", f.channels)
-	f.srv = httptest.NewServer(mux)
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-// state returns a kernel state and a client of f, as the handler makes them.
-func (f *fakeJupyter) state() (*kernelState, jupyter) {
-	k := newKernelState(slog.New(slog.DiscardHandler))
-	k.watch, k.grace = false, time.Second // roomy: a loaded machine is slow to answer an interrupt
-	return k, jupyter{base: f.srv.URL + "/j/", http: k.http, up: func(context.Context) error { return nil }}
-}
-
-func (f *fakeJupyter) record(call string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, call)
-}
-
-func (f *fakeJupyter) count(call string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, c := range f.calls {
-		if c == call {
-			n++
-		}
-	}
-	return n
-}
-
-func (f *fakeJupyter) kernel(id string) *fakeKernel {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.kernels[id]
-}
-
-func (f *fakeJupyter) start(w http.ResponseWriter, r *http.Request) {
-	f.record("POST start")
-	if r.Header.Get("X-XSRFToken") == "" {
-		http.Error(w, "no xsrf", http.StatusForbidden)
-		return
-	}
-	k := &fakeKernel{id: newMsgID(), session: newMsgID(), interrupt: make(chan struct{}, 1), restarted: make(chan struct{})}
-	f.mu.Lock()
-	f.kernels[k.id] = k
-	f.mu.Unlock()
-	writeJSON(w, http.StatusCreated, kernelModel{ID: k.id, Name: "python3", ExecutionState: "starting"})
-}
-
-func (f *fakeJupyter) model(w http.ResponseWriter, r *http.Request) {
-	if f.kernel(r.PathValue("id")) == nil {
-		http.NotFound(w, r)
-		return
-	}
-	writeJSON(w, http.StatusOK, kernelModel{ID: r.PathValue("id"), ExecutionState: "idle"})
-}
-
-func (f *fakeJupyter) shutdown(w http.ResponseWriter, r *http.Request) {
-	f.record("DELETE")
-	f.mu.Lock()
-	delete(f.kernels, r.PathValue("id"))
-	f.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (f *fakeJupyter) action(w http.ResponseWriter, r *http.Request) {
-	f.record("POST " + r.PathValue("action"))
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	k := f.kernels[r.PathValue("id")]
-	switch {
-	case k == nil:
-		http.Error(w, "no such kernel", http.StatusInternalServerError) // as notebook 6.4 answers a restart
-	case r.PathValue("action") == "interrupt":
-		select {
-		case k.interrupt <- struct{}{}:
-		default:
-		}
-		w.WriteHeader(http.StatusNoContent)
-	case r.PathValue("action") == "restart":
-		close(k.restarted)
-		nk := &fakeKernel{id: k.id, session: newMsgID(), interrupt: make(chan struct{}, 1), restarted: make(chan struct{})}
-		f.kernels[k.id] = nk
-		writeJSON(w, http.StatusOK, kernelModel{ID: k.id, ExecutionState: "starting"})
-	}
-}
-
-// channels serves a kernel's WebSocket: it runs each execute_request.
-func (f *fakeJupyter) channels(w http.ResponseWriter, r *http.Request) {
-	k := f.kernel(r.PathValue("id"))
-	if k == nil {
-		http.NotFound(w, r)
-		return
-	}
-	c, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		return
-	}
-	defer c.CloseNow()
-	c.SetReadLimit(4 << 20)
-	for {
-		_, data, err := c.Read(r.Context())
-		if err != nil {
-			return
-		}
-		var m jmsg
-		if err := json.Unmarshal(data, &m); err != nil || m.Header.MsgType != "execute_request" || m.Channel != "shell" {
-			f.t.Errorf("fake jupyter: unexpected message %s", data)
-			return
-		}
-		var req struct {
-			Code   string `json:"code"`
-			Silent bool   `json:"silent"`
-		}
-		_ = json.Unmarshal(m.Content, &req)
-		send := func(channel, msgType string, content any) {
-			body, _ := json.Marshal(content)
-			out, _ := json.Marshal(jmsg{
-				Header:       jheader{MsgID: newMsgID(), Session: k.session, MsgType: msgType, Version: "5.3"},
-				ParentHeader: m.Header, Metadata: json.RawMessage("{}"), Content: body, Channel: channel,
-			})
-			_ = c.Write(r.Context(), websocket.MessageText, out)
-		}
-		if req.Silent {
-			send("shell", "execute_reply", map[string]any{"status": "ok", "user_expressions": map[string]any{
-				"pid": map[string]any{"status": "ok", "data": map[string]string{"text/plain": "0"}}}})
-			continue
-		}
-		if !f.run(r.Context(), c, k, req.Code, send) {
-			return
-		}
-	}
-}
-
-// run executes code in the fake kernel; it returns false to drop the
-// connection.
-func (f *fakeJupyter) run(ctx context.Context, c *websocket.Conn, k *fakeKernel, code string, send func(channel, msgType string, content any)) bool {
-	f.mu.Lock()
-	abort := f.aborts > 0
-	f.aborts--
-	f.mu.Unlock()
-	if abort {
-		send("iopub", "status", map[string]string{"execution_state": "busy"})
-		send("iopub", "status", map[string]string{"execution_state": "idle"})
-		send("shell", "execute_reply", map[string]any{"status": "aborted"})
-		return true
-	}
-	serverStatus := func(state string) { // as the notebook server sends it: no parent
-		out, _ := json.Marshal(jmsg{Header: jheader{MsgID: newMsgID(), MsgType: "status"}, Metadata: json.RawMessage("{}"),
-			Content: json.RawMessage(`{"execution_state": "` + state + `"}`), Channel: "iopub"})
-		_ = c.Write(ctx, websocket.MessageText, out)
-	}
-	f.mu.Lock()
-	die := code == "dead on arrival" && f.deaths > 0
-	f.deaths--
-	f.mu.Unlock()
-	if die {
-		serverStatus("restarting")
-		return true
-	}
-	f.record("run " + code)
-	k.count++
-	send("iopub", "status", map[string]string{"execution_state": "busy"})
-	send("iopub", "execute_input", map[string]any{"code": code, "execution_count": k.count})
-	status := "ok"
-	switch code {
-	case "print":
-		send("iopub", "stream", map[string]string{"name": "stdout", "text": "hello\n"})
-		send("iopub", "stream", map[string]string{"name": "stderr", "text": "careful\n"})
-		send("iopub", "execute_result", map[string]any{"data": map[string]string{"text/plain": "42"}, "execution_count": k.count})
-	case "error":
-		status = "error"
-		send("iopub", "error", map[string]any{"ename": "ValueError", "evalue": "boom",
-			"traceback": []string{"\x1b[0;31m-----\x1b[0m", "\x1b[0;32mf\x1b[0m(x)", "\x1b[0;31mValueError\x1b[0m: boom"}})
-	case "plot":
-		send("iopub", "display_data", map[string]any{"data": map[string]string{
-			"text/plain": "<Figure size 640x480 with 1 Axes>", "image/png": base64.StdEncoding.EncodeToString(fakePNG)}})
-		send("iopub", "display_data", map[string]any{"data": map[string]string{"text/plain": "<IPython.core.display.HTML object>"}})
-	case "nap":
-		time.Sleep(150 * time.Millisecond)
-		send("iopub", "stream", map[string]string{"name": "stdout", "text": "rested\n"})
-	case "sleep":
-		select {
-		case <-k.interrupt:
-			status = "error"
-			send("iopub", "error", map[string]any{"ename": "KeyboardInterrupt", "evalue": "", "traceback": []string{}})
-		case <-ctx.Done():
-			return false
-		}
-	case "hang":
-		select {
-		case <-k.restarted:
-		case <-ctx.Done():
-		}
-		return false
-	case "die":
-		send("iopub", "stream", map[string]string{"name": "stdout", "text": "partial\n"})
-		serverStatus("restarting")
-		return true
-	case "drop":
-		return false
-	}
-	send("iopub", "status", map[string]string{"execution_state": "idle"})
-	send("shell", "execute_reply", map[string]any{"status": status, "execution_count": k.count})
-	return true
-}
 
 var fakePNG = []byte("\x89PNG\r\n\x1a\nnot really a picture")
 
-func kernelTestServer(t *testing.T) *Server {
-	s, err := NewServer(ServerConfig{Workspace: t.TempDir()})
+// testWorkspace is a workspace the kernel saves images into.
+type testWorkspace struct {
+	outputs
+	dir string
+}
+
+func kernelTestWorkspace(t *testing.T) *testWorkspace {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	t.Cleanup(func() { root.Close() })
+	return &testWorkspace{outputs{root}, dir}
 }
 
-func execFake(t *testing.T, k *kernelState, j jupyter, s *Server, code string, timeoutMS int64) KernelResult {
+func execFake(t *testing.T, k *kernelState, j jupyter, s *testWorkspace, code string, timeoutMS int64) guest.KernelResult {
 	t.Helper()
-	res, err := k.execute(context.Background(), j, KernelRequest{Code: code, TimeoutMS: timeoutMS}, s.saveOutput)
+	res, err := k.execute(context.Background(), j, guest.KernelRequest{Code: code, TimeoutMS: timeoutMS}, s.saveOutput)
 	if err != nil {
 		t.Fatalf("execute %q: %v", code, err)
 	}
@@ -279,14 +47,14 @@ func execFake(t *testing.T, k *kernelState, j jupyter, s *Server, code string, t
 }
 
 func TestKernelOutputs(t *testing.T) {
-	f, s := newFakeJupyter(t), kernelTestServer(t)
+	f, s := newFakeJupyter(t), kernelTestWorkspace(t)
 	k, j := f.state()
 	res := execFake(t, k, j, s, "print", 0)
 	if res.Stdout != "hello\n" || res.Stderr != "careful\n" || res.Result != "42" || res.ExecutionCount != 1 || res.Restarted != "" {
 		t.Fatalf("print: %+v", res)
 	}
 	res = execFake(t, k, j, s, "error", 0)
-	want := &KernelError{Name: "ValueError", Value: "boom", Traceback: []string{"-----", "f(x)", "ValueError: boom"}}
+	want := &guest.KernelError{Name: "ValueError", Value: "boom", Traceback: []string{"-----", "f(x)", "ValueError: boom"}}
 	if fmt.Sprint(res.Error) != fmt.Sprint(want) {
 		t.Fatalf("error: %+v, want %+v", res.Error, want)
 	}
@@ -295,7 +63,7 @@ func TestKernelOutputs(t *testing.T) {
 		t.Fatalf("plot: %+v, want one image and only the HTML's text", res)
 	}
 	img := res.Images[0]
-	saved, err := os.ReadFile(filepath.Join(s.cfg.Workspace, img.Path))
+	saved, err := os.ReadFile(filepath.Join(s.dir, img.Path))
 	if img.Path != ".agentbox/outputs/python-3-1.png" || img.MediaType != "image/png" || err != nil || !bytes.Equal(saved, fakePNG) || !bytes.Equal(img.Data, fakePNG) {
 		t.Fatalf("image %s %s (read: %v)", img.Path, img.MediaType, err)
 	}
@@ -305,7 +73,7 @@ func TestKernelOutputs(t *testing.T) {
 }
 
 func TestKernelGoneIsReplaced(t *testing.T) {
-	f, s := newFakeJupyter(t), kernelTestServer(t)
+	f, s := newFakeJupyter(t), kernelTestWorkspace(t)
 	k, j := f.state()
 	execFake(t, k, j, s, "print", 0)
 	f.mu.Lock()
@@ -318,7 +86,7 @@ func TestKernelGoneIsReplaced(t *testing.T) {
 }
 
 func TestKernelDyingIsReported(t *testing.T) {
-	f, s := newFakeJupyter(t), kernelTestServer(t)
+	f, s := newFakeJupyter(t), kernelTestWorkspace(t)
 	k, j := f.state()
 	res := execFake(t, k, j, s, "die", 0)
 	if !strings.Contains(res.Restarted, "died while running this code") || res.Stdout != "partial\n" || f.count("POST restart") != 1 {
@@ -335,7 +103,7 @@ func TestKernelDyingIsReported(t *testing.T) {
 }
 
 func TestKernelConnectionLost(t *testing.T) {
-	f, s := newFakeJupyter(t), kernelTestServer(t)
+	f, s := newFakeJupyter(t), kernelTestWorkspace(t)
 	k, j := f.state()
 	res := execFake(t, k, j, s, "drop", 0)
 	if !strings.Contains(res.Restarted, "connection") || f.count("POST restart") != 1 {
@@ -347,7 +115,7 @@ func TestKernelConnectionLost(t *testing.T) {
 }
 
 func TestKernelTimeoutInterrupts(t *testing.T) {
-	f, s := newFakeJupyter(t), kernelTestServer(t)
+	f, s := newFakeJupyter(t), kernelTestWorkspace(t)
 	k, j := f.state()
 	res := execFake(t, k, j, s, "sleep", 100)
 	if !res.TimedOut || res.Restarted != "" || res.Error == nil || res.Error.Name != "KeyboardInterrupt" || f.count("POST interrupt") != 1 {
@@ -363,12 +131,12 @@ func TestKernelTimeoutInterrupts(t *testing.T) {
 }
 
 func TestKernelCallerGoneInterrupts(t *testing.T) {
-	f, s := newFakeJupyter(t), kernelTestServer(t)
+	f, s := newFakeJupyter(t), kernelTestWorkspace(t)
 	k, j := f.state()
 	execFake(t, k, j, s, "print", 0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if _, err := k.execute(ctx, j, KernelRequest{Code: "sleep"}, s.saveOutput); err != nil {
+	if _, err := k.execute(ctx, j, guest.KernelRequest{Code: "sleep"}, s.saveOutput); err != nil {
 		t.Fatal(err)
 	}
 	if f.count("POST interrupt") != 1 || f.count("POST restart") != 0 {
@@ -377,7 +145,7 @@ func TestKernelCallerGoneInterrupts(t *testing.T) {
 }
 
 func TestKernelAbortedIsResent(t *testing.T) {
-	f, s := newFakeJupyter(t), kernelTestServer(t)
+	f, s := newFakeJupyter(t), kernelTestWorkspace(t)
 	k, j := f.state()
 	f.aborts = 1
 	if res := execFake(t, k, j, s, "print", 0); res.Result != "42" {
@@ -387,19 +155,19 @@ func TestKernelAbortedIsResent(t *testing.T) {
 
 func TestKernelRequestChecks(t *testing.T) {
 	for _, c := range []struct {
-		req  KernelRequest
+		req  guest.KernelRequest
 		code string
 	}{
-		{KernelRequest{}, CodeBadRequest},
-		{KernelRequest{Code: "1", TimeoutMS: -1}, CodeBadRequest},
-		{KernelRequest{Code: strings.Repeat("x", maxKernelCode+1)}, CodeTooLarge},
+		{guest.KernelRequest{}, guest.CodeBadRequest},
+		{guest.KernelRequest{Code: "1", TimeoutMS: -1}, guest.CodeBadRequest},
+		{guest.KernelRequest{Code: strings.Repeat("x", maxKernelCode+1)}, guest.CodeTooLarge},
 	} {
 		err := checkKernelRequest(c.req)
-		if e, ok := err.(*Error); !ok || e.Code != c.code {
+		if e, ok := err.(*guest.Error); !ok || e.Code != c.code {
 			t.Errorf("code of %d bytes, timeout %d: err %v, want %s", len(c.req.Code), c.req.TimeoutMS, err, c.code)
 		}
 	}
-	if err := checkKernelRequest(KernelRequest{Code: strings.Repeat("x", maxKernelCode)}); err != nil {
+	if err := checkKernelRequest(guest.KernelRequest{Code: strings.Repeat("x", maxKernelCode)}); err != nil {
 		t.Errorf("code of exactly the limit: %v", err)
 	}
 }
@@ -439,7 +207,7 @@ func TestKernelErrorIsCapped(t *testing.T) {
 }
 
 func TestCollectorImageCaps(t *testing.T) {
-	s := kernelTestServer(t)
+	s := kernelTestWorkspace(t)
 	c := newCollector(s.saveOutput)
 	c.count = 7
 	png := func(n int) json.RawMessage {
@@ -450,7 +218,7 @@ func TestCollectorImageCaps(t *testing.T) {
 	for range maxKernelImages + 1 {
 		c.display(map[string]json.RawMessage{"image/png": png(2 << 20)})
 	}
-	var res KernelResult
+	var res guest.KernelResult
 	c.fill(&res)
 	if len(res.Images) != maxKernelImages {
 		t.Fatalf("%d images saved, want %d", len(res.Images), maxKernelImages)
@@ -495,7 +263,7 @@ func TestParseBinaryMessage(t *testing.T) {
 }
 
 func TestKernelTimeoutStartsWhenTheKernelIsReady(t *testing.T) {
-	f, s := newFakeJupyter(t), kernelTestServer(t)
+	f, s := newFakeJupyter(t), kernelTestWorkspace(t)
 	k, j := f.state()
 	j.up = func(context.Context) error { time.Sleep(1200 * time.Millisecond); return nil } // the server starting
 	res := execFake(t, k, j, s, "nap", 1000)
@@ -510,7 +278,7 @@ func TestKernelPreparationIsBounded(t *testing.T) {
 	k.prepareTime = 100 * time.Millisecond
 	j.up = func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() } // a server that never answers
 	start := time.Now()
-	if _, err := k.execute(context.Background(), j, KernelRequest{Code: "print"}, nil); err == nil {
+	if _, err := k.execute(context.Background(), j, guest.KernelRequest{Code: "print"}, nil); err == nil {
 		t.Fatal("no error from a server that never started")
 	}
 	if d := time.Since(start); d > 10*time.Second {
@@ -519,22 +287,22 @@ func TestKernelPreparationIsBounded(t *testing.T) {
 }
 
 func TestKernelCallerGoneWhileWaitingRunsNothing(t *testing.T) {
-	f, s := newFakeJupyter(t), kernelTestServer(t)
+	f, s := newFakeJupyter(t), kernelTestWorkspace(t)
 	k, j := f.state()
 	execFake(t, k, j, s, "print", 0)
 	long, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = k.execute(long, j, KernelRequest{Code: "sleep"}, s.saveOutput) })
+	wg.Go(func() { _, _ = k.execute(long, j, guest.KernelRequest{Code: "sleep"}, s.saveOutput) })
 	for f.count("run sleep") == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	errs := make(chan error, 1)
-	wg.Go(func() { _, err := k.execute(ctx, j, KernelRequest{Code: "error"}, s.saveOutput); errs <- err })
+	wg.Go(func() { _, err := k.execute(ctx, j, guest.KernelRequest{Code: "error"}, s.saveOutput); errs <- err })
 	select {
 	case err := <-errs:
-		if codeOf(err) != CodeService {
+		if codeOf(err) != guest.CodeService {
 			t.Errorf("waiting behind a long call: err = %v, want a service error when the caller left", err)
 		}
 	case <-time.After(10 * time.Second):
@@ -544,7 +312,7 @@ func TestKernelCallerGoneWhileWaitingRunsNothing(t *testing.T) {
 	wg.Wait()
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := k.execute(gone, j, KernelRequest{Code: "error"}, s.saveOutput); err == nil {
+	if _, err := k.execute(gone, j, guest.KernelRequest{Code: "error"}, s.saveOutput); err == nil {
 		t.Fatal("a caller already gone: no error")
 	}
 	if n := f.count("run error"); n != 0 {

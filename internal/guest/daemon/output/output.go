@@ -1,15 +1,19 @@
-package guest
+// Package output owns the caps on what a command (or a kernel) writes: a
+// Capture keeps the head and the tail of a stream within a limit, a Stream
+// forwards the first bytes of a live stream and drops the rest, each saying
+// where it cut.
+package output
 
 import (
 	"fmt"
 	"sync"
 )
 
-// capture keeps a stream's output up to a cap: all of it when it fits, else
+// Capture keeps a stream's output up to a cap: all of it when it fits, else
 // the head and the tail with a marker line between them, so the model sees
 // both how a command started and how it ended. It is safe for concurrent use,
 // and stops recording once detached (the command's result has been taken).
-type capture struct {
+type Capture struct {
 	mu       sync.Mutex
 	half     int
 	head     []byte
@@ -18,15 +22,17 @@ type capture struct {
 	detached bool
 }
 
-func newCapture(limit int64) *capture {
+// NewCapture returns a Capture of at most about limit bytes.
+func NewCapture(limit int64) *Capture {
 	h := int(limit / 2)
 	if h < 1 {
 		h = 1
 	}
-	return &capture{half: h}
+	return &Capture{half: h}
 }
 
-func (c *capture) Write(p []byte) (int, error) {
+// Write records p (nothing once the result is taken); it never fails.
+func (c *Capture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.detached {
@@ -49,8 +55,8 @@ func (c *capture) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// result returns the captured bytes, their total count and whether they were cut.
-func (c *capture) result() ([]byte, int64, bool) {
+// Result returns the captured bytes, their total count and whether they were cut.
+func (c *Capture) Result() ([]byte, int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.detached = true
@@ -68,16 +74,23 @@ func (c *capture) result() ([]byte, int64, bool) {
 	return append(out, tail...), c.total, cut
 }
 
-// limitStream forwards at most limit bytes of a stream and counts the rest,
-// adding one marker line where it starts dropping.
-type limitStream struct {
+// Stream forwards at most limit bytes of a stream and counts the rest,
+// adding one marker line where it starts dropping. It is safe for
+// concurrent use.
+type Stream struct {
 	mu      sync.Mutex
 	limit   int64
 	total   int64
 	forward func([]byte)
 }
 
-func (l *limitStream) Write(p []byte) (int, error) {
+// NewStream returns a Stream that passes at most limit bytes to forward.
+func NewStream(limit int64, forward func([]byte)) *Stream {
+	return &Stream{limit: limit, forward: forward}
+}
+
+// Write forwards what of p is within the limit; it never fails.
+func (l *Stream) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	before := l.total
@@ -93,7 +106,8 @@ func (l *limitStream) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (l *limitStream) count() (int64, bool) {
+// Count returns the bytes written in all and whether some were dropped.
+func (l *Stream) Count() (int64, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.total, l.total > l.limit

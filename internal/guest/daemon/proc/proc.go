@@ -1,4 +1,7 @@
-package guest
+// Package proc owns what the guest does to the sandbox's processes through
+// /proc and signals: kill a command's whole process tree, make a process the
+// out-of-memory killer's first choice, and count the kills that killer made.
+package proc
 
 import (
 	"bufio"
@@ -9,14 +12,14 @@ import (
 	"syscall"
 )
 
-// killTree kills pid's process group and every descendant of pid, including
+// KillTree kills pid's process group and every descendant of pid, including
 // those that moved to a group or session of their own. It repeats the group
 // kill until the group is empty so a fork bomb cannot outrun it.
-func killTree(pid int) {
+func KillTree(pid int) {
 	// Listed first (once the command dies its orphans lose the parent link),
 	// killed after the group: a shell whose children died first would go on
 	// and exit 0 before it is killed.
-	escaped := descendants(pid)
+	escaped := Descendants(pid)
 	for range 100 {
 		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 			break // ESRCH: nothing left in the group
@@ -27,8 +30,8 @@ func killTree(pid int) {
 	}
 }
 
-// descendants lists the processes below pid, from /proc.
-func descendants(pid int) []int {
+// Descendants lists the processes below pid, from /proc.
+func Descendants(pid int) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -75,14 +78,14 @@ func parentOf(pid int) int {
 	return pp
 }
 
-// raiseOOMScore makes a command, rather than the guest, the out-of-memory
+// RaiseOOMScore makes a command, rather than the guest, the out-of-memory
 // killer's first choice. Raising the score needs no privilege.
-func raiseOOMScore(pid int) {
+func RaiseOOMScore(pid int) {
 	_ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte("500"), 0)
 }
 
-// oomKills returns the cgroup's count of OOM kills (cgroup v2 or v1), or -1.
-func oomKills() int64 {
+// OOMKills returns the cgroup's count of OOM kills (cgroup v2 or v1), or -1.
+func OOMKills() int64 {
 	for _, f := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
 		fh, err := os.Open(f)
 		if err != nil {

@@ -1,4 +1,4 @@
-package guest
+package supervise
 
 // One run of a supervised service: starting it, watching it exit, keeping
 // its log, and stopping everything when the guest shuts down.
@@ -13,15 +13,18 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon/proc"
 )
 
 // start launches one run of svc in a process group of its own, with its
 // output going to the service's log file.
-func (s *supervisor) start(svc *service) (*process, error) {
-	name := svc.spec.name
-	if svc.spec.setup != nil {
-		if err := svc.spec.setup(); err != nil {
-			return nil, errorf(CodeService, "%s: prepare: %v", name, err)
+func (s *Supervisor) start(svc *service) (*process, error) {
+	name := svc.spec.Name
+	if svc.spec.Setup != nil {
+		if err := svc.spec.Setup(); err != nil {
+			return nil, guest.Errorf(guest.CodeService, "%s: prepare: %v", name, err)
 		}
 	}
 	env, err := s.cfg.Environ()
@@ -30,14 +33,14 @@ func (s *supervisor) start(svc *service) (*process, error) {
 	}
 	logf, err := os.OpenFile(s.logPath(name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, errorf(CodeService, "%s: log file: %v", name, err)
+		return nil, guest.Errorf(guest.CodeService, "%s: log file: %v", name, err)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		logf.Close()
-		return nil, errorf(CodeService, "%s: %v", name, err)
+		return nil, guest.Errorf(guest.CodeService, "%s: %v", name, err)
 	}
-	cmd := exec.Command(svc.spec.argv[0], svc.spec.argv[1:]...)
+	cmd := exec.Command(svc.spec.Argv[0], svc.spec.Argv[1:]...)
 	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, s.cfg.Dir, w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p := &process{cmd: cmd, reaped: make(chan struct{}), copied: make(chan struct{})}
@@ -55,28 +58,28 @@ func (s *supervisor) start(svc *service) (*process, error) {
 
 // launch starts p's command and records it, unless the supervisor is
 // stopping; the lock makes stop see every process that ever started.
-func (s *supervisor) launch(svc *service, p *process, out *os.File) error {
+func (s *Supervisor) launch(svc *service, p *process, out *os.File) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopping {
-		return errorf(CodeService, "%s: %v", svc.spec.name, errStopping)
+		return guest.Errorf(guest.CodeService, "%s: %v", svc.spec.Name, errStopping)
 	}
 	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
-		return errorf(CodeService, "start %s: %v (is the sandbox image current? rebuild it with: agentbox image build)", svc.spec.name, err)
+		return guest.Errorf(guest.CodeService, "start %s: %v (is the sandbox image current? rebuild it with: agentbox image build)", svc.spec.Name, err)
 	}
-	raiseOOMScore(p.cmd.Process.Pid)
+	proc.RaiseOOMScore(p.cmd.Process.Pid)
 	svc.proc = p
 	s.pipes[out] = struct{}{}
 	s.wg.Add(2)
-	s.cfg.Log.Info("service started", "service", svc.spec.name, "pid", p.cmd.Process.Pid)
+	s.cfg.Log.Info("service started", "service", svc.spec.Name, "pid", p.cmd.Process.Pid)
 	return nil
 }
 
 // watch waits for p to exit, records the exit and restarts the service
 // after a backoff unless it crash-looped, was abandoned, or the supervisor
 // is stopping.
-func (s *supervisor) watch(svc *service, p *process) {
+func (s *Supervisor) watch(svc *service, p *process) {
 	defer s.wg.Done()
 	err := p.cmd.Wait()
 	// What the service left in its group goes with it.
@@ -86,17 +89,17 @@ func (s *supervisor) watch(svc *service, p *process) {
 	case <-time.After(500 * time.Millisecond): // a child that left the group holds the pipe
 	}
 	delay, restart := s.reap(svc, p, err)
-	if !restart || sleepCtx(s.ctx, delay) != nil {
+	if !restart || Sleep(s.ctx, delay) != nil {
 		return
 	}
-	if err := s.ensure(s.ctx, svc.spec.name); err != nil && s.ctx.Err() == nil {
-		s.cfg.Log.Warn("service restart failed", "service", svc.spec.name, "err", err)
+	if err := s.Ensure(s.ctx, svc.spec.Name); err != nil && s.ctx.Err() == nil {
+		s.cfg.Log.Warn("service restart failed", "service", svc.spec.Name, "err", err)
 	}
 }
 
 // reap records p's exit and says whether, and after how long, to restart.
-func (s *supervisor) reap(svc *service, p *process, waitErr error) (time.Duration, bool) {
-	tail := s.logTail(svc.spec.name)
+func (s *Supervisor) reap(svc *service, p *process, waitErr error) (time.Duration, bool) {
+	tail := s.logTail(svc.spec.Name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer close(p.reaped)
@@ -108,11 +111,11 @@ func (s *supervisor) reap(svc *service, p *process, waitErr error) (time.Duratio
 	}
 	now := time.Now()
 	svc.exits = append(recent(svc.exits, now.Add(-s.cfg.CrashWindow)), now)
-	s.cfg.Log.Warn("service exited", "service", svc.spec.name, "err", exitText(waitErr), "uptime", now.Sub(p.started).Round(time.Millisecond))
+	s.cfg.Log.Warn("service exited", "service", svc.spec.Name, "err", exitText(waitErr), "uptime", now.Sub(p.started).Round(time.Millisecond))
 	if n := len(svc.exits); n >= s.cfg.CrashLimit {
-		svc.failed = errorf(CodeService, "%s keeps crashing (%d exits within %v; last: %s), so it is not restarted for now%s",
-			svc.spec.name, n, s.cfg.CrashWindow, exitText(waitErr), tail)
-		s.cfg.Log.Error("service crash loop", "service", svc.spec.name, "exits", n)
+		svc.failed = guest.Errorf(guest.CodeService, "%s keeps crashing (%d exits within %v; last: %s), so it is not restarted for now%s",
+			svc.spec.Name, n, s.cfg.CrashWindow, exitText(waitErr), tail)
+		s.cfg.Log.Error("service crash loop", "service", svc.spec.Name, "exits", n)
 		return 0, false
 	}
 	return s.backoff(len(svc.exits)), true
@@ -126,21 +129,21 @@ func exitText(err error) string {
 }
 
 // abandon kills a process that did not become ready; it is not restarted.
-func (s *supervisor) abandon(p *process) {
+func (s *Supervisor) abandon(p *process) {
 	s.mu.Lock()
 	p.abandoned = true
 	s.mu.Unlock()
-	killTree(p.cmd.Process.Pid)
+	proc.KillTree(p.cmd.Process.Pid)
 	<-p.reaped
 }
 
-// stop ends every service (SIGTERM to its group, SIGKILL after StopGrace)
+// Stop ends every service (SIGTERM to its group, SIGKILL after StopGrace)
 // and waits for the supervisor's goroutines. Ensure fails from then on.
-func (s *supervisor) stop() {
+func (s *Supervisor) Stop() {
 	procs := s.beginStop()
 	escaped := map[*process][]int{}
 	for _, p := range procs {
-		escaped[p] = descendants(p.cmd.Process.Pid)
+		escaped[p] = proc.Descendants(p.cmd.Process.Pid)
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 	}
 	grace, cancel := context.WithTimeout(context.Background(), s.cfg.StopGrace)
@@ -164,9 +167,12 @@ func (s *supervisor) stop() {
 	s.wg.Wait()
 }
 
-// beginStop makes ensure fail and aborts pending starts and restarts; it
-// returns the running processes.
-func (s *supervisor) beginStop() []*process {
+// BeginStop makes Ensure fail and aborts pending starts and restarts, so
+// that they do not hold up a shutdown; Stop then ends the services.
+func (s *Supervisor) BeginStop() { s.beginStop() }
+
+// beginStop is BeginStop; it returns the running processes.
+func (s *Supervisor) beginStop() []*process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopping = true
@@ -181,7 +187,7 @@ func (s *supervisor) beginStop() []*process {
 }
 
 // closePipes ends log copiers still held open by a service's stray children.
-func (s *supervisor) closePipes() {
+func (s *Supervisor) closePipes() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for f := range s.pipes {
@@ -191,7 +197,7 @@ func (s *supervisor) closePipes() {
 
 // copyLog copies a run's output into its log file, emptying the file
 // whenever it would pass LogCap so the end, where the errors are, is kept.
-func (s *supervisor) copyLog(p *process, r, logf *os.File) {
+func (s *Supervisor) copyLog(p *process, r, logf *os.File) {
 	defer s.wg.Done()
 	defer close(p.copied)
 	defer logf.Close()
@@ -222,13 +228,13 @@ func (s *supervisor) copyLog(p *process, r, logf *os.File) {
 	}
 }
 
-func (s *supervisor) logPath(name string) string {
+func (s *Supervisor) logPath(name string) string {
 	return filepath.Join(s.cfg.LogDir, "agentbox-"+name+".log")
 }
 
 // logTail returns the end of a service's log, introduced for an error
 // message, or "" if it is empty.
-func (s *supervisor) logTail(name string) string {
+func (s *Supervisor) logTail(name string) string {
 	const tailMax = 2 << 10
 	f, err := os.Open(s.logPath(name))
 	if err != nil {

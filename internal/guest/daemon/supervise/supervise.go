@@ -1,4 +1,10 @@
-package guest
+// Package supervise owns the guest's supervisor of long-lived services:
+// programs described by a Spec (the desktop's X server, VNC and noVNC,
+// Jupyter's notebook server) that start on first need, each in a process
+// group of its own with its output in a capped log file, are restarted with
+// backoff when they exit, given up on when they keep crashing, and stopped
+// together when the guest shuts down.
+package supervise
 
 import (
 	"context"
@@ -11,39 +17,47 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon/proc"
 )
 
 // The supervisor runs the sandbox's long-lived services (the X display, its
 // window manager, VNC, noVNC, Jupyter). Nothing starts until a service is
 // first needed; then each runs in its own process group with its output in
 // /tmp/agentbox-<name>.log, is restarted with backoff when it exits, and is
-// given up on when it keeps crashing. Serve's shutdown stops them all.
+// given up on when it keeps crashing. Stop ends them all.
 
-// serviceSpec describes one supervised program.
-type serviceSpec struct {
-	name string
-	// deps are started, and ready, before this service starts.
-	deps []string
-	argv []string
-	// setup, if set, runs before every start.
-	setup func() error
-	// ready probes once whether the service answers; nil means it does.
-	ready func(ctx context.Context) error
-	// recheck probes on every ensure, not only after a start, so a service
+// Spec describes one supervised program.
+type Spec struct {
+	// Name is what Ensure knows it by.
+	Name string
+	// Deps are started, and ready, before this service starts.
+	Deps []string
+	// Argv is the program and its arguments.
+	Argv []string
+	// Setup, if set, runs before every start.
+	Setup func() error
+	// Ready probes once whether the service answers; nil means it does.
+	Ready func(ctx context.Context) error
+	// Recheck probes on every Ensure, not only after a start, so a service
 	// that died a moment ago is not reported running. Only for cheap probes.
 	// A failed re-check replaces the process only if it exited or refuses
 	// connections: a slow answer may just be a busy machine.
-	recheck bool
+	Recheck bool
 }
 
-// supervisorConfig holds the supervisor's environment and timings; zero
+// Config holds the supervisor's environment and timings; zero
 // timings take the defaults.
-type supervisorConfig struct {
+type Config struct {
 	Log *slog.Logger
-	// Environ returns the services' environment.
+	// Environ returns the services' environment (default os.Environ).
 	Environ func() ([]string, error)
-	Dir     string
-	LogDir  string
+	// Dir is the services' working directory.
+	Dir string
+	// LogDir holds the services' logs, agentbox-<name>.log (default
+	// os.TempDir()).
+	LogDir string
 	// Groups name sets of services ensured together.
 	Groups map[string][]string
 	// ReadyTimeout bounds how long a start waits for the service to answer.
@@ -66,7 +80,7 @@ type supervisorConfig struct {
 	LogCap int64
 }
 
-func (c *supervisorConfig) defaults() {
+func (c *Config) defaults() {
 	set := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -96,9 +110,9 @@ func (c *supervisorConfig) defaults() {
 	}
 }
 
-// supervisor starts services on demand and keeps them running.
-type supervisor struct {
-	cfg supervisorConfig
+// Supervisor starts services on demand and keeps them running.
+type Supervisor struct {
+	cfg Config
 	// ctx is the supervisor's lifetime; cancelled when stopping begins.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -113,14 +127,14 @@ type supervisor struct {
 
 // service is the state of one supervised program.
 type service struct {
-	spec *serviceSpec
+	spec *Spec
 	// sem is held by whoever starts or checks the service, so concurrent
 	// ensures never start it twice.
 	sem chan struct{}
 	// Guarded by supervisor.mu:
-	proc   *process    // the running process; nil when none
-	exits  []time.Time // exits within the crash window, oldest first
-	failed *Error      // set when the service crash-looped
+	proc   *process     // the running process; nil when none
+	exits  []time.Time  // exits within the crash window, oldest first
+	failed *guest.Error // set when the service crash-looped
 }
 
 // process is one run of a service.
@@ -138,32 +152,22 @@ type process struct {
 
 var errStopping = errors.New("guest is shutting down")
 
-// ensure makes a service (ServiceDesktop, ServiceJupyter or one of their
-// parts) run and answer, starting it and its dependencies if needed.
-func (s *Server) ensure(ctx context.Context, service string) error {
-	return s.sup.ensure(ctx, service)
-}
-
-// jupyterURL is the notebook server's URL inside the sandbox, base URL included.
-func (s *Server) jupyterURL() string {
-	return "http://" + s.targets[ServiceJupyter].addr + s.cfg.WebBase + "/jupyter/"
-}
-
-// newSupervisor returns a supervisor of specs; nothing runs yet.
-func newSupervisor(cfg supervisorConfig, specs ...*serviceSpec) *supervisor {
+// New returns a Supervisor of specs; nothing runs yet.
+func New(cfg Config, specs ...*Spec) *Supervisor {
 	cfg.defaults()
 	ctx, cancel := context.WithCancelCause(context.Background())
-	s := &supervisor{cfg: cfg, ctx: ctx, cancel: cancel, svcs: map[string]*service{}, pipes: map[*os.File]struct{}{}}
+	s := &Supervisor{cfg: cfg, ctx: ctx, cancel: cancel, svcs: map[string]*service{}, pipes: map[*os.File]struct{}{}}
 	for _, spec := range specs {
-		s.svcs[spec.name] = &service{spec: spec, sem: make(chan struct{}, 1)}
+		s.svcs[spec.Name] = &service{spec: spec, sem: make(chan struct{}, 1)}
 	}
 	return s
 }
 
-// ensure makes the named service or group, and what it depends on, run and
-// answer. It returns an *Error: CodeNotFound for an unknown name,
-// CodeService (with the tail of the service's log) when it cannot start.
-func (s *supervisor) ensure(ctx context.Context, name string) error {
+// Ensure makes the named service or group, and what it depends on, run and
+// answer. It returns a *guest.Error: guest.CodeNotFound for an unknown name,
+// guest.CodeService (with the tail of the service's log) when it cannot
+// start.
+func (s *Supervisor) Ensure(ctx context.Context, name string) error {
 	// Waits end when the caller goes or the supervisor stops, whichever first.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -177,17 +181,17 @@ func (s *supervisor) ensure(ctx context.Context, name string) error {
 }
 
 // members lists the services of a group, or the one service name.
-func (s *supervisor) members(name string) []string {
+func (s *Supervisor) members(name string) []string {
 	if names, ok := s.cfg.Groups[name]; ok {
 		return names
 	}
 	return []string{name}
 }
 
-// doubt makes the next ensure of name (a service or group) probe it again,
+// Doubt makes the next Ensure of name (a service or group) probe it again,
 // however recently it answered: a caller that just failed to reach it
 // knows better.
-func (s *supervisor) doubt(name string) {
+func (s *Supervisor) Doubt(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range s.members(name) {
@@ -198,17 +202,17 @@ func (s *supervisor) doubt(name string) {
 }
 
 // ensureTree ensures name's dependencies, then name.
-func (s *supervisor) ensureTree(ctx context.Context, name string, path []string) error {
+func (s *Supervisor) ensureTree(ctx context.Context, name string, path []string) error {
 	svc, ok := s.svcs[name]
 	if !ok {
-		return errorf(CodeNotFound, "no service %q", name)
+		return guest.Errorf(guest.CodeNotFound, "no service %q", name)
 	}
 	for _, p := range path {
 		if p == name {
-			return errorf(CodeInternal, "service dependency cycle: %s", strings.Join(append(path, name), " -> "))
+			return guest.Errorf(guest.CodeInternal, "service dependency cycle: %s", strings.Join(append(path, name), " -> "))
 		}
 	}
-	for _, dep := range svc.spec.deps {
+	for _, dep := range svc.spec.Deps {
 		if err := s.ensureTree(ctx, dep, append(path, name)); err != nil {
 			return err
 		}
@@ -218,7 +222,7 @@ func (s *supervisor) ensureTree(ctx context.Context, name string, path []string)
 
 // ensureOne starts svc if it is not running and waits until it answers,
 // restarting it (with backoff) if it exits meanwhile.
-func (s *supervisor) ensureOne(ctx context.Context, svc *service) error {
+func (s *Supervisor) ensureOne(ctx context.Context, svc *service) error {
 	if err := s.acquire(ctx, svc.sem); err != nil {
 		return err
 	}
@@ -230,8 +234,8 @@ func (s *supervisor) ensureOne(ctx context.Context, svc *service) error {
 			return err
 		}
 		if p == nil {
-			if err := sleepCtx(ctx, wait); err != nil {
-				return errorf(CodeService, "%s: waiting to restart it: %v", svc.spec.name, err)
+			if err := Sleep(ctx, wait); err != nil {
+				return guest.Errorf(guest.CodeService, "%s: waiting to restart it: %v", svc.spec.Name, err)
 			}
 			if p, err = s.start(svc); err != nil {
 				return err
@@ -245,11 +249,11 @@ func (s *supervisor) ensureOne(ctx context.Context, svc *service) error {
 
 // current returns svc's running process (nil if none, with how long to wait
 // before starting it), or why it must not be started.
-func (s *supervisor) current(svc *service) (*process, time.Duration, error) {
+func (s *Supervisor) current(svc *service) (*process, time.Duration, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopping {
-		return nil, 0, errorf(CodeService, "%s: %v", svc.spec.name, errStopping)
+		return nil, 0, guest.Errorf(guest.CodeService, "%s: %v", svc.spec.Name, errStopping)
 	}
 	now := time.Now()
 	svc.exits = recent(svc.exits, now.Add(-s.cfg.CrashWindow))
@@ -269,9 +273,9 @@ func (s *supervisor) current(svc *service) (*process, time.Duration, error) {
 // awaitReady waits until p answers (done), or exits (not done: the caller
 // restarts it). A process that answered before is only re-checked (see
 // recheck); a new one that does not answer by the deadline is killed.
-func (s *supervisor) awaitReady(ctx context.Context, svc *service, p *process, deadline time.Time) (bool, error) {
+func (s *Supervisor) awaitReady(ctx context.Context, svc *service, p *process, deadline time.Time) (bool, error) {
 	if ready, fresh := s.readiness(p); ready {
-		if !svc.spec.recheck || fresh {
+		if !svc.spec.Recheck || fresh {
 			return true, nil
 		}
 		return s.recheck(ctx, svc, p, deadline)
@@ -291,9 +295,9 @@ func (s *supervisor) awaitReady(ctx context.Context, svc *service, p *process, d
 		case <-tick.C:
 		case <-timeout.C:
 			s.abandon(p)
-			return true, errorf(CodeService, "%s did not answer within %v%s", svc.spec.name, s.cfg.ReadyTimeout, s.logTail(svc.spec.name))
+			return true, guest.Errorf(guest.CodeService, "%s did not answer within %v%s", svc.spec.Name, s.cfg.ReadyTimeout, s.logTail(svc.spec.Name))
 		case <-ctx.Done():
-			return true, errorf(CodeService, "%s: waiting for it to start: %v", svc.spec.name, context.Cause(ctx))
+			return true, guest.Errorf(guest.CodeService, "%s: waiting for it to start: %v", svc.spec.Name, context.Cause(ctx))
 		}
 	}
 }
@@ -307,7 +311,7 @@ const recheckProbe = 5 * time.Second
 // is killed, and restarted), it is replaced. If it is merely slow — a
 // CPU-starved server, whose kernels hold the user's state — it is left
 // running and the caller told it is busy.
-func (s *supervisor) recheck(ctx context.Context, svc *service, p *process, deadline time.Time) (bool, error) {
+func (s *Supervisor) recheck(ctx context.Context, svc *service, p *process, deadline time.Time) (bool, error) {
 	for {
 		err := s.probe(ctx, svc, min(recheckProbe, time.Until(deadline)))
 		switch {
@@ -315,8 +319,8 @@ func (s *supervisor) recheck(ctx context.Context, svc *service, p *process, dead
 			s.markAnswered(p)
 			return true, nil
 		case errors.Is(err, syscall.ECONNREFUSED):
-			s.cfg.Log.Warn("service refuses connections; restarting it", "service", svc.spec.name, "err", err)
-			killTree(p.cmd.Process.Pid)
+			s.cfg.Log.Warn("service refuses connections; restarting it", "service", svc.spec.Name, "err", err)
+			proc.KillTree(p.cmd.Process.Pid)
 			<-p.reaped
 			return false, nil
 		}
@@ -324,61 +328,61 @@ func (s *supervisor) recheck(ctx context.Context, svc *service, p *process, dead
 		case <-p.reaped:
 			return false, nil
 		case <-ctx.Done():
-			return true, errorf(CodeService, "%s: waiting for it to answer: %v", svc.spec.name, context.Cause(ctx))
+			return true, guest.Errorf(guest.CodeService, "%s: waiting for it to answer: %v", svc.spec.Name, context.Cause(ctx))
 		default:
 		}
 		if !time.Now().Before(deadline) {
-			return true, errorf(CodeService, "%s is running but did not answer within %v (last: %v); it is busy, perhaps short of CPU, and was left running: try again", svc.spec.name, s.cfg.ReadyTimeout, err)
+			return true, guest.Errorf(guest.CodeService, "%s is running but did not answer within %v (last: %v); it is busy, perhaps short of CPU, and was left running: try again", svc.spec.Name, s.cfg.ReadyTimeout, err)
 		}
-		if err := sleepCtx(ctx, s.cfg.Poll); err != nil {
-			return true, errorf(CodeService, "%s: waiting for it to answer: %v", svc.spec.name, err)
+		if err := Sleep(ctx, s.cfg.Poll); err != nil {
+			return true, guest.Errorf(guest.CodeService, "%s: waiting for it to answer: %v", svc.spec.Name, err)
 		}
 	}
 }
 
-func (s *supervisor) markReady(svc *service, p *process) {
+func (s *Supervisor) markReady(svc *service, p *process) {
 	s.mu.Lock()
 	p.ready, p.answered = true, time.Now()
 	s.mu.Unlock()
-	s.cfg.Log.Info("service ready", "service", svc.spec.name, "after", time.Since(p.started).Round(time.Millisecond))
+	s.cfg.Log.Info("service ready", "service", svc.spec.Name, "after", time.Since(p.started).Round(time.Millisecond))
 }
 
-func (s *supervisor) markAnswered(p *process) {
+func (s *Supervisor) markAnswered(p *process) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p.answered = time.Now()
 }
 
 // readiness says whether p has answered, and whether it did within Fresh.
-func (s *supervisor) readiness(p *process) (ready, fresh bool) {
+func (s *Supervisor) readiness(p *process) (ready, fresh bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return p.ready, time.Since(p.answered) < s.cfg.Fresh
 }
 
 // probe asks svc once whether it answers, waiting at most timeout.
-func (s *supervisor) probe(ctx context.Context, svc *service, timeout time.Duration) error {
-	if svc.spec.ready == nil {
+func (s *Supervisor) probe(ctx context.Context, svc *service, timeout time.Duration) error {
+	if svc.spec.Ready == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return svc.spec.ready(ctx)
+	return svc.spec.Ready(ctx)
 }
 
 // acquire takes sem unless ctx ends first.
-func (s *supervisor) acquire(ctx context.Context, sem chan struct{}) error {
+func (s *Supervisor) acquire(ctx context.Context, sem chan struct{}) error {
 	select {
 	case sem <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return errorf(CodeService, "waiting for a service: %v", context.Cause(ctx))
+		return guest.Errorf(guest.CodeService, "waiting for a service: %v", context.Cause(ctx))
 	}
 }
 
-// sleepCtx waits d unless ctx ends first (or has ended, whatever d), and
+// Sleep waits d unless ctx ends first (or has ended, whatever d), and
 // then returns its cause.
-func sleepCtx(ctx context.Context, d time.Duration) error {
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return context.Cause(ctx)
 	}
@@ -393,7 +397,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // backoff is the delay before restarting after n recent exits.
-func (s *supervisor) backoff(n int) time.Duration {
+func (s *Supervisor) backoff(n int) time.Duration {
 	d := s.cfg.Backoff
 	for i := 1; i < n && d < s.cfg.MaxBackoff; i++ {
 		d *= 2

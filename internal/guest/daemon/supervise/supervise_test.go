@@ -1,4 +1,4 @@
-package guest
+package supervise
 
 import (
 	"context"
@@ -11,13 +11,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
 )
 
 // testSupervisor returns a supervisor of specs with fast timings, stopped
 // when the test ends.
-func testSupervisor(t *testing.T, mod func(*supervisorConfig), specs ...*serviceSpec) *supervisor {
+func testSupervisor(t *testing.T, mod func(*Config), specs ...*Spec) *Supervisor {
 	t.Helper()
-	cfg := supervisorConfig{
+	cfg := Config{
 		LogDir: t.TempDir(), Dir: t.TempDir(),
 		ReadyTimeout: 5 * time.Second, StopGrace: 500 * time.Millisecond,
 		Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Poll: 5 * time.Millisecond,
@@ -25,13 +27,13 @@ func testSupervisor(t *testing.T, mod func(*supervisorConfig), specs ...*service
 	if mod != nil {
 		mod(&cfg)
 	}
-	s := newSupervisor(cfg, specs...)
-	t.Cleanup(s.stop)
+	s := New(cfg, specs...)
+	t.Cleanup(s.Stop)
 	return s
 }
 
 // pidOf returns the pid of the service's running process, or 0.
-func (s *supervisor) pidOf(name string) int {
+func (s *Supervisor) pidOf(name string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p := s.svcs[name].proc; p != nil && p.ready {
@@ -54,7 +56,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
 
 func codeOf(err error) string {
-	var e *Error
+	var e *guest.Error
 	if errors.As(err, &e) {
 		return e.Code
 	}
@@ -64,15 +66,15 @@ func codeOf(err error) string {
 func TestEnsureStartsOnceUnderConcurrentCalls(t *testing.T) {
 	var starts atomic.Int32
 	var readyAt atomic.Int64
-	spec := &serviceSpec{
-		name: "svc",
-		argv: []string{"sleep", "60"},
-		setup: func() error {
+	spec := &Spec{
+		Name: "svc",
+		Argv: []string{"sleep", "60"},
+		Setup: func() error {
 			starts.Add(1)
 			readyAt.Store(time.Now().Add(50 * time.Millisecond).UnixNano())
 			return nil
 		},
-		ready: func(context.Context) error {
+		Ready: func(context.Context) error {
 			if time.Now().UnixNano() < readyAt.Load() {
 				return errors.New("not yet")
 			}
@@ -83,7 +85,7 @@ func TestEnsureStartsOnceUnderConcurrentCalls(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
 	for range 20 {
-		wg.Go(func() { errs <- s.ensure(context.Background(), "svc") })
+		wg.Go(func() { errs <- s.Ensure(context.Background(), "svc") })
 	}
 	wg.Wait()
 	close(errs)
@@ -103,30 +105,30 @@ func TestEnsureStartsOnceUnderConcurrentCalls(t *testing.T) {
 func TestEnsureStartsDependenciesFirst(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
-	spec := func(name string, deps ...string) *serviceSpec {
-		return &serviceSpec{name: name, deps: deps, argv: []string{"sleep", "60"}, setup: func() error {
+	spec := func(name string, deps ...string) *Spec {
+		return &Spec{Name: name, Deps: deps, Argv: []string{"sleep", "60"}, Setup: func() error {
 			mu.Lock()
 			defer mu.Unlock()
 			order = append(order, name)
 			return nil
 		}}
 	}
-	s := testSupervisor(t, func(c *supervisorConfig) { c.Groups = map[string][]string{"all": {"top", "other"}} },
+	s := testSupervisor(t, func(c *Config) { c.Groups = map[string][]string{"all": {"top", "other"}} },
 		spec("base"), spec("mid", "base"), spec("top", "mid", "base"), spec("other"))
-	if err := s.ensure(context.Background(), "all"); err != nil {
+	if err := s.Ensure(context.Background(), "all"); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(order, ","); got != "base,mid,top,other" {
 		t.Fatalf("start order %s, want base,mid,top,other", got)
 	}
-	if err := s.ensure(context.Background(), "nope"); codeOf(err) != CodeNotFound {
+	if err := s.Ensure(context.Background(), "nope"); codeOf(err) != guest.CodeNotFound {
 		t.Fatalf("unknown service: err = %v, want not_found", err)
 	}
 }
 
 func TestCrashedServiceIsRestarted(t *testing.T) {
-	s := testSupervisor(t, nil, &serviceSpec{name: "svc", argv: []string{"sleep", "60"}})
-	if err := s.ensure(context.Background(), "svc"); err != nil {
+	s := testSupervisor(t, nil, &Spec{Name: "svc", Argv: []string{"sleep", "60"}})
+	if err := s.Ensure(context.Background(), "svc"); err != nil {
 		t.Fatal(err)
 	}
 	first := s.pidOf("svc")
@@ -135,29 +137,29 @@ func TestCrashedServiceIsRestarted(t *testing.T) {
 	}
 	// The watcher restarts it without anyone asking.
 	eventually(t, "a restart", func() bool { p := s.pidOf("svc"); return p != 0 && p != first })
-	if err := s.ensure(context.Background(), "svc"); err != nil {
+	if err := s.Ensure(context.Background(), "svc"); err != nil {
 		t.Fatalf("ensure after restart: %v", err)
 	}
 }
 
 func TestCrashLoopStopsRestartsAndReportsLog(t *testing.T) {
 	var starts atomic.Int32
-	spec := &serviceSpec{
-		name:  "bad",
-		argv:  []string{"sh", "-c", "echo cannot open display: boom >&2; exit 3"},
-		setup: func() error { starts.Add(1); return nil },
-		ready: func(context.Context) error { return errors.New("never") },
+	spec := &Spec{
+		Name:  "bad",
+		Argv:  []string{"sh", "-c", "echo cannot open display: boom >&2; exit 3"},
+		Setup: func() error { starts.Add(1); return nil },
+		Ready: func(context.Context) error { return errors.New("never") },
 	}
 	s := testSupervisor(t, nil, spec)
-	err := s.ensure(context.Background(), "bad")
-	if codeOf(err) != CodeService || !strings.Contains(err.Error(), "keeps crashing") || !strings.Contains(err.Error(), "cannot open display: boom") {
+	err := s.Ensure(context.Background(), "bad")
+	if codeOf(err) != guest.CodeService || !strings.Contains(err.Error(), "keeps crashing") || !strings.Contains(err.Error(), "cannot open display: boom") {
 		t.Fatalf("err = %v, want a service error with the log's tail", err)
 	}
 	n := starts.Load()
 	if n != int32(s.cfg.CrashLimit) {
 		t.Errorf("started %d times before giving up, want %d", n, s.cfg.CrashLimit)
 	}
-	if err := s.ensure(context.Background(), "bad"); codeOf(err) != CodeService {
+	if err := s.Ensure(context.Background(), "bad"); codeOf(err) != guest.CodeService {
 		t.Fatalf("second ensure: err = %v, want the crash-loop error", err)
 	}
 	if starts.Load() != n {
@@ -167,29 +169,29 @@ func TestCrashLoopStopsRestartsAndReportsLog(t *testing.T) {
 
 func TestCrashLoopIsRetriedAfterTheWindow(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "fixed")
-	spec := &serviceSpec{
-		name: "flaky",
-		argv: []string{"sh", "-c", "test -e " + marker + " || exit 1; exec sleep 60"},
-		ready: func(context.Context) error {
+	spec := &Spec{
+		Name: "flaky",
+		Argv: []string{"sh", "-c", "test -e " + marker + " || exit 1; exec sleep 60"},
+		Ready: func(context.Context) error {
 			if _, err := os.Stat(marker); err != nil {
 				return err
 			}
 			return nil
 		},
 	}
-	s := testSupervisor(t, func(c *supervisorConfig) { c.CrashWindow = 300 * time.Millisecond }, spec)
-	if err := s.ensure(context.Background(), "flaky"); codeOf(err) != CodeService {
+	s := testSupervisor(t, func(c *Config) { c.CrashWindow = 300 * time.Millisecond }, spec)
+	if err := s.Ensure(context.Background(), "flaky"); codeOf(err) != guest.CodeService {
 		t.Fatalf("err = %v, want a crash loop", err)
 	}
 	os.WriteFile(marker, nil, 0o644)
-	eventually(t, "a retry after the crash window", func() bool { return s.ensure(context.Background(), "flaky") == nil })
+	eventually(t, "a retry after the crash window", func() bool { return s.Ensure(context.Background(), "flaky") == nil })
 }
 
 func TestServiceThatNeverAnswersIsKilled(t *testing.T) {
-	s := testSupervisor(t, func(c *supervisorConfig) { c.ReadyTimeout = 200 * time.Millisecond },
-		&serviceSpec{name: "mute", argv: []string{"sleep", "60"}, ready: func(context.Context) error { return errors.New("no") }})
-	err := s.ensure(context.Background(), "mute")
-	if codeOf(err) != CodeService || !strings.Contains(err.Error(), "did not answer within") {
+	s := testSupervisor(t, func(c *Config) { c.ReadyTimeout = 200 * time.Millisecond },
+		&Spec{Name: "mute", Argv: []string{"sleep", "60"}, Ready: func(context.Context) error { return errors.New("no") }})
+	err := s.Ensure(context.Background(), "mute")
+	if codeOf(err) != guest.CodeService || !strings.Contains(err.Error(), "did not answer within") {
 		t.Fatalf("err = %v, want a readiness timeout", err)
 	}
 	s.mu.Lock()
@@ -202,11 +204,11 @@ func TestServiceThatNeverAnswersIsKilled(t *testing.T) {
 
 func TestEnsureHonoursCallerContext(t *testing.T) {
 	s := testSupervisor(t, nil,
-		&serviceSpec{name: "slow", argv: []string{"sleep", "60"}, ready: func(context.Context) error { return errors.New("no") }})
+		&Spec{Name: "slow", Argv: []string{"sleep", "60"}, Ready: func(context.Context) error { return errors.New("no") }})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if err := s.ensure(ctx, "slow"); codeOf(err) != CodeService {
+	if err := s.Ensure(ctx, "slow"); codeOf(err) != guest.CodeService {
 		t.Fatalf("err = %v, want a service error", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
@@ -218,25 +220,25 @@ func TestStopEndsEveryServiceAndItsGroup(t *testing.T) {
 	dir := t.TempDir()
 	child := filepath.Join(dir, "child.pid")
 	s := testSupervisor(t, nil,
-		&serviceSpec{name: "polite", argv: []string{"sleep", "60"}},
+		&Spec{Name: "polite", Argv: []string{"sleep", "60"}},
 		// Ignores SIGTERM and leaves a child in its group: both need SIGKILL.
-		&serviceSpec{name: "stubborn", argv: []string{"sh", "-c", "trap '' TERM; sleep 60 & echo $! > " + child + "; wait"},
-			ready: func(context.Context) error { _, err := os.Stat(child); return err }})
+		&Spec{Name: "stubborn", Argv: []string{"sh", "-c", "trap '' TERM; sleep 60 & echo $! > " + child + "; wait"},
+			Ready: func(context.Context) error { _, err := os.Stat(child); return err }})
 	for _, name := range []string{"polite", "stubborn"} {
-		if err := s.ensure(context.Background(), name); err != nil {
+		if err := s.Ensure(context.Background(), name); err != nil {
 			t.Fatal(err)
 		}
 	}
 	pids := []int{s.pidOf("polite"), s.pidOf("stubborn"), readPid(t, child)}
 	start := time.Now()
-	s.stop()
+	s.Stop()
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("stop took %v", d)
 	}
 	for _, pid := range pids {
 		eventually(t, "process exit", func() bool { return !alive(pid) })
 	}
-	if err := s.ensure(context.Background(), "polite"); codeOf(err) != CodeService {
+	if err := s.Ensure(context.Background(), "polite"); codeOf(err) != guest.CodeService {
 		t.Fatalf("ensure after stop: err = %v, want a service error", err)
 	}
 }
@@ -255,11 +257,11 @@ func readPid(t *testing.T, path string) int {
 }
 
 func TestServiceLogIsTruncatedAndCapped(t *testing.T) {
-	s := testSupervisor(t, func(c *supervisorConfig) { c.LogCap = 1000 },
-		&serviceSpec{name: "chatty", argv: []string{"sh", "-c", "for i in $(seq 200); do echo line $i; done; echo last-line; exec sleep 60"}})
+	s := testSupervisor(t, func(c *Config) { c.LogCap = 1000 },
+		&Spec{Name: "chatty", Argv: []string{"sh", "-c", "for i in $(seq 200); do echo line $i; done; echo last-line; exec sleep 60"}})
 	path := s.logPath("chatty")
 	os.WriteFile(path, []byte("an earlier run's output\n"), 0o600)
-	if err := s.ensure(context.Background(), "chatty"); err != nil {
+	if err := s.Ensure(context.Background(), "chatty"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the last line in the log", func() bool {
@@ -273,7 +275,7 @@ func TestServiceLogIsTruncatedAndCapped(t *testing.T) {
 }
 
 func TestBackoffDoublesUpToTheCap(t *testing.T) {
-	s := newSupervisor(supervisorConfig{Backoff: 100 * time.Millisecond, MaxBackoff: time.Second})
+	s := New(Config{Backoff: 100 * time.Millisecond, MaxBackoff: time.Second})
 	for n, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 4: 800 * time.Millisecond, 5: time.Second, 30: time.Second} {
 		if got := s.backoff(n); got != want {
 			t.Errorf("backoff(%d) = %v, want %v", n, got, want)
@@ -305,23 +307,23 @@ func (p *switchable) ready(ctx context.Context) error {
 func TestReadyServiceThatTurnsSlowIsLeftRunning(t *testing.T) {
 	probe := &switchable{}
 	probe.mode.Store("ok")
-	s := testSupervisor(t, func(c *supervisorConfig) { c.ReadyTimeout, c.Fresh = 300*time.Millisecond, 50*time.Millisecond },
-		&serviceSpec{name: "busy", argv: []string{"sleep", "60"}, ready: probe.ready, recheck: true})
-	if err := s.ensure(context.Background(), "busy"); err != nil {
+	s := testSupervisor(t, func(c *Config) { c.ReadyTimeout, c.Fresh = 300*time.Millisecond, 50*time.Millisecond },
+		&Spec{Name: "busy", Argv: []string{"sleep", "60"}, Ready: probe.ready, Recheck: true})
+	if err := s.Ensure(context.Background(), "busy"); err != nil {
 		t.Fatal(err)
 	}
 	pid := s.pidOf("busy")
 	probe.mode.Store("slow")
 	time.Sleep(60 * time.Millisecond) // past Fresh: the next ensure probes again
-	err := s.ensure(context.Background(), "busy")
-	if codeOf(err) != CodeService || !strings.Contains(err.Error(), "left running") {
+	err := s.Ensure(context.Background(), "busy")
+	if codeOf(err) != guest.CodeService || !strings.Contains(err.Error(), "left running") {
 		t.Fatalf("err = %v, want a service error saying it was left running", err)
 	}
 	if !alive(pid) || s.pidOf("busy") != pid {
 		t.Fatalf("the slow service (pid %d) was replaced by %d or killed", pid, s.pidOf("busy"))
 	}
 	probe.mode.Store("ok")
-	if err := s.ensure(context.Background(), "busy"); err != nil || s.pidOf("busy") != pid {
+	if err := s.Ensure(context.Background(), "busy"); err != nil || s.pidOf("busy") != pid {
 		t.Fatalf("once it answers again: err = %v, pid %d, want the same process %d", err, s.pidOf("busy"), pid)
 	}
 }
@@ -329,14 +331,14 @@ func TestReadyServiceThatTurnsSlowIsLeftRunning(t *testing.T) {
 func TestReadyServiceThatRefusesIsReplaced(t *testing.T) {
 	probe := &switchable{}
 	probe.mode.Store("ok")
-	s := testSupervisor(t, func(c *supervisorConfig) { c.Fresh = time.Nanosecond },
-		&serviceSpec{name: "dead", argv: []string{"sleep", "60"}, ready: probe.ready, recheck: true})
-	if err := s.ensure(context.Background(), "dead"); err != nil {
+	s := testSupervisor(t, func(c *Config) { c.Fresh = time.Nanosecond },
+		&Spec{Name: "dead", Argv: []string{"sleep", "60"}, Ready: probe.ready, Recheck: true})
+	if err := s.Ensure(context.Background(), "dead"); err != nil {
 		t.Fatal(err)
 	}
 	pid := s.pidOf("dead")
 	probe.mode.Store("refused")
-	if err := s.ensure(context.Background(), "dead"); err != nil {
+	if err := s.Ensure(context.Background(), "dead"); err != nil {
 		t.Fatal(err)
 	}
 	if p := s.pidOf("dead"); p == pid || p == 0 {
@@ -348,18 +350,18 @@ func TestReadyServiceThatRefusesIsReplaced(t *testing.T) {
 func TestReadyServiceProbedOncePerFreshPeriodUnlessDoubted(t *testing.T) {
 	probe := &switchable{}
 	probe.mode.Store("ok")
-	s := testSupervisor(t, func(c *supervisorConfig) { c.Fresh = time.Minute },
-		&serviceSpec{name: "web", argv: []string{"sleep", "60"}, ready: probe.ready, recheck: true})
+	s := testSupervisor(t, func(c *Config) { c.Fresh = time.Minute },
+		&Spec{Name: "web", Argv: []string{"sleep", "60"}, Ready: probe.ready, Recheck: true})
 	for range 50 {
-		if err := s.ensure(context.Background(), "web"); err != nil {
+		if err := s.Ensure(context.Background(), "web"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := probe.probes.Load(); n != 1 {
 		t.Fatalf("probed %d times in 50 ensures, want once", n)
 	}
-	s.doubt("web") // a caller could not reach it
-	if err := s.ensure(context.Background(), "web"); err != nil || probe.probes.Load() != 2 {
+	s.Doubt("web") // a caller could not reach it
+	if err := s.Ensure(context.Background(), "web"); err != nil || probe.probes.Load() != 2 {
 		t.Fatalf("after doubt: err = %v, %d probes, want a second probe", err, probe.probes.Load())
 	}
 }
