@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon"
 	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
@@ -37,12 +38,12 @@ by hand.`,
 			if err != nil {
 				return err
 			}
-			srv, err := guest.NewServer(guest.ServerConfig{Workspace: workspace, Version: version, Log: log,
+			srv, err := daemon.New(daemon.Config{Workspace: workspace, Version: version, Log: log,
 				DisplayWidth: w, DisplayHeight: h, WebBase: webBase, Secret: secret})
 			if err != nil {
 				return err
 			}
-			l, err := where.Listen()
+			l, err := daemon.Listen(where)
 			if err != nil {
 				return err
 			}
@@ -69,7 +70,7 @@ func guestListener(listen, stateDir, secretFile string) (guest.Listener, string,
 	if err != nil {
 		return where, "", err
 	}
-	secret, err := guest.ReadSecret(secretFile)
+	secret, err := daemon.ReadSecret(secretFile)
 	if err != nil {
 		return where, "", err
 	}

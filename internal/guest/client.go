@@ -119,7 +119,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) 
 	ctx, cancel := context.WithTimeout(ctx, execDeadline(req))
 	defer cancel()
 	var res ExecResult
-	err := c.doJSON(ctx, http.MethodPost, "/exec", nil, req, &res, 3*outputLimit(req))
+	err := c.doJSON(ctx, http.MethodPost, "/exec", nil, req, &res, 3*req.OutputLimit())
 	return res, err
 }
 
@@ -150,7 +150,7 @@ func (c *Client) ExecStream(ctx context.Context, req ExecRequest, onOutput func(
 	defer resp.Body.Close()
 	// One output byte can cost ~40 bytes on the wire (an event per byte
 	// written); the decoded output itself must stay within the caps.
-	limit := outputLimit(req)
+	limit := req.OutputLimit()
 	r := bufio.NewReaderSize(io.LimitReader(resp.Body, 80*limit+1<<20), 64<<10)
 	dec := json.NewDecoder(r)
 	var got int64
@@ -336,7 +336,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 
 func decodeError(resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var eb errorBody
+	var eb ErrorBody
 	if json.Unmarshal(data, &eb) == nil && eb.Error != nil {
 		return eb.Error
 	}

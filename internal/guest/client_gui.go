@@ -40,7 +40,7 @@ func (c *Client) KernelExecute(ctx context.Context, req KernelRequest) (KernelRe
 	// Besides the code's own timeout, the guest may start the notebook
 	// server and kernel before it, and interrupt the code and restart the
 	// kernel after it; the margin covers both.
-	ctx, cancel := context.WithTimeout(ctx, timeout+kernelCallMargin)
+	ctx, cancel := context.WithTimeout(ctx, timeout+KernelCallMargin)
 	defer cancel()
 	var res KernelResult
 	err := c.doJSON(ctx, http.MethodPost, "/kernel/execute", nil, req, &res, 3*DefaultMaxOutput)

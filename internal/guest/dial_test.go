@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/daemon"
+	"github.com/agentbox/agentbox/internal/guest/daemon/daemontest"
 )
 
 // shortDir is a fresh directory with a short path: unix socket paths are
@@ -31,7 +33,7 @@ func shortDir(t *testing.T) string {
 // serveGuest serves a guest on the socket at path until the test ends.
 func serveGuest(t *testing.T, path string) {
 	t.Helper()
-	serveOn(t, path, guest.ServerConfig{Workspace: t.TempDir(), Version: "test"})
+	daemontest.ServeUnix(t, path, daemon.Config{Workspace: t.TempDir(), Version: "test"})
 }
 
 // canary is a listening unix socket the host must never connect to.

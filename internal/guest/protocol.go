@@ -1,9 +1,13 @@
-// Package guest owns the daemon that runs inside every sandbox (`agentbox
-// guest`) and its Go client. The daemon speaks HTTP/1.1 + JSON over a unix
-// socket in a directory the host bind-mounts; streams are NDJSON. It executes
-// commands and file operations for the host, confines every path to the
-// workspace, and caps every output. It is not a privilege boundary: it runs
-// with the agent's uid, and the host treats all it returns as untrusted.
+// Package guest owns the protocol between the host and the daemon inside
+// every sandbox (`agentbox guest`, package daemon beneath this one), and the
+// host's client of it. The protocol is HTTP/1.1 + JSON over a connection a
+// Dialer opens (a unix socket in a directory the host bind-mounts, a vsock
+// port, TCP with the sandbox's secret); streams are NDJSON. Here are its
+// request and answer types, its error codes and their sentinel errors, and
+// the names both sides agree on. Nothing in this package runs inside the
+// sandbox: the daemon imports it, never the reverse. The daemon is not a
+// privilege boundary (it runs with the agent's uid), so the client treats
+// all it returns as untrusted and caps it.
 package guest
 
 import (
@@ -48,6 +52,14 @@ type ExecRequest struct {
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	// MaxOutput caps each of stdout and stderr; 0 means DefaultMaxOutput.
 	MaxOutput int64 `json:"max_output,omitempty"`
+}
+
+// OutputLimit is the cap on each of the request's stdout and stderr.
+func (r ExecRequest) OutputLimit() int64 {
+	if r.MaxOutput > 0 {
+		return r.MaxOutput
+	}
+	return DefaultMaxOutput
 }
 
 // Shell returns a request that runs line with bash -c.
@@ -194,10 +206,12 @@ func (e *Error) Error() string { return e.Message }
 // Is matches the sentinel of the error's code.
 func (e *Error) Is(target error) bool { return codeErrors[e.Code] == target }
 
-type errorBody struct {
+// ErrorBody is the JSON body of every error answer: {"error": {...}}.
+type ErrorBody struct {
 	Error *Error `json:"error"`
 }
 
-func errorf(code, format string, args ...any) *Error {
+// Errorf returns an *Error with code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }

@@ -1,5 +1,7 @@
 package guest
 
+import "time"
+
 // The desktop, the notebook kernel and the web-service proxy: what the host
 // may ask of the sandbox's graphical and Jupyter stack. Nothing of that stack
 // runs until one of these is first asked for.
@@ -76,6 +78,21 @@ type DesktopInfo struct {
 	Width   int    `json:"width"`
 	Height  int    `json:"height"`
 }
+
+// The bounds of a kernel call besides its code's own timeout, which the
+// guest keeps so that the client, which waits the code's timeout plus
+// KernelCallMargin, always gets an answer.
+const (
+	// KernelPrepareTimeout bounds what a call does before its code runs:
+	// starting the notebook server, and starting or replacing the kernel.
+	KernelPrepareTimeout = 2 * time.Minute
+	// KernelSettleTimeout bounds what a call does after its code ran:
+	// interrupting it, and replacing a kernel that died or would not stop.
+	KernelSettleTimeout = time.Minute
+	// KernelCallMargin is how much longer than the code's timeout a call
+	// may take: both bounds above, and the answer's transfer.
+	KernelCallMargin = KernelPrepareTimeout + KernelSettleTimeout + 30*time.Second
+)
 
 // KernelRequest runs code in the sandbox's persistent Jupyter (IPython) kernel.
 type KernelRequest struct {
