@@ -123,19 +123,48 @@ func dockerRun(ctx context.Context, o Options) (Stats, error) {
 	})
 }
 
+// execRow times the exec round trip over o.Driver's guest transport.
 func execRow(ctx context.Context, o Options) (Row, error) {
 	s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
 	if err != nil {
 		return Row{}, err
 	}
 	defer s.Destroy(ctx)
-	fmt.Fprintf(o.Log, "exec round trip of true: %d guest execs, %d docker execs\n", o.Execs, o.Execs/10)
+	ref, err := containerID(s)
+	if err != nil {
+		return Row{}, err
+	}
+	transport := transportName(o.Driver.Capabilities().Transport)
+	fmt.Fprintf(o.Log, "exec round trip of true over %s: %d guest execs, %d docker execs\n", transport, o.Execs, o.Execs/10)
 	ours, err := sample(o.Execs, func() error { return execTrue(ctx, s.Guest()) })
 	if err != nil {
 		return Row{}, err
 	}
-	base, err := sample(max(o.Execs/10, 5), func() error { return run(ctx, o.Docker, "exec", s.Handle().Ref, "true") })
-	return Row{Name: "exec round trip of `true`", Baseline: "docker exec CONTAINER true", Ours: ours, Base: base}, err
+	base, err := sample(max(o.Execs/10, 5), func() error { return run(ctx, o.Docker, "exec", ref, "true") })
+	return Row{Name: "exec round trip of `true` (" + transport + ")", Baseline: "docker exec CONTAINER true", Ours: ours, Base: base}, err
+}
+
+// transportName says in words how the host reaches the guest.
+func transportName(t string) string {
+	switch t {
+	case sandbox.TransportUnix:
+		return "unix socket"
+	case sandbox.TransportTCP:
+		return "TCP in the sandbox's netns"
+	}
+	return t
+}
+
+// container is a sandbox that is a container the docker CLI reaches (the
+// Docker driver's): the baselines exec into it.
+type container interface{ ContainerID() string }
+
+func containerID(s sandbox.Sandbox) (string, error) {
+	c, ok := s.(container)
+	if !ok {
+		return "", fmt.Errorf("bench: the %s driver's sandboxes are not containers docker exec reaches", s.Handle().Driver)
+	}
+	return c.ContainerID(), nil
 }
 
 func fileRow(ctx context.Context, o Options) (Row, error) {
@@ -156,7 +185,10 @@ func fileRow(ctx context.Context, o Options) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	ref := s.Handle().Ref
+	ref, err := containerID(s)
+	if err != nil {
+		return Row{}, err
+	}
 	base, err := sample(max(o.Files/5, 5), func() error {
 		in := exec.CommandContext(ctx, o.Docker, "exec", "-i", ref, "sh", "-c", "cat > /workspace/cli.bin")
 		in.Stdin = bytes.NewReader(data)

@@ -296,7 +296,7 @@ func TestRecoveryRequeuesAndReaps(t *testing.T) {
 		t.Errorf("job at its last attempt: %s %q", j.Status, j.Error)
 	}
 	waitFor(t, func() bool { hs, _ := e.driver.List(bg); return len(hs) == 1 })
-	if hs, _ := e.driver.List(bg); len(hs) != 1 || hs[0].ID != foreign.Handle().ID {
+	if hs, _ := e.driver.List(bg); len(hs) != 1 || hs[0].Handle.ID != foreign.Handle().ID {
 		t.Errorf("left %+v, want only the foreign sandbox", hs)
 	}
 }
