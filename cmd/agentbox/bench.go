@@ -50,6 +50,7 @@ recorded in docs/benchmarks.md.`,
 	cmd.Flags().IntVar(&o.Execs, "execs", 200, "exec round trips (the docker exec baseline runs a tenth as many)")
 	cmd.Flags().IntVar(&o.Files, "files", 50, "1 MiB write+read cycles")
 	cmd.Flags().StringVar(&o.Docker, "docker", "docker", "docker CLI used for the baselines")
+	a.driverFlag(cmd)
 	return cmd
 }
 
@@ -137,6 +138,7 @@ import, a fresh python3). Results are recorded in docs/benchmarks.md.`,
 	}
 	cmd.Flags().IntVar(&o.Execs, "samples", 20, "screenshots and kernel runs to time (the docker exec baselines run half as many)")
 	cmd.Flags().StringVar(&o.Docker, "docker", "docker", "docker CLI used for the baselines")
+	a.driverFlag(cmd)
 	return cmd
 }
 
