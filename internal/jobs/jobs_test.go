@@ -34,7 +34,11 @@ type env struct {
 	driver *docker.Driver
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvFrom(t, "") }
+
+// newEnvFrom is newEnv on a copy of the store file fixture ("" for a new
+// store).
+func newEnvFrom(t *testing.T, fixture string) *env {
 	t.Helper()
 	testenv.DockerWithImage(t)
 	dir, err := os.MkdirTemp("", "abj") // short: sandbox socket paths are limited
@@ -42,6 +46,15 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	if fixture != "" {
+		b, err := os.ReadFile(fixture)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "agentbox.db"), b, 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	st, err := sqlite.Open(bg, filepath.Join(dir, "agentbox.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -9,10 +9,10 @@ package jobs
 //
 // It compiles only against that release's code: sandbox.Handle still has
 // Ref, StateDir and the other engine fields there. To regenerate the
-// fixture, check out the commit that added this file (its parent is the v1
-// release) and run, with Docker and the sandbox image present, as root:
+// fixture, check out the commit that added this file (the code there is
+// still v1) and run, with Docker and the sandbox image present, as root:
 //
-//	git worktree add /tmp/agentbox-v1 <commit>
+//	git worktree add /tmp/agentbox-v1 $(git log --diff-filter=A --format=%h -- internal/jobs/v1fixture_test.go)
 //	cd /tmp/agentbox-v1
 //	go test -tags v1fixture -run TestWriteV1Fixture ./internal/jobs/ -v -args -v1fixture-out=$REPO/internal/jobs/testdata/v1-store.db
 //
