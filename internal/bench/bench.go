@@ -25,6 +25,11 @@ type Options struct {
 	Execs   int    // exec round trips (default 200; the CLI baseline runs a tenth)
 	Files   int    // 1 MiB write+read cycles (default 50)
 	Log     io.Writer
+
+	// AltDriver, if set, is the same engine's driver with another guest
+	// transport (TCP beside the unix socket): its exec round trip is
+	// measured beside Driver's.
+	AltDriver sandbox.Driver
 }
 
 // Row is one comparison: agentbox against the engine doing the same.
@@ -43,7 +48,14 @@ type Stats struct {
 func Run(ctx context.Context, o Options) ([]Row, error) {
 	o = o.withDefaults()
 	var rows []Row
-	for _, m := range []func(context.Context, Options) (Row, error){createRow, lifecycleRow, execRow, fileRow, writeRow, zipRow} {
+	measures := []func(context.Context, Options) (Row, error){createRow, lifecycleRow, execRow}
+	if o.AltDriver != nil {
+		measures = append(measures, func(ctx context.Context, o Options) (Row, error) {
+			o.Driver = o.AltDriver
+			return execRow(ctx, o)
+		})
+	}
+	for _, m := range append(measures, fileRow, writeRow, zipRow) {
 		r, err := m(ctx, o)
 		if err != nil {
 			return rows, err
