@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/bench"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
@@ -30,7 +32,8 @@ table with the ratio of the two:
 
   - sandbox create until a first exec returns, against 'docker run --rm IMAGE true'
   - create, exec and destroy, against the same 'docker run --rm'
-  - the round trip of exec 'true', against 'docker exec CONTAINER true'
+  - the round trip of exec 'true', against 'docker exec CONTAINER true', over
+    the unix socket and over TCP (the guest transports; TCP needs root)
   - a 1 MiB file written then read back, against docker exec with cat
 
 It needs the engine, the sandbox image and the docker CLI. Results are
@@ -38,6 +41,13 @@ recorded in docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.benchSandboxes(cmd, &o, func() error {
+				alt, err := a.altTransportDriver(o.Driver)
+				if err != nil {
+					fmt.Fprintf(o.Log, "the other guest transport is not measured: %v\n", err)
+				} else {
+					defer alt.Close()
+					o.AltDriver = alt
+				}
 				rows, err := bench.Run(cmd.Context(), o)
 				if err == nil {
 					bench.Markdown(cmd.OutOrStdout(), rows)
@@ -51,6 +61,7 @@ recorded in docs/benchmarks.md.`,
 	cmd.Flags().IntVar(&o.Execs, "execs", 200, "exec round trips (the docker exec baseline runs a tenth as many)")
 	cmd.Flags().IntVar(&o.Files, "files", 50, "1 MiB write+read cycles")
 	cmd.Flags().StringVar(&o.Docker, "docker", "docker", "docker CLI used for the baselines")
+	a.driverFlag(cmd)
 	return cmd
 }
 
@@ -138,7 +149,20 @@ import, a fresh python3). Results are recorded in docs/benchmarks.md.`,
 	}
 	cmd.Flags().IntVar(&o.Execs, "samples", 20, "screenshots and kernel runs to time (the docker exec baselines run half as many)")
 	cmd.Flags().StringVar(&o.Docker, "docker", "docker", "docker CLI used for the baselines")
+	a.driverFlag(cmd)
 	return cmd
+}
+
+// altTransportDriver is the configured driver with the other guest
+// transport than d's: TCP beside the unix socket, or the unix socket
+// beside TCP.
+func (a *app) altTransportDriver(d sandbox.Driver) (sandbox.Driver, error) {
+	alt := *a
+	alt.cfg.Sandbox.GuestTransport = sandbox.TransportTCP
+	if d.Capabilities().Transport == sandbox.TransportTCP {
+		alt.cfg.Sandbox.GuestTransport = sandbox.TransportUnix
+	}
+	return alt.newDriver()
 }
 
 // benchSandboxes runs measure with o set up to use the configured driver,

@@ -59,6 +59,7 @@ one. A pasted multi-line block is one message (bracketed paste).
 	}
 	cmd.Flags().StringVar(&session, "session", "", "session to start or resume (default: a new one named by the time)")
 	cmd.Flags().StringVar(&model, "model", "", "model as provider:name (default AGENTBOX_MODEL)")
+	a.driverFlag(cmd)
 	return cmd
 }
 

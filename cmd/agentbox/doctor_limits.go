@@ -55,7 +55,9 @@ func (a *app) diskCheck() check {
 	d, err := a.newDriver()
 	mode := docker.QuotaWatch
 	if err == nil {
-		mode = d.QuotaMode(dir)
+		if q, ok := d.(interface{ QuotaMode(dir string) string }); ok {
+			mode = q.QuotaMode(dir)
+		}
 		d.Close()
 	}
 	floor := a.cfg.Sandbox.MinFreeDisk

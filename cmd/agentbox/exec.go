@@ -62,11 +62,12 @@ up on within seconds and removed (exit 1).`,
 	fl.StringVar(&f.cpus, "cpus", "", "CPU limit, e.g. 0.5 or 2 (default from AGENTBOX_SANDBOX_CPUS, else 1)")
 	fl.Int64Var(&f.pids, "pids", 0, "process limit (default from AGENTBOX_SANDBOX_PIDS, else 512)")
 	fl.StringVar(&f.disk, "disk", "", "disk quota on what the sandbox writes to the host, workspace included, e.g. 1g (default from AGENTBOX_SANDBOX_DISK, else 10g)")
-	fl.StringVar(&f.network, "network", "", "container network (default none; host is refused)")
+	fl.StringVar(&f.network, "network", "", "sandbox network: none (the default), bridge or a named network; host is refused")
 	fl.StringVar(&f.workspace, "workspace", "", "host directory to mount at /workspace (kept afterwards)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "kill the command and its children after this long")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable KEY=VALUE (repeatable)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the command's output")
+	a.driverFlag(cmd)
 	return cmd
 }
 
@@ -127,6 +128,9 @@ func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecReq
 		return 0, err
 	}
 	defer d.Close()
+	if err := d.Capabilities().CheckNetwork(spec.Network); err != nil {
+		return 0, fmt.Errorf("--network: %w", err)
+	}
 	begin := time.Now()
 	s, err := d.Create(ctx, spec)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/docker/docker/client"
@@ -20,6 +21,7 @@ import (
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
+	"github.com/agentbox/agentbox/internal/sandbox/drivers"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -50,14 +52,14 @@ func (a *app) dockerClient() (*client.Client, error) {
 	return c, nil
 }
 
-// newDriver returns the Docker sandbox driver configured by a.cfg, for one
+// newDriver returns the sandbox driver configured by a.cfg, for one
 // sandbox at a time.
-func (a *app) newDriver() (*docker.Driver, error) { return a.newDriverFor(1) }
+func (a *app) newDriver() (sandbox.Driver, error) { return a.newDriverFor(1) }
 
-// newDriverFor returns the driver for concurrency sandboxes at once: their
-// processes' open files are bounded so that together they stay well within
-// the host's file table.
-func (a *app) newDriverFor(concurrency int) (*docker.Driver, error) {
+// newDriverFor returns the driver named by --driver or AGENTBOX_DRIVER, for
+// concurrency sandboxes at once: their processes' open files are bounded so
+// that together they stay well within the host's file table.
+func (a *app) newDriverFor(concurrency int) (sandbox.Driver, error) {
 	sb := a.cfg.Sandbox
 	nofile, err := a.fitNoFile(concurrency, sb.PidsLimit)
 	if err != nil {
@@ -66,7 +68,11 @@ func (a *app) newDriverFor(concurrency int) (*docker.Driver, error) {
 	if err := a.ensureFileTable(concurrency); err != nil {
 		return nil, err
 	}
-	return docker.New(docker.Config{
+	name := sb.Driver
+	if a.flagCfg.Sandbox.Driver != "" {
+		name = a.flagCfg.Sandbox.Driver
+	}
+	return drivers.Open(name, drivers.Options{Docker: docker.Config{
 		Host:  a.cfg.Docker.Host,
 		Image: sb.Image,
 		Defaults: sandbox.Limits{MemoryBytes: sb.MemoryBytes, NanoCPUs: sb.NanoCPUs, PidsLimit: sb.PidsLimit,
@@ -78,8 +84,15 @@ func (a *app) newDriverFor(concurrency int) (*docker.Driver, error) {
 		Display:      sandbox.Display{Width: sb.DisplayWidth, Height: sb.DisplayHeight},
 		UIDs:         sb.UIDs,
 		MinFreeBytes: sb.MinFreeDisk,
+		Transport:    sb.GuestTransport,
 		Log:          a.log,
-	})
+	}})
+}
+
+// driverFlag adds --driver to a command that creates sandboxes; it wins
+// over AGENTBOX_DRIVER.
+func (a *app) driverFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&a.flagCfg.Sandbox.Driver, "driver", "", "sandbox driver: "+strings.Join(drivers.Names(), ", ")+" (AGENTBOX_DRIVER; default "+drivers.Default+")")
 }
 
 // ensureFileTable makes sure the host's file table outlasts what

@@ -66,6 +66,14 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{args: []string{"exec", "--workspace", "/no/such/dir", "true"}, want: "not a directory"},
 		{args: []string{"exec"}, want: "requires at least 1 arg"},
 		{args: []string{"doctor"}, env: map[string]string{"AGENTBOX_SANDBOX_PIDS": "many"}, want: "AGENTBOX_SANDBOX_PIDS"},
+		{args: []string{"exec", "--driver", "firecracker", "true"}, want: `unknown sandbox driver "firecracker": known drivers are docker`},
+		{args: []string{"exec", "true"}, env: map[string]string{"AGENTBOX_DRIVER": "firecracker"}, want: `"firecracker": known drivers are docker`},
+		// The flag wins over the environment.
+		{args: []string{"exec", "--driver", "nope", "true"}, env: map[string]string{"AGENTBOX_DRIVER": "docker"}, want: `"nope"`},
+		// The Docker driver refuses networks that share a namespace.
+		{args: []string{"exec", "true"}, env: map[string]string{"AGENTBOX_SANDBOX_NETWORK": "host", "AGENTBOX_GUEST_BINARY": guestBinary}, want: "are refused"},
+		{args: []string{"exec", "--network", "container:x", "true"}, env: map[string]string{"AGENTBOX_GUEST_BINARY": guestBinary}, want: "are refused"},
+		{args: []string{"exec", "true"}, env: map[string]string{"AGENTBOX_GUEST_TRANSPORT": "carrier-pigeon", "AGENTBOX_GUEST_BINARY": guestBinary}, want: "guest transport"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -122,6 +130,17 @@ func TestExecRunsInAFreshSandbox(t *testing.T) {
 	}
 	if out != "hello world from agent\n" {
 		t.Errorf("stdout %q", out)
+	}
+	assertNoSandboxes(t, instance)
+}
+
+// TestDriverFlagWinsOverEnv: --driver names the driver over AGENTBOX_DRIVER.
+func TestDriverFlagWinsOverEnv(t *testing.T) {
+	instance := sandboxEnv(t)
+	t.Setenv("AGENTBOX_DRIVER", "nope")
+	out, _, err := run(context.Background(), "exec", "-q", "--driver", "docker", "echo ok")
+	if err != nil || out != "ok\n" {
+		t.Fatalf("exec --driver docker: %q, %v", out, err)
 	}
 	assertNoSandboxes(t, instance)
 }

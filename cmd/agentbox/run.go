@@ -62,6 +62,7 @@ it was canceled.`,
 	fl.StringVar(&f.memory, "memory", "", "sandbox memory limit, e.g. 2g")
 	fl.StringVar(&f.cpus, "cpus", "", "sandbox CPU limit, e.g. 1.5")
 	fl.StringVar(&f.disk, "disk", "", "sandbox disk quota, workspace included, e.g. 2g (default AGENTBOX_SANDBOX_DISK, else 10g)")
+	a.driverFlag(cmd)
 	return cmd
 }
 

@@ -68,6 +68,7 @@ period, then stops them and hands them back (pending) for the next start.`,
 	f.StringVar(&s.PublicURL, "public-url", "", "where clients reach the server, e.g. https://agentbox.example.com behind a TLS proxy: links are made absolute with it and viewer cookies are Secure with https (AGENTBOX_PUBLIC_URL)")
 	f.StringVar(&s.ViewURL, "view-url", "", "give each job's desktop and Jupyter an origin of their own, e.g. https://{job}.view.example.com (a wildcard DNS name reaching this server), or http://{job}.localhost:8080 on one machine: a sandbox's pages then cannot reach other jobs' views or the API from the browser (AGENTBOX_VIEW_URL)")
 	f.StringVar(&a.flagCfg.Agent.Kind, "agent", "", "what works on jobs: model (a language model with tools) or shell (the task as a bash script) (AGENTBOX_AGENT; default model)")
+	a.driverFlag(cmd)
 	return cmd
 }
 

@@ -25,6 +25,11 @@ type Options struct {
 	Execs   int    // exec round trips (default 200; the CLI baseline runs a tenth)
 	Files   int    // 1 MiB write+read cycles (default 50)
 	Log     io.Writer
+
+	// AltDriver, if set, is the same engine's driver with another guest
+	// transport (TCP beside the unix socket): its exec round trip is
+	// measured beside Driver's.
+	AltDriver sandbox.Driver
 }
 
 // Row is one comparison: agentbox against the engine doing the same.
@@ -43,7 +48,14 @@ type Stats struct {
 func Run(ctx context.Context, o Options) ([]Row, error) {
 	o = o.withDefaults()
 	var rows []Row
-	for _, m := range []func(context.Context, Options) (Row, error){createRow, lifecycleRow, execRow, fileRow, writeRow, zipRow} {
+	measures := []func(context.Context, Options) (Row, error){createRow, lifecycleRow, execRow}
+	if o.AltDriver != nil {
+		measures = append(measures, func(ctx context.Context, o Options) (Row, error) {
+			o.Driver = o.AltDriver
+			return execRow(ctx, o)
+		})
+	}
+	for _, m := range append(measures, fileRow, writeRow, zipRow) {
 		r, err := m(ctx, o)
 		if err != nil {
 			return rows, err
@@ -123,19 +135,48 @@ func dockerRun(ctx context.Context, o Options) (Stats, error) {
 	})
 }
 
+// execRow times the exec round trip over o.Driver's guest transport.
 func execRow(ctx context.Context, o Options) (Row, error) {
 	s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
 	if err != nil {
 		return Row{}, err
 	}
 	defer s.Destroy(ctx)
-	fmt.Fprintf(o.Log, "exec round trip of true: %d guest execs, %d docker execs\n", o.Execs, o.Execs/10)
+	ref, err := containerID(s)
+	if err != nil {
+		return Row{}, err
+	}
+	transport := transportName(o.Driver.Capabilities().Transport)
+	fmt.Fprintf(o.Log, "exec round trip of true over %s: %d guest execs, %d docker execs\n", transport, o.Execs, o.Execs/10)
 	ours, err := sample(o.Execs, func() error { return execTrue(ctx, s.Guest()) })
 	if err != nil {
 		return Row{}, err
 	}
-	base, err := sample(max(o.Execs/10, 5), func() error { return run(ctx, o.Docker, "exec", s.Handle().Ref, "true") })
-	return Row{Name: "exec round trip of `true`", Baseline: "docker exec CONTAINER true", Ours: ours, Base: base}, err
+	base, err := sample(max(o.Execs/10, 5), func() error { return run(ctx, o.Docker, "exec", ref, "true") })
+	return Row{Name: "exec round trip of `true` (" + transport + ")", Baseline: "docker exec CONTAINER true", Ours: ours, Base: base}, err
+}
+
+// transportName says in words how the host reaches the guest.
+func transportName(t string) string {
+	switch t {
+	case sandbox.TransportUnix:
+		return "unix socket"
+	case sandbox.TransportTCP:
+		return "TCP in the sandbox's netns"
+	}
+	return t
+}
+
+// container is a sandbox that is a container the docker CLI reaches (the
+// Docker driver's): the baselines exec into it.
+type container interface{ ContainerID() string }
+
+func containerID(s sandbox.Sandbox) (string, error) {
+	c, ok := s.(container)
+	if !ok {
+		return "", fmt.Errorf("bench: the %s driver's sandboxes are not containers docker exec reaches", s.Handle().Driver)
+	}
+	return c.ContainerID(), nil
 }
 
 func fileRow(ctx context.Context, o Options) (Row, error) {
@@ -156,7 +197,10 @@ func fileRow(ctx context.Context, o Options) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	ref := s.Handle().Ref
+	ref, err := containerID(s)
+	if err != nil {
+		return Row{}, err
+	}
 	base, err := sample(max(o.Files/5, 5), func() error {
 		in := exec.CommandContext(ctx, o.Docker, "exec", "-i", ref, "sh", "-c", "cat > /workspace/cli.bin")
 		in.Stdin = bytes.NewReader(data)

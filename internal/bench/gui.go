@@ -38,7 +38,11 @@ func GUI(ctx context.Context, o Options) (GUIResult, error) {
 		return GUIResult{}, err
 	}
 	defer s.Destroy(context.WithoutCancel(ctx))
-	g, ref := s.Guest(), s.Handle().Ref
+	g := s.Guest()
+	ref, err := containerID(s)
+	if err != nil {
+		return GUIResult{}, err
+	}
 	var r GUIResult
 	if r.GuestRSS, r.Idle, err = memory(ctx, g); err != nil {
 		return r, err

@@ -105,12 +105,20 @@ type Docker struct {
 
 // Sandbox holds the defaults every sandbox is created with.
 type Sandbox struct {
+	// Driver names the sandbox driver (AGENTBOX_DRIVER, default "docker").
+	Driver string
+	// GuestTransport is how the host reaches the guest in each new sandbox
+	// (AGENTBOX_GUEST_TRANSPORT): "unix" (default) or "tcp"; the driver
+	// says which it supports.
+	GuestTransport string
+
 	Image string
 	// MemoryBytes, NanoCPUs and PidsLimit are the default resource limits.
 	MemoryBytes int64
 	NanoCPUs    int64
 	PidsLimit   int64
-	// Network is the container network mode; "none" unless a caller opts in.
+	// Network is the sandbox network mode; "none" unless a caller opts in.
+	// The driver checks it (Docker refuses host and container:).
 	Network string
 	// GuestBinary is the static agentbox binary bind-mounted into sandboxes;
 	// empty means the running executable.
@@ -185,6 +193,8 @@ func Default() Config {
 			UIDs:        UIDRange{200000, 299999},
 			MinFreeDisk: 2 << 30,
 			Ceilings:    hostCeilings(),
+
+			Driver: "docker", GuestTransport: "unix",
 		},
 		Server: Server{
 			Addr: "127.0.0.1:8080", Concurrency: 2, Lease: 30 * time.Second,
@@ -211,6 +221,8 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	str("AGENTBOX_DATA_DIR", &c.DataDir)
 	str("DOCKER_HOST", &c.Docker.Host)
+	str("AGENTBOX_DRIVER", &c.Sandbox.Driver)
+	str("AGENTBOX_GUEST_TRANSPORT", &c.Sandbox.GuestTransport)
 	str("AGENTBOX_IMAGE", &c.Sandbox.Image)
 	str("AGENTBOX_SANDBOX_NETWORK", &c.Sandbox.Network)
 	str("AGENTBOX_GUEST_BINARY", &c.Sandbox.GuestBinary)
@@ -360,18 +372,24 @@ func (s Sandbox) Validate() error {
 	if s.PidsLimit < 32 {
 		errs = append(errs, fmt.Errorf("sandbox pids %d: at least 32 (the guest and the init need some)", s.PidsLimit))
 	}
-	if s.Network == "" || s.Network == "host" || strings.HasPrefix(s.Network, "container:") || strings.HasPrefix(s.Network, "ns:") {
-		errs = append(errs, fmt.Errorf("sandbox network %q: use none, bridge or a named network (host and container: are refused)", s.Network))
+	for _, f := range [][2]string{{"sandbox driver", s.Driver}, {"guest transport", s.GuestTransport}, {"sandbox network", s.Network}} {
+		if !isWord(f[1]) {
+			errs = append(errs, fmt.Errorf("%s %q: must be a non-empty word", f[0], f[1]))
+		}
 	}
 	if w, h := s.DisplayWidth, s.DisplayHeight; w < 320 || h < 200 || w > 7680 || h > 4320 {
 		errs = append(errs, fmt.Errorf("display size %dx%d: must be within 320x200..7680x4320", w, h))
 	}
 	errs = append(errs, s.validateLimits())
-	if s.Instance == "" || strings.ContainsAny(s.Instance, " =,") {
+	if !isWord(s.Instance) {
 		errs = append(errs, fmt.Errorf("instance %q: must be a non-empty word", s.Instance))
 	}
 	return errors.Join(errs...)
 }
+
+// isWord reports whether s is non-empty and has no space, comma or equals
+// sign (an instance label, a driver's name).
+func isWord(s string) bool { return s != "" && !strings.ContainsAny(s, " \t\n=,") }
 
 // ParseMemory parses a size such as 512m, 2g or 2GiB into bytes.
 func ParseMemory(s string) (int64, error) {

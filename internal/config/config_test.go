@@ -39,8 +39,21 @@ func TestDefaults(t *testing.T) {
 	}
 	s := c.Sandbox
 	if s.MemoryBytes != 2<<30 || s.NanoCPUs != 1e9 || s.PidsLimit != 512 || s.Network != "none" || s.Image != DefaultImage ||
-		s.DisplayWidth != 1024 || s.DisplayHeight != 768 {
+		s.DisplayWidth != 1024 || s.DisplayHeight != 768 || s.Driver != "docker" || s.GuestTransport != "unix" {
 		t.Errorf("defaults %+v", s)
+	}
+}
+
+// TestDriverFromEnv: the driver and its guest transport are named in the
+// environment; what each driver accepts (host networks, transports) is the
+// driver's to check, in its New.
+func TestDriverFromEnv(t *testing.T) {
+	c, err := fromLookup(lookup(map[string]string{"AGENTBOX_DRIVER": "microvm", "AGENTBOX_GUEST_TRANSPORT": "tcp", "AGENTBOX_SANDBOX_NETWORK": "host"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Sandbox; s.Driver != "microvm" || s.GuestTransport != "tcp" || s.Network != "host" {
+		t.Errorf("sandbox %+v", s)
 	}
 }
 
@@ -119,8 +132,9 @@ func TestInvalid(t *testing.T) {
 		"memory tiny":       {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "1m"}, "at least 64MiB"},
 		"cpus zero":         {map[string]string{"AGENTBOX_SANDBOX_CPUS": "0"}, "AGENTBOX_SANDBOX_CPUS"},
 		"pids few":          {map[string]string{"AGENTBOX_SANDBOX_PIDS": "3"}, "at least 32"},
-		"host network":      {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "host"}, "are refused"},
-		"container network": {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "container:x"}, "are refused"},
+		"network of words":  {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "my net"}, "sandbox network"},
+		"driver of words":   {map[string]string{"AGENTBOX_DRIVER": "a b"}, "sandbox driver"},
+		"transport, words":  {map[string]string{"AGENTBOX_GUEST_TRANSPORT": "t c p"}, "guest transport"},
 		"bad instance":      {map[string]string{"AGENTBOX_INSTANCE": "a b"}, "instance"},
 		"display words":     {map[string]string{"AGENTBOX_DISPLAY_SIZE": "big"}, "WIDTHxHEIGHT"},
 		"display tiny":      {map[string]string{"AGENTBOX_DISPLAY_SIZE": "10x10"}, "320x200"},

@@ -36,7 +36,11 @@ type env struct {
 	driver *docker.Driver
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvFrom(t, "") }
+
+// newEnvFrom is newEnv on a copy of the store file fixture ("" for a new
+// store).
+func newEnvFrom(t *testing.T, fixture string) *env {
 	t.Helper()
 	testenv.DockerWithImage(t)
 	dir, err := os.MkdirTemp("", "abj") // short: sandbox socket paths are limited
@@ -44,6 +48,15 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	if fixture != "" {
+		b, err := os.ReadFile(fixture)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "agentbox.db"), b, 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	st, err := sqlite.Open(bg, filepath.Join(dir, "agentbox.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +316,7 @@ func TestRecoveryRequeuesAndReaps(t *testing.T) {
 		t.Errorf("job at its last attempt: %s %q", j.Status, j.Error)
 	}
 	waitFor(t, func() bool { hs, _ := e.driver.List(bg); return len(hs) == 1 })
-	if hs, _ := e.driver.List(bg); len(hs) != 1 || hs[0].ID != foreign.Handle().ID {
+	if hs, _ := e.driver.List(bg); len(hs) != 1 || hs[0].Handle.ID != foreign.Handle().ID {
 		t.Errorf("left %+v, want only the foreign sandbox", hs)
 	}
 }

@@ -62,7 +62,8 @@ func (s *Scheduler) reapOrphans(ctx context.Context) {
 		s.log.Error("list sandboxes", "err", err)
 		return
 	}
-	for _, h := range hs {
+	for _, l := range hs {
+		h := l.Handle
 		if h.Owner != s.cfg.WorkerID || s.isRunning(h.JobID) || s.live(ctx, h) {
 			continue
 		}

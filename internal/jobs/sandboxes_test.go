@@ -84,8 +84,10 @@ type fakeDriver struct {
 func (d *fakeDriver) Create(context.Context, sandbox.Spec) (sandbox.Sandbox, error) {
 	panic("not used")
 }
-func (d *fakeDriver) List(context.Context) ([]sandbox.Handle, error) { return nil, nil }
+func (d *fakeDriver) List(context.Context) ([]sandbox.Listed, error) { return nil, nil }
 func (d *fakeDriver) Remove(context.Context, sandbox.Handle) error   { return nil }
+func (d *fakeDriver) Capabilities() sandbox.Capabilities             { return sandbox.Capabilities{} }
+func (d *fakeDriver) Close() error                                   { return nil }
 func (d *fakeDriver) Recover(_ context.Context, h sandbox.Handle) (sandbox.Sandbox, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

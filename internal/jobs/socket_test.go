@@ -22,7 +22,11 @@ import (
 type reopenedRunDir struct{}
 
 func (reopenedRunDir) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
-	if err := os.Chmod(filepath.Join(r.Sandbox.Handle().StateDir, "run"), 0o777); err != nil {
+	st, err := docker.StateOf(r.Sandbox.Handle())
+	if err != nil {
+		return jobs.Outcome{}, err
+	}
+	if err := os.Chmod(filepath.Join(st.StateDir, "run"), 0o777); err != nil {
 		return jobs.Outcome{}, err
 	}
 	return jobs.ShellAgent{}.Run(ctx, r)

@@ -45,14 +45,28 @@ type Driver interface {
 	// Create starts a sandbox and returns once its guest answers.
 	Create(ctx context.Context, spec Spec) (Sandbox, error)
 	// Recover reattaches to a sandbox created earlier (e.g. before a restart);
-	// it returns ErrGone if the sandbox is no longer running.
+	// it returns ErrGone if the sandbox is no longer running. It accepts
+	// every handle version this driver ever wrote.
 	Recover(ctx context.Context, h Handle) (Sandbox, error)
 	// List returns every sandbox of this installation, running or not, so that
-	// a reaper can destroy the orphans.
-	List(ctx context.Context) ([]Handle, error)
+	// a reaper can destroy the orphans. A listed handle is good for Remove;
+	// Recover needs the handle Sandbox.Handle gave.
+	List(ctx context.Context) ([]Listed, error)
 	// Remove destroys the sandbox h names, whether or not it still runs, as
 	// Sandbox.Destroy does. It is how a reaper removes orphans.
 	Remove(ctx context.Context, h Handle) error
+	// Capabilities says what the driver's sandboxes offer.
+	Capabilities() Capabilities
+	// Close releases the driver's connection to its engine. Sandboxes keep
+	// running; another driver may Recover them.
+	Close() error
+}
+
+// Listed is a sandbox as Driver.List finds it.
+type Listed struct {
+	Handle Handle
+	// Running says whether the sandbox still runs.
+	Running bool
 }
 
 // Sandbox is one running sandbox.
@@ -84,7 +98,8 @@ type Spec struct {
 	// disk of its own while the sandbox runs (to enforce the disk quota in
 	// the kernel) and copy it back when the sandbox is destroyed.
 	ManagedWorkspace bool
-	// Network overrides the default network mode ("none"). "host" is refused.
+	// Network overrides the default network mode ("none"). The driver
+	// refuses a mode its Capabilities do not allow, "host" always.
 	Network string
 	// Env is added to the environment of every command.
 	Env    map[string]string
@@ -136,32 +151,4 @@ type Limits struct {
 // caller ends the sandbox's work with that error.
 type Stopper interface {
 	Stopped() error
-}
-
-// Handle is what is persisted about a sandbox to find it again.
-type Handle struct {
-	ID     string `json:"id"`
-	Driver string `json:"driver"`
-	JobID  string `json:"job_id,omitempty"`
-	Owner  string `json:"owner,omitempty"`
-	// Ref is the engine's own identifier (a container ID for Docker).
-	Ref string `json:"ref"`
-	// StateDir is the host directory holding the guest's socket.
-	StateDir string `json:"state_dir"`
-	// WorkspaceDir is the host directory of the sandbox's /workspace: the
-	// directory itself, or for a ManagedWorkspace the home its content
-	// returns to when the sandbox is destroyed (the driver may hold it on a
-	// disk of its own meanwhile, to enforce the disk quota).
-	WorkspaceDir string `json:"workspace_dir"`
-	// OwnsWorkspace says whether Destroy removes WorkspaceDir.
-	OwnsWorkspace bool `json:"owns_workspace,omitempty"`
-	// UID is the host uid the sandbox's processes run as.
-	UID int `json:"uid,omitempty"`
-	// DiskBytes is the sandbox's disk quota.
-	DiskBytes int64 `json:"disk_bytes,omitempty"`
-	// WorkspaceOwner is "uid:gid", who owned a caller's workspace before
-	// the sandbox; Destroy gives it back to them.
-	WorkspaceOwner string `json:"workspace_owner,omitempty"`
-	// Running is filled in by List.
-	Running bool `json:"running,omitempty"`
 }

@@ -123,7 +123,7 @@ func TestSandboxUIDIsNoHostAccount(t *testing.T) {
 	before, _ := os.Stat(ws)
 	a := create(t, d, sandbox.Spec{WorkspaceDir: ws})
 	b := create(t, d, sandbox.Spec{})
-	uidA, uidB := a.Handle().UID, b.Handle().UID
+	uidA, uidB := stateOf(t, a).UID, stateOf(t, b).UID
 	if uidA == uidB || uidA < 200000 || uidA > 299999 || uidB < 200000 || uidB > 299999 {
 		t.Fatalf("uids %d and %d: want two distinct uids of 200000-299999", uidA, uidB)
 	}
@@ -311,7 +311,7 @@ func TestCopyBackKeepsWhatItCan(t *testing.T) {
 	if strings.TrimSpace(string(res.Stdout)) != "made" {
 		t.Fatalf("setup: %q %q", res.Stdout, res.Stderr)
 	}
-	h := s.Handle()
+	stateDir := stateOf(t, s).StateDir
 	err := s.Destroy(context.Background())
 	if err == nil {
 		t.Error("destroy said nothing of what it could not copy back")
@@ -325,7 +325,7 @@ func TestCopyBackKeepsWhatItCan(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws, ".agentbox/copy-errors.txt")); err != nil || !strings.Contains(string(b), "copy workspace back") {
 		t.Errorf("copy-errors.txt: %q, %v", b, err)
 	}
-	if _, err := os.Stat(filepath.Join(h.StateDir, "disk.img")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(stateDir, "disk.img")); !os.IsNotExist(err) {
 		t.Errorf("the disk image was left behind: %v", err)
 	}
 	if m := loopMounts(t, d.StateDir()); len(m) > 0 {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -39,6 +38,10 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		d.freeUID(uid)
 		return nil, err
 	}
+	// Known before the engine answers, so a create cut short by ctx is still
+	// removed (by name) by the deferred Destroy; the TCP dialer finds the
+	// container by it too.
+	h.Ref = containerName(h.ID)
 	s := d.newSandbox(h)
 	defer func() {
 		if err != nil {
@@ -54,9 +57,6 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		return nil, err
 	}
 	hostCfg.SecurityOpt = []string{"no-new-privileges", seccomp}
-	// Known before the engine answers, so a create cut short by ctx is still
-	// removed (by name) by the deferred Destroy.
-	s.h.Ref = "agentbox-" + h.ID
 	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, s.h.Ref)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
@@ -74,6 +74,9 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := lockRunDir(filepath.Join(h.StateDir, "run")); err != nil {
 		return nil, err
 	}
+	if err := removeSecret(h.State); err != nil {
+		return nil, err
+	}
 	s.watch()
 	d.log.Debug("sandbox ready", "sandbox_id", h.ID, "job_id", h.JobID, "uid", uid)
 	return s, nil
@@ -81,12 +84,13 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 
 // prepareDirs makes the sandbox's state directory (private on the host) with
 // the socket directory the guest writes to, the passwd and group files it
-// sees, and the scratch workspace if the caller brought none.
-func (d *Driver) prepareDirs(spec sandbox.Spec, uid int) (sandbox.Handle, error) {
-	h := sandbox.Handle{ID: newID(), Driver: "docker", JobID: spec.JobID, Owner: spec.Owner, UID: uid,
-		DiskBytes: d.limits(spec.Limits).DiskBytes}
+// sees, the guest's secret for the TCP transport, and the scratch workspace
+// if the caller brought none.
+func (d *Driver) prepareDirs(spec sandbox.Spec, uid int) (record, error) {
+	h := record{ID: newID(), JobID: spec.JobID, Owner: spec.Owner,
+		State: State{UID: uid, DiskBytes: d.limits(spec.Limits).DiskBytes, Transport: d.cfg.Transport}}
 	h.StateDir = filepath.Join(d.cfg.StateDir, h.ID)
-	if n := len(socketPath(h.StateDir)); n > maxSocketPath {
+	if n := len(socketPath(h.StateDir)); n > maxSocketPath && h.Transport == sandbox.TransportUnix {
 		return h, fmt.Errorf("%w: state dir %s gives a %d-byte socket path, over the %d Linux allows; use a shorter data dir", sandbox.ErrInvalidSpec, d.cfg.StateDir, n, maxSocketPath)
 	}
 	if err := os.MkdirAll(h.StateDir, 0o700); err != nil {
@@ -112,13 +116,17 @@ func (d *Driver) prepareDirs(spec sandbox.Spec, uid int) (sandbox.Handle, error)
 		os.RemoveAll(h.StateDir)
 		return h, err
 	}
+	if err := writeSecret(&h.State); err != nil {
+		os.RemoveAll(h.StateDir)
+		return h, err
+	}
 	return h, nil
 }
 
 // prepareWorkspace puts the workspace under its disk quota, in the
 // kernel where the host allows it, and gives it to the sandbox's uid (root
 // only; Destroy gives a caller's workspace back to its owner).
-func (d *Driver) prepareWorkspace(h *sandbox.Handle, managed bool) error {
+func (d *Driver) prepareWorkspace(h *record, managed bool) error {
 	if !isRoot() {
 		return nil
 	}
@@ -147,7 +155,7 @@ func empty(dir string) bool {
 
 // checkSpec refuses what would weaken the sandbox.
 func checkSpec(spec sandbox.Spec) error {
-	if err := CheckNetwork(spec.Network); err != nil {
+	if err := checkNetwork(spec.Network); err != nil {
 		return err
 	}
 	l := spec.Limits
@@ -164,15 +172,6 @@ func checkSpec(spec sandbox.Spec) error {
 		}
 	}
 	return sandbox.CheckDisplay(spec)
-}
-
-// CheckNetwork refuses network modes that share a namespace with the host or
-// another container.
-func CheckNetwork(mode string) error {
-	if mode == "host" || strings.HasPrefix(mode, "container:") || strings.HasPrefix(mode, "ns:") {
-		return fmt.Errorf("%w: network mode %q is refused; use none, bridge or a named network", sandbox.ErrInvalidSpec, mode)
-	}
-	return nil
 }
 
 // agentDir makes dir writable by the sandbox's uid: owned by it when we are
@@ -197,7 +196,7 @@ func socketPath(stateDir string) string {
 	return filepath.Join(stateDir, "run", guest.SocketName)
 }
 
-func (d *Driver) containerConfig(spec sandbox.Spec, h sandbox.Handle) (*container.Config, *container.HostConfig) {
+func (d *Driver) containerConfig(spec sandbox.Spec, h record) (*container.Config, *container.HostConfig) {
 	lim := d.limits(spec.Limits)
 	image := spec.Image
 	if image == "" {
@@ -214,8 +213,8 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h sandbox.Handle) (*containe
 		User:  uid + ":" + uid,
 		// The guest is the entrypoint: an image's own ENTRYPOINT would run
 		// first, as the sandbox, before the guest listens.
-		Entrypoint: guestCmd(spec, d.cfg.Display)[:1],
-		Cmd:        guestCmd(spec, d.cfg.Display)[1:],
+		Entrypoint: guestCmd(spec, d.cfg.Display, h.State)[:1],
+		Cmd:        guestCmd(spec, d.cfg.Display, h.State)[1:],
 		Env:        envList(spec.Env),
 		WorkingDir: WorkspacePath,
 		Hostname:   "sandbox",
@@ -261,7 +260,7 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h sandbox.Handle) (*containe
 // keeps the disk quota, the size of any one file (EFBIG), so that no single
 // write outruns the watchdog. Under a kernel quota a sparse file may be
 // larger than the quota, as it takes no space.
-func (d *Driver) ulimits(h sandbox.Handle, lim sandbox.Limits) []*container.Ulimit {
+func (d *Driver) ulimits(h record, lim sandbox.Limits) []*container.Ulimit {
 	u := []*container.Ulimit{{Name: "nofile", Soft: lim.NoFile, Hard: lim.NoFile}}
 	if d.modeOf(h) == QuotaWatch {
 		u = append(u, &container.Ulimit{Name: "fsize", Soft: lim.DiskBytes, Hard: lim.DiskBytes})
@@ -271,7 +270,7 @@ func (d *Driver) ulimits(h sandbox.Handle, lim sandbox.Limits) []*container.Ulim
 
 // workspaceSource is the host directory mounted at /workspace: the loop
 // disk's mount when the sandbox has one, else the workspace itself.
-func workspaceSource(h sandbox.Handle) string {
+func workspaceSource(h record) string {
 	if hasDisk(h) {
 		_, mnt := diskPaths(h.StateDir)
 		return mnt
@@ -362,10 +361,13 @@ func (d *Driver) exited(ctx context.Context, ref string) (bool, string) {
 	return true, why
 }
 
-// guestCmd is the sandbox's main process: the guest, told the display size
-// and the web base of the services it supervises.
-func guestCmd(spec sandbox.Spec, def sandbox.Display) []string {
+// guestCmd is the sandbox's main process: the guest, told where to listen,
+// the display size and the web base of the services it supervises.
+func guestCmd(spec sandbox.Spec, def sandbox.Display, st State) []string {
 	cmd := []string{GuestPath, "guest", "--state-dir", GuestStateDir, "--workspace", WorkspacePath}
+	if st.Transport == sandbox.TransportTCP {
+		cmd = append(cmd, "--listen", "tcp:"+st.GuestAddr, "--secret-file", GuestStateDir+"/"+secretFile)
+	}
 	d := spec.Display
 	if d == (sandbox.Display{}) {
 		d = def

@@ -3,7 +3,8 @@
 // client, never the CLI. Each sandbox is one locked-down container whose main
 // process (under the engine's init) is the agentbox guest, bind-mounted
 // read-only from the host and reached through a unix socket in a host
-// directory mounted at /run/agentbox.
+// directory mounted at /run/agentbox, or (Config.Transport "tcp") over TCP
+// on the container's loopback, dialed from inside its network namespace.
 package docker
 
 import (
@@ -80,7 +81,12 @@ type Config struct {
 	Quota string
 	// MinFreeBytes is the free space below which no sandbox starts.
 	MinFreeBytes int64
-	Log          *slog.Logger
+	// Transport is how the host reaches the guests of new sandboxes:
+	// sandbox.TransportUnix (the default) or sandbox.TransportTCP, which
+	// needs root (the host enters the container's network namespace).
+	// Recover reaches each sandbox the way it was made.
+	Transport string
+	Log       *slog.Logger
 }
 
 // Driver creates sandboxes as containers.
@@ -126,7 +132,10 @@ func checkConfig(cfg *Config) error {
 	if cfg.Network == "" {
 		cfg.Network = "none"
 	}
-	if err := CheckNetwork(cfg.Network); err != nil {
+	if err := checkNetwork(cfg.Network); err != nil {
+		return err
+	}
+	if err := checkTransport(&cfg.Transport); err != nil {
 		return err
 	}
 	if err := sandbox.CheckDisplay(sandbox.Spec{Display: cfg.Display}); err != nil {
@@ -200,6 +209,37 @@ func (d *Driver) StateDir() string { return d.cfg.StateDir }
 // Close releases the engine connection.
 func (d *Driver) Close() error { return d.cli.Close() }
 
+// Capabilities says what this driver's sandboxes offer.
+func (d *Driver) Capabilities() sandbox.Capabilities { return capabilities(d.cfg.Transport) }
+
+func capabilities(transport string) sandbox.Capabilities {
+	return sandbox.Capabilities{
+		Isolation: sandbox.IsolationContainer, Desktop: true,
+		Networks: []string{"none", "bridge"}, NamedNetworks: true,
+		Transport: transport,
+	}
+}
+
+// checkNetwork refuses network modes that share a namespace with the host
+// or another container.
+func checkNetwork(mode string) error { return capabilities("").CheckNetwork(mode) }
+
+// checkTransport defaults and checks the guest transport.
+func checkTransport(t *string) error {
+	switch *t {
+	case "":
+		*t = sandbox.TransportUnix
+	case sandbox.TransportUnix:
+	case sandbox.TransportTCP:
+		if !isRoot() {
+			return fmt.Errorf("%w: the tcp guest transport dials from inside each sandbox's network namespace, which needs root; use unix", sandbox.ErrInvalidSpec)
+		}
+	default:
+		return fmt.Errorf("%w: guest transport %q: want unix or tcp", sandbox.ErrInvalidSpec, *t)
+	}
+	return nil
+}
+
 // Engine describes the engine behind the driver.
 type Engine struct {
 	Name       string // Docker or Podman
@@ -234,9 +274,13 @@ func engineErr(err error) error {
 	return err
 }
 
-// Recover reattaches to a running sandbox.
+// Recover reattaches to a running sandbox, from a handle of either version.
 func (d *Driver) Recover(ctx context.Context, h sandbox.Handle) (sandbox.Sandbox, error) {
-	info, err := d.cli.ContainerInspect(ctx, h.Ref)
+	r, err := recordOf(h)
+	if err != nil {
+		return nil, fmt.Errorf("recover sandbox %s: %w", h.ID, err)
+	}
+	info, err := d.cli.ContainerInspect(ctx, r.Ref)
 	if cerrdefs.IsNotFound(err) {
 		return nil, fmt.Errorf("recover sandbox %s: %w", h.ID, sandbox.ErrGone)
 	}
@@ -246,28 +290,30 @@ func (d *Driver) Recover(ctx context.Context, h sandbox.Handle) (sandbox.Sandbox
 	if info.State == nil || !info.State.Running {
 		return nil, fmt.Errorf("recover sandbox %s: container not running: %w", h.ID, sandbox.ErrGone)
 	}
-	s := d.newSandbox(h)
+	s := d.newSandbox(r)
 	if _, err := s.g.Handshake(ctx); err != nil {
 		s.g.Close()
 		return nil, fmt.Errorf("recover sandbox %s: %w: %w", h.ID, sandbox.ErrGone, err)
 	}
 	// Sandboxes of releases before the lock still have a socket dir they
 	// can write; the dialer refuses links either way.
-	if err := lockRunDir(filepath.Join(h.StateDir, "run")); err != nil {
+	if err := lockRunDir(filepath.Join(r.StateDir, "run")); err != nil {
 		s.g.Close()
 		return nil, fmt.Errorf("recover sandbox %s: %w", h.ID, err)
 	}
-	if h.UID != 0 {
+	if r.UID != 0 {
 		d.mu.Lock()
-		d.uids[h.UID] = true
+		d.uids[r.UID] = true
 		d.mu.Unlock()
 	}
 	s.watch()
 	return s, nil
 }
 
-// List returns this instance's sandboxes, running or not.
-func (d *Driver) List(ctx context.Context) ([]sandbox.Handle, error) {
+// List returns this instance's sandboxes, running or not. Their handles
+// come from the containers' labels, which hold no secret: they are good
+// for Remove, not for Recover over TCP.
+func (d *Driver) List(ctx context.Context) ([]sandbox.Listed, error) {
 	f := filters.NewArgs(
 		filters.Arg("label", LabelManaged+"=true"),
 		filters.Arg("label", LabelInstance+"="+d.cfg.Instance),
@@ -276,22 +322,20 @@ func (d *Driver) List(ctx context.Context) ([]sandbox.Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", engineErr(err))
 	}
-	out := make([]sandbox.Handle, 0, len(cs))
+	out := make([]sandbox.Listed, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, handleFromLabels(c.ID, c.Labels, c.State == "running"))
+		out = append(out, sandbox.Listed{Handle: recordFromLabels(c.ID, c.Labels).handle(), Running: c.State == "running"})
 	}
 	return out, nil
 }
 
-func handleFromLabels(ref string, l map[string]string, running bool) sandbox.Handle {
+func recordFromLabels(ref string, l map[string]string) record {
 	uid, _ := strconv.Atoi(l[LabelUID])
 	disk, _ := strconv.ParseInt(l[LabelDisk], 10, 64)
-	return sandbox.Handle{
-		ID: l[LabelSandbox], Driver: "docker", JobID: l[LabelJob], Owner: l[LabelOwner], Ref: ref,
-		StateDir: l[LabelStateDir], WorkspaceDir: l[LabelWorkspace],
-		OwnsWorkspace: l[LabelOwnsWS] == "true", Running: running,
-		UID: uid, DiskBytes: disk, WorkspaceOwner: l[LabelWSOwner],
-	}
+	return record{ID: l[LabelSandbox], JobID: l[LabelJob], Owner: l[LabelOwner], State: State{
+		Ref: ref, StateDir: l[LabelStateDir], WorkspaceDir: l[LabelWorkspace],
+		OwnsWorkspace: l[LabelOwnsWS] == "true", UID: uid, DiskBytes: disk, WorkspaceOwner: l[LabelWSOwner],
+	}}
 }
 
 func newID() string {

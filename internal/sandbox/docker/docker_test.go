@@ -2,6 +2,7 @@ package docker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -55,6 +56,16 @@ func newDriver(t *testing.T, mod ...func(*docker.Config)) *docker.Driver {
 
 func imageRef() string { return testenv.Image() }
 
+// stateOf is the Docker driver's State in s's handle.
+func stateOf(t *testing.T, s sandbox.Sandbox) docker.State {
+	t.Helper()
+	st, err := docker.StateOf(s.Handle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 func TestConformance(t *testing.T) {
 	sandboxtest.Run(t, newDriver(t))
 }
@@ -66,7 +77,7 @@ func TestContainerIsLockedDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Destroy(context.Background())
-	info, err := d.Client().ContainerInspect(context.Background(), s.Handle().Ref)
+	info, err := d.Client().ContainerInspect(context.Background(), stateOf(t, s).Ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,9 +188,18 @@ func sameOwner(a, b os.FileInfo) bool {
 func TestRemoveRefusesForeignPaths(t *testing.T) {
 	d := newDriver(t)
 	victim := t.TempDir()
-	h := sandbox.Handle{ID: "x", StateDir: victim, WorkspaceDir: victim, OwnsWorkspace: true}
+	st, _ := json.Marshal(docker.State{StateDir: victim, WorkspaceDir: victim, OwnsWorkspace: true})
+	h := sandbox.Handle{ID: "x", Driver: "docker", Version: sandbox.HandleVersion, State: st}
 	if err := d.Remove(context.Background(), h); !errors.Is(err, sandbox.ErrInvalidSpec) {
 		t.Fatalf("err = %v, want ErrInvalidSpec", err)
+	}
+	// A v1 handle, its fields at the top level, is read the same way.
+	var v1 sandbox.Handle
+	if err := json.Unmarshal([]byte(`{"id":"x","driver":"docker","state_dir":"`+victim+`","workspace_dir":"`+victim+`","owns_workspace":true}`), &v1); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Remove(context.Background(), v1); !errors.Is(err, sandbox.ErrInvalidSpec) {
+		t.Fatalf("v1 handle: err = %v, want ErrInvalidSpec", err)
 	}
 	if _, err := os.Stat(victim); err != nil {
 		t.Fatalf("a directory outside the state dir was removed: %v", err)

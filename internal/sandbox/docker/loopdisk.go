@@ -57,7 +57,7 @@ func diskPaths(stateDir string) (img, mnt string) {
 }
 
 // hasDisk reports whether the sandbox of h was given a loop disk.
-func hasDisk(h sandbox.Handle) bool {
+func hasDisk(h record) bool {
 	img, _ := diskPaths(h.StateDir)
 	_, err := os.Lstat(img)
 	return h.StateDir != "" && err == nil
@@ -65,7 +65,7 @@ func hasDisk(h sandbox.Handle) bool {
 
 // makeDisk gives the sandbox a loop disk of h.DiskBytes holding the
 // workspace's current content, owned by the sandbox's uid.
-func (d *Driver) makeDisk(h sandbox.Handle) error {
+func (d *Driver) makeDisk(h record) error {
 	img, mnt := diskPaths(h.StateDir)
 	tpl, err := d.diskTemplate(h.DiskBytes)
 	if err != nil {
@@ -224,7 +224,7 @@ func copyExtents(in, out *os.File, size int64) error {
 // one; a scratch workspace is just removed), then unmounts and removes the
 // disk, whatever the copy met: a disk left behind would hold up to its
 // quota of the host's disk for ever, with no sandbox left to reap it.
-func syncDisk(h sandbox.Handle) error {
+func syncDisk(h record) error {
 	img, mnt := diskPaths(h.StateDir)
 	var err error
 	if !h.OwnsWorkspace && h.WorkspaceDir != "" {

@@ -62,7 +62,7 @@ func (d *Driver) quotaMode(dir string, managed bool) string {
 }
 
 // modeOf is how the quota of an existing sandbox is enforced.
-func (d *Driver) modeOf(h sandbox.Handle) string {
+func (d *Driver) modeOf(h record) string {
 	switch {
 	case hasDisk(h):
 		return QuotaLoop
@@ -132,7 +132,7 @@ func existing(dir string) string {
 
 // applyQuota puts the workspace under an XFS project quota before the
 // sandbox starts.
-func applyQuota(h sandbox.Handle) error {
+func applyQuota(h record) error {
 	if err := setProjectTree(h.WorkspaceDir, uint32(h.UID)); err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func applyQuota(h sandbox.Handle) error {
 
 // releaseQuota lifts a kernel quota and hands the workspace's files back to
 // project 0, so that a later sandbox with the same uid starts from nothing.
-func releaseQuota(h sandbox.Handle) error {
+func releaseQuota(h record) error {
 	if h.UID == 0 || h.WorkspaceDir == "" || !xfsQuotas(h.WorkspaceDir) {
 		return nil
 	}

@@ -21,7 +21,7 @@ import (
 // Sandbox is one container.
 type Sandbox struct {
 	d  *Driver
-	h  sandbox.Handle
+	h  record
 	g  *guest.Client
 	mu sync.Mutex
 	// stopped is why the driver stopped the sandbox (its disk quota).
@@ -53,12 +53,25 @@ func (s *Sandbox) watch() {
 	}
 }
 
-func (d *Driver) newSandbox(h sandbox.Handle) *Sandbox {
-	return &Sandbox{d: d, h: h, g: guest.NewClientAt(h.StateDir, filepath.Join("run", guest.SocketName))}
+func (d *Driver) newSandbox(h record) *Sandbox {
+	s := &Sandbox{d: d, h: h}
+	if h.Transport == sandbox.TransportTCP {
+		s.g = guest.New(d.netnsDialer(h.Ref, h.GuestAddr), h.Secret)
+	} else {
+		s.g = guest.New(guest.UnixDialerAt(h.StateDir, filepath.Join("run", guest.SocketName)), "")
+	}
+	return s
 }
 
 // Handle identifies the sandbox.
-func (s *Sandbox) Handle() sandbox.Handle { return s.h }
+func (s *Sandbox) Handle() sandbox.Handle { return s.h.handle() }
+
+// State is the driver's record of the sandbox, as its handle holds it.
+func (s *Sandbox) State() State { return s.h.State }
+
+// ContainerID is the ID of the sandbox's container, for tools that talk to
+// the engine (the benchmark's docker exec baseline).
+func (s *Sandbox) ContainerID() string { return s.h.Ref }
 
 // Guest is the client of the sandbox's guest.
 func (s *Sandbox) Guest() *guest.Client { return s.g }
@@ -76,7 +89,7 @@ func (s *Sandbox) Destroy(ctx context.Context) error {
 		s.emptyWorkspace(ctx)
 	}
 	s.g.Close()
-	return s.d.Remove(ctx, s.h)
+	return s.d.remove(ctx, s.h)
 }
 
 // emptyWorkspace deletes the scratch workspace's content from inside, as the
@@ -92,6 +105,14 @@ func (s *Sandbox) emptyWorkspace(ctx context.Context) {
 // state directory and, if the sandbox made it, its workspace. It runs to the
 // end even if ctx is cancelled; removing what is already gone is no error.
 func (d *Driver) Remove(ctx context.Context, h sandbox.Handle) error {
+	r, err := recordOf(h)
+	if err != nil {
+		return fmt.Errorf("destroy sandbox %s: %w", h.ID, err)
+	}
+	return d.remove(ctx, r)
+}
+
+func (d *Driver) remove(ctx context.Context, h record) error {
 	// Not cancelled with the caller, but bounded: a hung engine must not hang
 	// a server's shutdown.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
@@ -126,7 +147,7 @@ func (d *Driver) Remove(ctx context.Context, h sandbox.Handle) error {
 
 // handBack lifts the workspace's quota and gives a caller's workspace back
 // to its owner, once no sandbox process can touch it.
-func (d *Driver) handBack(h sandbox.Handle) error {
+func (d *Driver) handBack(h record) error {
 	defer d.freeUID(h.UID)
 	if !isRoot() || h.WorkspaceDir == "" {
 		return nil
@@ -148,7 +169,7 @@ func (d *Driver) handBack(h sandbox.Handle) error {
 
 // owned refuses to delete directories outside the driver's state dir: a
 // handle comes from the store or from container labels, not from us alone.
-func (d *Driver) owned(h sandbox.Handle) error {
+func (d *Driver) owned(h record) error {
 	dirs := []string{h.StateDir}
 	if h.OwnsWorkspace {
 		dirs = append(dirs, h.WorkspaceDir)

@@ -50,7 +50,7 @@ func TestSeccomp(t *testing.T) {
 	t.Cleanup(func() { s.Destroy(context.Background()) })
 	g := s.Guest()
 	t.Run("applied", func(t *testing.T) {
-		info, err := d.Client().ContainerInspect(context.Background(), s.Handle().Ref)
+		info, err := d.Client().ContainerInspect(context.Background(), stateOf(t, s).Ref)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func TestHostRefusesLinkPlantedAtGuestSocket(t *testing.T) {
 	// The driver takes the socket's directory back once the guest listens;
 	// before that, and in a sandbox made before it did, the directory is
 	// the sandbox's. Give it back as it was then.
-	hostSock := filepath.Join(s.Handle().StateDir, "run", guest.SocketName)
+	hostSock := filepath.Join(stateOf(t, s).StateDir, "run", guest.SocketName)
 	if err := os.Chmod(filepath.Dir(hostSock), 0o777); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,15 @@ import (
 
 // Run runs the whole suite against d. The driver's image must have a POSIX
 // shell with coreutils.
+//
+// Every case applies to every guest transport (unix socket, TCP with the
+// sandbox's secret, vsock): each reaches the guest only through the
+// client the driver built, and what a case checks (limits, files, output,
+// recovery, removal) does not depend on how the bytes travel. Checks of a
+// transport's own defences (a link planted at a socket, a request without
+// the secret) are the driver's own tests.
 func Run(t *testing.T, d sandbox.Driver) {
+	t.Logf("driver: %+v", d.Capabilities())
 	t.Run("Identity", func(t *testing.T) { testIdentity(t, d) })
 	t.Run("NoNetwork", func(t *testing.T) { testNoNetwork(t, d) })
 	t.Run("Filesystem", func(t *testing.T) { testFilesystem(t, d) })
@@ -269,9 +277,9 @@ func testRecover(t *testing.T, d sandbox.Driver) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range hs {
-		if h.ID == s.Handle().ID {
-			found = h.Running && h.JobID == s.Handle().JobID && h.Owner == "conformance-owner"
+	for _, l := range hs {
+		if h := l.Handle; h.ID == s.Handle().ID {
+			found = l.Running && h.JobID == s.Handle().JobID && h.Owner == "conformance-owner"
 		}
 	}
 	if !found {
@@ -315,6 +323,7 @@ func testDestroy(t *testing.T, d sandbox.Driver) {
 		t.Fatal(err)
 	}
 	h := s.Handle()
+	dirs := hostPaths(t, d, h)
 	ok(t, s, "mkdir -p deep/er && echo x > deep/er/f")
 	for range 2 {
 		if err := s.Destroy(bg); err != nil {
@@ -326,11 +335,11 @@ func testDestroy(t *testing.T, d sandbox.Driver) {
 		t.Fatal(err)
 	}
 	for _, x := range hs {
-		if x.ID == h.ID {
-			t.Errorf("destroyed sandbox still listed: %+v", x)
+		if x.Handle.ID == h.ID {
+			t.Errorf("destroyed sandbox %s still listed (running %v)", h.ID, x.Running)
 		}
 	}
-	for _, dir := range []string{h.StateDir, h.WorkspaceDir} {
+	for _, dir := range dirs {
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("host directory %s left behind: %v", dir, err)
 		}
@@ -341,6 +350,30 @@ func testDestroy(t *testing.T, d sandbox.Driver) {
 	if err := d.Remove(bg, h); err != nil {
 		t.Errorf("remove after destroy: %v", err)
 	}
+}
+
+// HostPaths is implemented by drivers whose sandboxes keep files on the
+// host (the Docker driver's state and scratch workspace directories):
+// DestroyLeavesNothing checks that Destroy removed each.
+type HostPaths interface {
+	// HostPaths lists the host paths the sandbox h owns, which Destroy
+	// removes; never a caller's workspace.
+	HostPaths(h sandbox.Handle) ([]string, error)
+}
+
+// hostPaths is what the sandbox keeps on the host, if the driver says.
+func hostPaths(t *testing.T, d sandbox.Driver, h sandbox.Handle) []string {
+	t.Helper()
+	hp, is := d.(HostPaths)
+	if !is {
+		t.Logf("the driver keeps no files on the host (it does not implement sandboxtest.HostPaths)")
+		return nil
+	}
+	dirs, err := hp.HostPaths(h)
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("host paths of sandbox %s: %q, %v", h.ID, dirs, err)
+	}
+	return dirs
 }
 
 func testCallerWorkspace(t *testing.T, d sandbox.Driver) {
