@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox"
@@ -58,7 +59,7 @@ func TestV1HandleRecoversItsSandbox(t *testing.T) {
 	if done.Status != store.StatusComplete || done.Attempts != 2 {
 		t.Fatalf("job %s after %d attempts: %q", done.Status, done.Attempts, done.Error)
 	}
-	if b, _ := os.ReadFile(filepath.Join(jobs.WorkspaceDir(e.dir, j.ID), "marker.txt")); string(b) != "written before the upgrade\n" {
+	if b, _ := os.ReadFile(filepath.Join(workspaceDir(e.dir, j.ID), "marker.txt")); string(b) != "written before the upgrade\n" {
 		t.Errorf("marker.txt = %q: the job did not go on in the sandbox the v1 handle names", b)
 	}
 	var started []string
@@ -67,7 +68,7 @@ func TestV1HandleRecoversItsSandbox(t *testing.T) {
 			SandboxID string `json:"sandbox_id"`
 			Recovered bool   `json:"recovered"`
 		}
-		if ev.Type == jobs.EventSandbox && json.Unmarshal(ev.Payload, &p) == nil {
+		if ev.Type == event.TypeSandbox && json.Unmarshal(ev.Payload, &p) == nil {
 			started = append(started, p.SandboxID)
 			if p.SandboxID != sb.Handle().ID || !p.Recovered {
 				t.Errorf("sandbox event %s, want sandbox %s recovered", ev.Payload, sb.Handle().ID)
@@ -88,7 +89,7 @@ func TestV1HandleRecoversItsSandbox(t *testing.T) {
 // workspace, owned by w1, its guest on the unix socket.
 func v1Sandbox(t *testing.T, e *env, j store.Job) sandbox.Sandbox {
 	t.Helper()
-	ws := jobs.WorkspaceDir(e.dir, j.ID)
+	ws := workspaceDir(e.dir, j.ID)
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
