@@ -263,10 +263,17 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h record) (*container.Config
 func (d *Driver) ulimits(h record, lim sandbox.Limits) []*container.Ulimit {
 	u := []*container.Ulimit{{Name: "nofile", Soft: lim.NoFile, Hard: lim.NoFile}}
 	if d.modeOf(h) == QuotaWatch {
-		u = append(u, &container.Ulimit{Name: "fsize", Soft: lim.DiskBytes, Hard: lim.DiskBytes})
+		c := fileCap(lim.DiskBytes)
+		u = append(u, &container.Ulimit{Name: "fsize", Soft: c, Hard: c})
 	}
 	return u
 }
+
+// fileCap is the largest file a watched sandbox may write: its quota less
+// room for the directories and inodes the watchdog also charges (1 MiB, or
+// a sixteenth of a small quota), so that one file at its cap does not by
+// itself put the sandbox over and get it stopped.
+func fileCap(quota int64) int64 { return quota - min(quota/16, 1<<20) }
 
 // workspaceSource is the host directory mounted at /workspace: the loop
 // disk's mount when the sandbox has one, else the workspace itself.

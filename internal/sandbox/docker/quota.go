@@ -38,7 +38,7 @@ const (
 // times as long as the last measurement took when that is longer (so the
 // watchdog costs at most 5% of a CPU). A sandbox can pass its quota by
 // what it writes between two measurements and before it is frozen; no one
-// file can pass it, since RLIMIT_FSIZE is the quota.
+// file can pass it, since RLIMIT_FSIZE is just under the quota (fileCap).
 const watchInterval = 100 * time.Millisecond
 
 // QuotaMode says how the quota of a job's sandbox whose workspace is in
