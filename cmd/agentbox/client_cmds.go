@@ -18,6 +18,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/client"
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // newClientCmds returns the commands that talk to a running server.
@@ -162,37 +163,37 @@ func (a *app) submit(cmd *cobra.Command, f submitFlags, task string) error {
 
 // request builds the API request, checking each flag so that a mistake
 // names the flag rather than a JSON field.
-func (f submitFlags) request(stdin io.Reader, task string) (api.SubmitRequest, error) {
+func (f submitFlags) request(stdin io.Reader, task string) (wire.SubmitRequest, error) {
 	if task == "-" {
 		b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
 		if err != nil {
-			return api.SubmitRequest{}, fmt.Errorf("read task from stdin: %w", err)
+			return wire.SubmitRequest{}, fmt.Errorf("read task from stdin: %w", err)
 		}
 		task = string(b)
 	}
-	req := api.SubmitRequest{Task: task, Model: f.model}
-	var l api.Limits
+	req := wire.SubmitRequest{Task: task, Model: f.model}
+	var l wire.Limits
 	var errs []error
 	if f.timeout != "" {
 		d, err := parseTimeout(f.timeout)
 		errs = append(errs, err)
-		l.Timeout = api.Duration(d)
+		l.Timeout = wire.Duration(d)
 	}
 	if f.memory != "" {
 		n, err := config.ParseMemory(f.memory)
 		errs = append(errs, flagErr("--memory", err))
-		l.Memory = api.ByteSize(n)
+		l.Memory = wire.ByteSize(n)
 	}
 	if f.disk != "" {
 		n, err := config.ParseMemory(f.disk)
 		errs = append(errs, flagErr("--disk", err))
-		l.Disk = api.ByteSize(n)
+		l.Disk = wire.ByteSize(n)
 	}
 	if f.cpus < 0 || f.maxSteps < 0 {
 		errs = append(errs, errors.New("--cpus and --max-steps must not be negative"))
 	}
 	l.CPUs, l.MaxSteps = f.cpus, f.maxSteps
-	if l != (api.Limits{}) {
+	if l != (wire.Limits{}) {
 		req.Limits = &l
 	}
 	meta, err := parseMeta(f.meta)

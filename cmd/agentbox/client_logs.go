@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/client"
 	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // logsOptions are the options of `agentbox logs` (and submit --follow).
@@ -85,7 +85,7 @@ func followJob(cmd *cobra.Command, c *client.Client, id string, o logsOptions) e
 	return exitError{1}
 }
 
-func printExisting(ctx context.Context, c *client.Client, id string, after int64, fn func(api.Event) error) error {
+func printExisting(ctx context.Context, c *client.Client, id string, after int64, fn func(wire.Event) error) error {
 	for {
 		page, err := c.Events(ctx, id, after, 1000)
 		if err != nil {
@@ -116,7 +116,7 @@ type eventPrinter struct {
 	json      bool
 }
 
-func (p *eventPrinter) print(ev api.Event) error {
+func (p *eventPrinter) print(ev wire.Event) error {
 	if p.json {
 		return json.NewEncoder(p.out).Encode(ev)
 	}

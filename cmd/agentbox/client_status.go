@@ -10,8 +10,8 @@ import (
 	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
-	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/client"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 func newStatusCmd(a *app) *cobra.Command {
@@ -47,7 +47,7 @@ or result. --json prints the API's job object.` + clientEnvHelp,
 	return cmd
 }
 
-func printJob(w io.Writer, j api.Job) {
+func printJob(w io.Writer, j wire.Job) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -141,7 +141,7 @@ see the next page is printed on stderr.` + clientEnvHelp,
 	return cmd
 }
 
-func printJobs(w io.Writer, jobs []api.Job) {
+func printJobs(w io.Writer, jobs []wire.Job) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSTATUS\tCREATED\tSTEPS\tTASK")
 	for _, j := range jobs {

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/testenv"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 const testToken = "test-token-0123456789"
@@ -222,9 +222,9 @@ func TestServeEndToEnd(t *testing.T) {
 }
 
 // viewerLinks asks for a job's one-time viewer links.
-func (s *server) viewerLinks(id string) api.ViewerLinks {
+func (s *server) viewerLinks(id string) wire.ViewerLinks {
 	s.t.Helper()
-	var l api.ViewerLinks
+	var l wire.ViewerLinks
 	if code := s.do("POST", "/v1/jobs/"+id+"/viewer", nil, &l); code != http.StatusOK {
 		s.t.Fatalf("viewer links of %s: %d", id, code)
 	}
