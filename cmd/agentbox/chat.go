@@ -20,6 +20,7 @@ import (
 	"github.com/agentbox/agentbox/internal/agent/tools"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/lockfile"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
@@ -121,7 +122,7 @@ func (c *chat) open(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("session dir: %w", err)
 	}
-	unlock, err := lockDir(dir, "session.lock", "the session is open in another agentbox chat (pid %s): %s")
+	unlock, err := lockfile.Lock(dir, "session.lock", "the session is open in another agentbox chat (pid %s): %s")
 	if err != nil {
 		return err
 	}
