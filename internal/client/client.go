@@ -243,6 +243,27 @@ func (c *Client) Events(ctx context.Context, id string, after int64, limit int) 
 	return out, err
 }
 
+// ReadEvents calls fn for each event the job has logged so far with seq
+// greater than after, reading page by page. Unlike Follow it does not wait
+// for more. An error of fn stops it and is returned as is.
+func (c *Client) ReadEvents(ctx context.Context, id string, after int64, fn func(wire.Event) error) error {
+	for {
+		page, err := c.Events(ctx, id, after, 1000)
+		if err != nil {
+			return err
+		}
+		for _, ev := range page.Events {
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+		if !page.HasMore {
+			return nil
+		}
+		after = page.NextAfter
+	}
+}
+
 // Viewer asks for links that open a job's desktop and Jupyter in a
 // browser, made absolute against the server's URL. Each link works once,
 // within a minute (see wire.ViewerLinks).
