@@ -77,7 +77,7 @@ func TestChatSession(t *testing.T) {
 		step(llmtest.Call("bash", map[string]any{"command": "cat notes.txt"})),
 		step(llmtest.Say("It says first.")),
 	}})
-	pasted := pasteStart + "please write\nnotes.txt\n" + pasteEnd + "\n"
+	pasted := "\x1b[200~please write\nnotes.txt\n\x1b[201~\n" // a bracketed paste
 	root := newRootCmd()
 	var o, e strings.Builder
 	root.SetIn(strings.NewReader(pasted + "/help\n/quit\n"))
