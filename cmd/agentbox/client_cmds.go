@@ -1,13 +1,12 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	neturl "net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +17,8 @@ import (
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/client"
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/render"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // newClientCmds returns the commands that talk to a running server.
@@ -45,46 +46,39 @@ func (f *clientFlags) add(cmd *cobra.Command) {
 
 // newClient connects to the server the flags and the configuration name.
 func (a *app) newClient(f clientFlags) (*client.Client, error) {
-	url := firstNonEmpty(f.url, a.cfg.Client.URL, "http://127.0.0.1:8080")
-	token := firstNonEmpty(f.token, a.cfg.Client.Token)
-	if token == "" && loopbackURL(url) {
-		// The local server's own token never goes to another host.
-		token = a.localToken()
-	}
-	return client.New(url, token)
+	return client.Connect(cmp.Or(f.url, a.cfg.Client.URL), cmp.Or(f.token, a.cfg.Client.Token), filepath.Join(a.cfg.DataDir, api.TokenFile))
 }
 
-func loopbackURL(raw string) bool {
-	u, err := neturl.Parse(raw)
-	if err != nil {
-		return false
-	}
-	return isLoopback(net.JoinHostPort(u.Hostname(), "0"))
+// answerFlags are the options of a command that prints one answer of the
+// server: the connection's and --json.
+type answerFlags struct {
+	clientFlags
+	json bool
 }
 
-// localToken reads the token a local server generated, if this user can.
-func (a *app) localToken() string {
-	b, err := os.ReadFile(filepath.Join(a.cfg.DataDir, api.TokenFile))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
+func (f *answerFlags) add(cmd *cobra.Command, jsonHelp string) {
+	f.clientFlags.add(cmd)
+	cmd.Flags().BoolVar(&f.json, "json", false, jsonHelp)
 }
 
-func firstNonEmpty(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
+// askJob is the RunE of a command that asks the server one thing about
+// job args[0] and prints the answer: as JSON with --json, else with show.
+func askJob[T any](a *app, f *answerFlags, what string, ask func(*client.Client, context.Context, string) (T, error),
+	show func(cmd *cobra.Command, answer T) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := a.newClient(f.clientFlags)
+		if err != nil {
+			return err
 		}
+		v, err := ask(c, cmd.Context(), args[0])
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if f.json {
+			return render.JSON(cmd.OutOrStdout(), v)
+		}
+		return show(cmd, v)
 	}
-	return ""
-}
-
-// printJSON writes v as indented JSON.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // submitFlags are the options of `agentbox submit`.
@@ -145,54 +139,51 @@ func (a *app) submit(cmd *cobra.Command, f submitFlags, task string) error {
 	}
 	switch {
 	case f.json:
-		if err := json.NewEncoder(cmd.OutOrStdout()).Encode(sr); err != nil {
-			return err
-		}
+		err = json.NewEncoder(cmd.OutOrStdout()).Encode(sr)
 	case f.follow:
 		fmt.Fprintf(cmd.ErrOrStderr(), "submitted %s\n", sr.JobID)
 	default:
 		fmt.Fprintln(cmd.OutOrStdout(), sr.JobID)
-		return nil
 	}
-	if !f.follow {
-		return nil
+	if err != nil || !f.follow {
+		return err
 	}
 	return followJob(cmd, c, sr.JobID, logsOptions{json: f.json})
 }
 
 // request builds the API request, checking each flag so that a mistake
 // names the flag rather than a JSON field.
-func (f submitFlags) request(stdin io.Reader, task string) (api.SubmitRequest, error) {
+func (f submitFlags) request(stdin io.Reader, task string) (wire.SubmitRequest, error) {
 	if task == "-" {
 		b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
 		if err != nil {
-			return api.SubmitRequest{}, fmt.Errorf("read task from stdin: %w", err)
+			return wire.SubmitRequest{}, fmt.Errorf("read task from stdin: %w", err)
 		}
 		task = string(b)
 	}
-	req := api.SubmitRequest{Task: task, Model: f.model}
-	var l api.Limits
+	req := wire.SubmitRequest{Task: task, Model: f.model}
+	var l wire.Limits
 	var errs []error
 	if f.timeout != "" {
 		d, err := parseTimeout(f.timeout)
 		errs = append(errs, err)
-		l.Timeout = api.Duration(d)
+		l.Timeout = wire.Duration(d)
 	}
 	if f.memory != "" {
 		n, err := config.ParseMemory(f.memory)
 		errs = append(errs, flagErr("--memory", err))
-		l.Memory = api.ByteSize(n)
+		l.Memory = wire.ByteSize(n)
 	}
 	if f.disk != "" {
 		n, err := config.ParseMemory(f.disk)
 		errs = append(errs, flagErr("--disk", err))
-		l.Disk = api.ByteSize(n)
+		l.Disk = wire.ByteSize(n)
 	}
 	if f.cpus < 0 || f.maxSteps < 0 {
 		errs = append(errs, errors.New("--cpus and --max-steps must not be negative"))
 	}
 	l.CPUs, l.MaxSteps = f.cpus, f.maxSteps
-	if l != (api.Limits{}) {
+	if l != (wire.Limits{}) {
 		req.Limits = &l
 	}
 	meta, err := parseMeta(f.meta)
@@ -234,8 +225,7 @@ func parseMeta(kvs []string) (map[string]string, error) {
 }
 
 func newDeleteCmd(a *app) *cobra.Command {
-	var f clientFlags
-	var asJSON bool
+	var f answerFlags
 	cmd := &cobra.Command{
 		Use:   "delete [flags] JOB_ID",
 		Short: "Delete an ended job's workspace from the server; its record and log stay",
@@ -246,30 +236,17 @@ job ends. A pending or running job is refused: cancel it first. Deleting a
 deleted job again succeeds.` + clientEnvHelp,
 		Example: `  agentbox delete job_0193b2c4d5e6f7a8b9c`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.newClient(f)
-			if err != nil {
-				return err
-			}
-			j, err := c.Delete(cmd.Context(), args[0])
-			if err != nil {
-				return fmt.Errorf("delete: %w", err)
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), j)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: data deleted\n", j.JobID)
-			return nil
-		},
+		RunE: askJob(a, &f, "delete", (*client.Client).Delete, func(cmd *cobra.Command, j wire.Job) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s: data deleted\n", j.JobID)
+			return err
+		}),
 	}
-	f.add(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the job as JSON")
+	f.add(cmd, "print the job as JSON")
 	return cmd
 }
 
 func newCancelCmd(a *app) *cobra.Command {
-	var f clientFlags
-	var asJSON bool
+	var f answerFlags
 	cmd := &cobra.Command{
 		Use:   "cancel [flags] JOB_ID",
 		Short: "Cancel a job: stop its work and remove its sandbox",
@@ -279,27 +256,15 @@ sandbox (follow it with 'agentbox logs'). Canceling an ended job is an error.` +
 		Example: `  agentbox cancel job_0193b2c4d5e6f7a8b9c
   agentbox cancel --json job_0193b2c4d5e6f7a8b9c`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.newClient(f)
-			if err != nil {
-				return err
-			}
-			j, err := c.Cancel(cmd.Context(), args[0])
-			if err != nil {
-				return fmt.Errorf("cancel: %w", err)
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), j)
-			}
+		RunE: askJob(a, &f, "cancel", (*client.Client).Cancel, func(cmd *cobra.Command, j wire.Job) error {
 			if j.Status == "canceled" {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s canceled\n", j.JobID)
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: cancel requested; the job stops shortly\n", j.JobID)
 			}
 			return nil
-		},
+		}),
 	}
-	f.add(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the job as JSON")
+	f.add(cmd, "print the job as JSON")
 	return cmd
 }

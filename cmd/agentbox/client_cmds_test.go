@@ -21,6 +21,7 @@ import (
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // runClient runs the client commands in-process, as the root command does.
@@ -79,7 +80,7 @@ func TestSubmitStatusListCancel(t *testing.T) {
 		}
 	}
 	out, _ = mustRun(t, "status", "--json", id)
-	var jj api.Job
+	var jj wire.Job
 	if err := json.Unmarshal([]byte(out), &jj); err != nil || jj.JobID != id {
 		t.Errorf("status --json: %v\n%s", err, out)
 	}
@@ -106,7 +107,7 @@ func TestSubmitFromStdinAsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sr api.SubmitResponse
+	var sr wire.SubmitResponse
 	if err := json.Unmarshal([]byte(out), &sr); err != nil || sr.Status != "pending" {
 		t.Fatalf("submit --json: %v %s", err, out)
 	}
@@ -195,7 +196,7 @@ func TestLogsExitCode(t *testing.T) {
 		t.Errorf("logs --json of a failed job: err = %v", err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var last api.Event
+	var last wire.Event
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || len(lines) != 6 || last.Type != "state" {
 		t.Errorf("logs --json: %v\n%s", err, out)
 	}

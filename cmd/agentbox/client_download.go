@@ -1,16 +1,17 @@
 package main
 
 import (
-	"errors"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
 	"path"
-	"path/filepath"
-	"time"
 
 	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/internal/client"
+	"github.com/agentbox/agentbox/internal/render"
 )
 
 // downloadFlags are the options of `agentbox download`.
@@ -49,12 +50,11 @@ func (a *app) download(cmd *cobra.Command, f downloadFlags, id string) error {
 	if err != nil {
 		return err
 	}
-	get := func(w io.Writer) (int64, error) { return c.DownloadArtifacts(cmd.Context(), id, w) }
-	out := firstNonEmpty(f.output, id+".zip")
+	out := cmp.Or(f.output, id+".zip")
 	if f.file != "" {
-		get = func(w io.Writer) (int64, error) { return c.GetFile(cmd.Context(), id, f.file, w) }
-		out = firstNonEmpty(f.output, path.Base(f.file))
+		out = cmp.Or(f.output, path.Base(f.file))
 	}
+	get := func(w io.Writer) (int64, error) { return c.Download(cmd.Context(), id, f.file, w) }
 	if out == "-" {
 		_, err := get(cmd.OutOrStdout())
 		return err
@@ -62,86 +62,12 @@ func (a *app) download(cmd *cobra.Command, f downloadFlags, id string) error {
 	if _, err := os.Lstat(out); err == nil && !f.force {
 		return fmt.Errorf("%s exists; use --force to overwrite it or -o to choose another file", out)
 	}
-	prog := newProgress(cmd.ErrOrStderr(), "downloading "+id)
-	n, err := saveAs(out, f.force, func(w io.Writer) (int64, error) { return get(io.MultiWriter(w, prog)) })
-	prog.done()
+	prog := render.NewProgress(cmd.ErrOrStderr(), "downloading "+id)
+	n, err := client.WriteFile(out, f.force, func(w io.Writer) (int64, error) { return get(io.MultiWriter(w, prog)) })
+	prog.Done()
 	if err != nil {
 		return fmt.Errorf("download: %w", err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d bytes) to %s\n", units.BytesSize(float64(n)), n, out)
 	return nil
-}
-
-// saveAs writes a file through a temporary one next to it, so a failed
-// download leaves nothing behind; without force an existing file is kept.
-func saveAs(name string, force bool, write func(io.Writer) (int64, error)) (int64, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".agentbox-download-*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	n, err := write(tmp)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err != nil {
-		return n, err
-	}
-	if force {
-		return n, os.Rename(tmp.Name(), name)
-	}
-	if err := os.Link(tmp.Name(), name); errors.Is(err, os.ErrExist) {
-		return n, fmt.Errorf("%s appeared meanwhile; not overwriting it", name)
-	} else if err != nil {
-		return n, os.Rename(tmp.Name(), name) // a file system without hard links
-	}
-	return n, nil
-}
-
-// progress reports bytes downloaded on stderr: redrawn on a terminal, a
-// line every few seconds otherwise.
-type progress struct {
-	w     io.Writer
-	label string
-	tty   bool
-	n     int64
-	last  time.Time
-}
-
-func newProgress(w io.Writer, label string) *progress {
-	f, ok := w.(*os.File)
-	tty := false
-	if ok {
-		if fi, err := f.Stat(); err == nil {
-			tty = fi.Mode()&os.ModeCharDevice != 0
-		}
-	}
-	return &progress{w: w, label: label, tty: tty, last: time.Now()}
-}
-
-func (p *progress) Write(b []byte) (int, error) {
-	p.n += int64(len(b))
-	every := 5 * time.Second
-	if p.tty {
-		every = 200 * time.Millisecond
-	}
-	if time.Since(p.last) >= every {
-		p.last = time.Now()
-		if p.tty {
-			fmt.Fprintf(p.w, "\r%s: %s  ", p.label, units.BytesSize(float64(p.n)))
-		} else {
-			fmt.Fprintf(p.w, "%s: %s\n", p.label, units.BytesSize(float64(p.n)))
-		}
-	}
-	return len(b), nil
-}
-
-// done clears a terminal progress line.
-func (p *progress) done() {
-	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
 }

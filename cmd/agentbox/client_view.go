@@ -4,11 +4,14 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/internal/client"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 func newViewCmd(a *app) *cobra.Command {
-	var f clientFlags
-	var jupyter, asJSON bool
+	var f answerFlags
+	var jupyter bool
 	cmd := &cobra.Command{
 		Use:   "view [flags] JOB_ID",
 		Short: "Print a browser link to a running job's desktop (or Jupyter)",
@@ -27,29 +30,17 @@ rest of the API), valid for 8 hours or until the server restarts; then run
   xdg-open "$(agentbox view --jupyter job_0193b2c4d5e6f7a8b9c)"
   agentbox view --json job_0193b2c4d5e6f7a8b9c | jq -r .jupyter_url`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.newClient(f)
-			if err != nil {
-				return err
-			}
-			l, err := c.Viewer(cmd.Context(), args[0])
-			if err != nil {
-				return fmt.Errorf("view: %w", err)
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), l)
-			}
+		RunE: askJob(a, &f, "view", (*client.Client).Viewer, func(cmd *cobra.Command, l wire.ViewerLinks) error {
 			link, what := l.DesktopURL, "desktop"
 			if jupyter {
 				link, what = l.JupyterURL, "Jupyter"
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), link)
-			fmt.Fprintf(cmd.ErrOrStderr(), "open it within a minute to see %s's %s; the link works once\n", args[0], what)
+			fmt.Fprintf(cmd.ErrOrStderr(), "open it within a minute to see %s's %s; the link works once\n", cmd.Flags().Arg(0), what)
 			return nil
-		},
+		}),
 	}
-	f.add(cmd)
+	f.add(cmd, "print both links and their expiry as JSON")
 	cmd.Flags().BoolVar(&jupyter, "jupyter", false, "link to the job's Jupyter instead of its desktop")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print both links and their expiry as JSON")
 	return cmd
 }

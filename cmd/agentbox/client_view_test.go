@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // TestView gets links for a pending job from an in-process server; what
@@ -27,7 +27,7 @@ func TestView(t *testing.T) {
 		t.Errorf("view --jupyter printed %q", out)
 	}
 	out, _ = mustRun(t, "view", "--json", id)
-	var l api.ViewerLinks
+	var l wire.ViewerLinks
 	if err := json.Unmarshal([]byte(out), &l); err != nil || !strings.HasPrefix(l.DesktopURL, base+"/desktop/?ticket=") ||
 		!strings.HasPrefix(l.JupyterURL, base+"/jupyter/?ticket=") || l.ExpiresAt.IsZero() {
 		t.Errorf("view --json: %v\n%s", err, out)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/artifact"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
 	"github.com/agentbox/agentbox/internal/workspace"
@@ -119,7 +120,7 @@ func (a *app) runTask(ctx context.Context, task string, f runFlags, out, errw io
 		defer close(done)
 		sched.Run(schedCtx)
 	}()
-	final, err := followLocal(ctx, svc, j.ID, &eventPrinter{out: out, errw: errw})
+	final, err := followLocal(ctx, svc, j.ID, render.NewSteps(out, errw))
 	stopSched()
 	<-done
 	if err != nil {
@@ -140,7 +141,7 @@ func (f runFlags) request(task string) (jobs.SubmitRequest, error) {
 
 // followLocal prints the job's events as they come until it ends; the first
 // interrupt cancels the job, which then ends on its own.
-func followLocal(ctx context.Context, svc *jobs.Service, id string, p *eventPrinter) (store.Job, error) {
+func followLocal(ctx context.Context, svc *jobs.Service, id string, p *render.Steps) (store.Job, error) {
 	bg := context.WithoutCancel(ctx)
 	var after int64
 	canceled := false
@@ -150,7 +151,7 @@ func followLocal(ctx context.Context, svc *jobs.Service, id string, p *eventPrin
 			return store.Job{}, err
 		}
 		for _, ev := range evs {
-			_ = p.show(ev.Type, ev.Payload)
+			_ = p.Show(ev.Type, ev.Payload)
 			after = ev.Seq
 		}
 		j, err := svc.Get(bg, id)
@@ -162,7 +163,7 @@ func followLocal(ctx context.Context, svc *jobs.Service, id string, p *eventPrin
 		}
 		if ctx.Err() != nil && !canceled {
 			canceled = true
-			fmt.Fprintln(p.errw, "agentbox: interrupted: canceling the job and removing its sandbox")
+			_ = p.Note("agentbox: interrupted: canceling the job and removing its sandbox")
 			_, _ = svc.Cancel(bg, id)
 		}
 		wctx := bg

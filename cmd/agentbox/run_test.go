@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
+	"github.com/agentbox/agentbox/internal/lockfile"
 )
 
 // useModel points the CLI at a scripted model in the Anthropic format.
@@ -76,7 +77,7 @@ func TestChatSession(t *testing.T) {
 		step(llmtest.Call("bash", map[string]any{"command": "cat notes.txt"})),
 		step(llmtest.Say("It says first.")),
 	}})
-	pasted := pasteStart + "please write\nnotes.txt\n" + pasteEnd + "\n"
+	pasted := "\x1b[200~please write\nnotes.txt\n\x1b[201~\n" // a bracketed paste
 	root := newRootCmd()
 	var o, e strings.Builder
 	root.SetIn(strings.NewReader(pasted + "/help\n/quit\n"))
@@ -144,7 +145,7 @@ func TestChatSessionIsExclusive(t *testing.T) {
 	useModel(t, llmtest.Script{})
 	dir := filepath.Join(os.Getenv("AGENTBOX_DATA_DIR"), "chats", "busy")
 	os.MkdirAll(dir, 0o700)
-	unlock, err := lockDir(dir, "session.lock", "held (pid %s): %s")
+	unlock, err := lockfile.Lock(dir, "session.lock", "held (pid %s): %s")
 	if err != nil {
 		t.Fatal(err)
 	}

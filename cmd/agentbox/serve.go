@@ -11,17 +11,16 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/lockfile"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
 	"github.com/agentbox/agentbox/internal/workspace"
@@ -234,26 +233,7 @@ func schedulerGrace(d time.Duration) time.Duration {
 // lockDataDir makes sure one server at a time uses a data dir: the worker ID
 // is derived from it, and two servers with one ID would take each other's jobs.
 func lockDataDir(dir string) (func(), error) {
-	return lockDir(dir, "serve.lock", "another agentbox serve (pid %s) is using the data dir %s; stop it or use another --data-dir")
-}
-
-// lockDir takes an exclusive lock on dir/name for this process's life,
-// writing the pid into it; busy is the error's text, given the holder's pid
-// and dir.
-func lockDir(dir, name, busy string) (func(), error) {
-	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		pid, _ := os.ReadFile(path)
-		f.Close()
-		return nil, fmt.Errorf(busy, strings.TrimSpace(string(pid)), dir)
-	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	return func() { f.Close() }, nil
+	return lockfile.Lock(dir, "serve.lock", "another agentbox serve (pid %s) is using the data dir %s; stop it or use another --data-dir")
 }
 
 // serverTokens decides the tokens the API accepts, generating one on first

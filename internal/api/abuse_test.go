@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // TestAbuse is the abuse table of issue 3: each bad request gets its 4xx
@@ -25,54 +26,54 @@ func TestAbuse(t *testing.T) {
 		code   string
 		want   string // in the message
 	}{
-		{"no token", req{method: "GET", path: "/v1/jobs", noAuth: true}, 401, api.CodeUnauthorized, "token"},
-		{"wrong token", req{method: "GET", path: "/v1/jobs", noAuth: true, header: map[string]string{"Authorization": "Bearer nope"}}, 401, api.CodeUnauthorized, ""},
-		{"token prefix", req{method: "GET", path: "/v1/jobs", noAuth: true, header: map[string]string{"Authorization": "Bearer " + apitest.Token[:5]}}, 401, api.CodeUnauthorized, ""},
-		{"basic auth", req{method: "GET", path: "/v1/jobs", noAuth: true, header: map[string]string{"Authorization": "Basic " + apitest.Token}}, 401, api.CodeUnauthorized, ""},
-		{"metrics without token", req{method: "GET", path: "/metrics", noAuth: true}, 401, api.CodeUnauthorized, ""},
-		{"unknown route without token", req{method: "GET", path: "/nope", noAuth: true}, 401, api.CodeUnauthorized, ""},
-		{"huge body", req{method: "POST", path: "/v1/jobs", body: huge}, 413, api.CodeTooLarge, "4096"},
-		{"huge body alias", req{method: "POST", path: "/submit", body: huge}, 413, api.CodeTooLarge, ""},
-		{"bad json", req{method: "POST", path: "/v1/jobs", body: `{"task":`}, 400, api.CodeBadRequest, "JSON"},
-		{"not json", req{method: "POST", path: "/v1/jobs", body: `task=hello`}, 400, api.CodeBadRequest, "JSON"},
-		{"unknown field", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","priority":1}`}, 400, api.CodeBadRequest, "priority"},
-		{"unknown limits field", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"gpus":1}}`}, 400, api.CodeBadRequest, "gpus"},
-		{"wrong type", req{method: "POST", path: "/v1/jobs", body: `{"task":5}`}, 400, api.CodeBadRequest, `"task" must be a string`},
-		{"wrong metadata type", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","metadata":{"a":1}}`}, 400, api.CodeBadRequest, "metadata"},
-		{"bad timeout", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"timeout":"soon"}}`}, 400, api.CodeBadRequest, "limits.timeout"},
-		{"bool timeout", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"timeout":true}}`}, 400, api.CodeBadRequest, "limits.timeout"},
-		{"bad memory", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"memory":"lots"}}`}, 400, api.CodeBadRequest, "limits.memory"},
-		{"fractional memory", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"memory":1.5}}`}, 400, api.CodeBadRequest, "limits.memory"},
-		{"trailing data", req{method: "POST", path: "/v1/jobs", body: `{"task":"x"} {"task":"y"}`}, 400, api.CodeBadRequest, "after"},
-		{"array body", req{method: "POST", path: "/v1/jobs", body: `[]`}, 400, api.CodeBadRequest, "object"},
-		{"null body", req{method: "POST", path: "/v1/jobs", body: `null`}, 422, api.CodeValidation, "task"},
-		{"empty body", req{method: "POST", path: "/v1/jobs"}, 400, api.CodeBadRequest, "empty"},
-		{"xml body", req{method: "POST", path: "/v1/jobs", body: `<task>x</task>`, header: map[string]string{"Content-Type": "application/xml"}}, 400, api.CodeBadRequest, "JSON"},
-		{"empty task", req{method: "POST", path: "/v1/jobs", body: `{"task":"  "}`}, 422, api.CodeValidation, "task"},
-		{"timeout too long", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"timeout":"48h"}}`}, 400, api.CodeOverCeiling, "limits.timeout 48h0m0s is over its ceiling 24h0m0s"},
-		{"negative cpus", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"cpus":-1}}`}, 422, api.CodeValidation, "cpus"},
-		{"absurd cpus", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"cpus":1e300}}`}, 400, api.CodeOverCeiling, "cpus"},
-		{"memory over the host", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"memory":"1t"}}`}, 400, api.CodeOverCeiling, "limits.memory 1TiB is over its ceiling"},
-		{"tiny disk", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"disk":"1m"}}`}, 422, api.CodeValidation, "disk"},
-		{"tiny memory", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"memory":"1k"}}`}, 422, api.CodeValidation, "memory"},
-		{"bad list limit", req{method: "GET", path: "/v1/jobs?limit=ten"}, 400, api.CodeBadRequest, "limit"},
-		{"list limit too big", req{method: "GET", path: "/v1/jobs?limit=5000"}, 422, api.CodeValidation, "limit"},
-		{"bad status filter", req{method: "GET", path: "/v1/jobs?status=done"}, 422, api.CodeValidation, "status"},
-		{"forged cursor", req{method: "GET", path: "/v1/jobs?cursor=not-a-cursor"}, 400, api.CodeBadRequest, "cursor"},
-		{"bad after", req{method: "GET", path: "/v1/jobs/" + id + "/events?after=-1"}, 422, api.CodeValidation, "after"},
-		{"bad Last-Event-ID", req{method: "GET", path: "/v1/jobs/" + id + "/events", header: map[string]string{"Accept": "text/event-stream", "Last-Event-ID": "x"}}, 400, api.CodeBadRequest, "Last-Event-ID"},
-		{"unknown job", req{method: "GET", path: "/v1/jobs/job_nope"}, 404, api.CodeNotFound, ""},
-		{"cancel unknown job", req{method: "POST", path: "/v1/jobs/job_nope/cancel"}, 404, api.CodeNotFound, ""},
-		{"events of unknown job", req{method: "GET", path: "/v1/jobs/job_nope/events"}, 404, api.CodeNotFound, ""},
-		{"stream of unknown job", req{method: "GET", path: "/v1/jobs/job_nope/events", header: map[string]string{"Accept": "text/event-stream"}}, 404, api.CodeNotFound, ""},
-		{"artifacts of unknown job", req{method: "GET", path: "/v1/jobs/job_nope/artifacts.zip"}, 404, api.CodeNotFound, ""},
-		{"file of unknown job", req{method: "GET", path: "/v1/jobs/job_nope/files/a.txt"}, 404, api.CodeNotFound, ""},
-		{"status of unknown job", req{method: "GET", path: "/status/job_nope"}, 404, api.CodeNotFound, ""},
-		{"artifacts while running", req{method: "GET", path: "/v1/jobs/" + id + "/artifacts.zip"}, 409, api.CodeNotEnded, "running"},
-		{"file while running", req{method: "GET", path: "/v1/jobs/" + id + "/files/a.txt"}, 409, api.CodeNotEnded, ""},
-		{"unknown route", req{method: "GET", path: "/v2/jobs"}, 404, api.CodeNotFound, "/v2/jobs"},
-		{"wrong method", req{method: "PUT", path: "/v1/jobs/" + id}, 405, api.CodeMethodNotAllowed, "GET, DELETE"},
-		{"unclean path", req{method: "GET", path: "/v1/jobs/../healthz"}, 400, api.CodeBadRequest, "clean"},
+		{"no token", req{method: "GET", path: "/v1/jobs", noAuth: true}, 401, wire.CodeUnauthorized, "token"},
+		{"wrong token", req{method: "GET", path: "/v1/jobs", noAuth: true, header: map[string]string{"Authorization": "Bearer nope"}}, 401, wire.CodeUnauthorized, ""},
+		{"token prefix", req{method: "GET", path: "/v1/jobs", noAuth: true, header: map[string]string{"Authorization": "Bearer " + apitest.Token[:5]}}, 401, wire.CodeUnauthorized, ""},
+		{"basic auth", req{method: "GET", path: "/v1/jobs", noAuth: true, header: map[string]string{"Authorization": "Basic " + apitest.Token}}, 401, wire.CodeUnauthorized, ""},
+		{"metrics without token", req{method: "GET", path: "/metrics", noAuth: true}, 401, wire.CodeUnauthorized, ""},
+		{"unknown route without token", req{method: "GET", path: "/nope", noAuth: true}, 401, wire.CodeUnauthorized, ""},
+		{"huge body", req{method: "POST", path: "/v1/jobs", body: huge}, 413, wire.CodeTooLarge, "4096"},
+		{"huge body alias", req{method: "POST", path: "/submit", body: huge}, 413, wire.CodeTooLarge, ""},
+		{"bad json", req{method: "POST", path: "/v1/jobs", body: `{"task":`}, 400, wire.CodeBadRequest, "JSON"},
+		{"not json", req{method: "POST", path: "/v1/jobs", body: `task=hello`}, 400, wire.CodeBadRequest, "JSON"},
+		{"unknown field", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","priority":1}`}, 400, wire.CodeBadRequest, "priority"},
+		{"unknown limits field", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"gpus":1}}`}, 400, wire.CodeBadRequest, "gpus"},
+		{"wrong type", req{method: "POST", path: "/v1/jobs", body: `{"task":5}`}, 400, wire.CodeBadRequest, `"task" must be a string`},
+		{"wrong metadata type", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","metadata":{"a":1}}`}, 400, wire.CodeBadRequest, "metadata"},
+		{"bad timeout", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"timeout":"soon"}}`}, 400, wire.CodeBadRequest, "limits.timeout"},
+		{"bool timeout", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"timeout":true}}`}, 400, wire.CodeBadRequest, "limits.timeout"},
+		{"bad memory", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"memory":"lots"}}`}, 400, wire.CodeBadRequest, "limits.memory"},
+		{"fractional memory", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"memory":1.5}}`}, 400, wire.CodeBadRequest, "limits.memory"},
+		{"trailing data", req{method: "POST", path: "/v1/jobs", body: `{"task":"x"} {"task":"y"}`}, 400, wire.CodeBadRequest, "after"},
+		{"array body", req{method: "POST", path: "/v1/jobs", body: `[]`}, 400, wire.CodeBadRequest, "object"},
+		{"null body", req{method: "POST", path: "/v1/jobs", body: `null`}, 422, wire.CodeValidation, "task"},
+		{"empty body", req{method: "POST", path: "/v1/jobs"}, 400, wire.CodeBadRequest, "empty"},
+		{"xml body", req{method: "POST", path: "/v1/jobs", body: `<task>x</task>`, header: map[string]string{"Content-Type": "application/xml"}}, 400, wire.CodeBadRequest, "JSON"},
+		{"empty task", req{method: "POST", path: "/v1/jobs", body: `{"task":"  "}`}, 422, wire.CodeValidation, "task"},
+		{"timeout too long", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"timeout":"48h"}}`}, 400, wire.CodeOverCeiling, "limits.timeout 48h0m0s is over its ceiling 24h0m0s"},
+		{"negative cpus", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"cpus":-1}}`}, 422, wire.CodeValidation, "cpus"},
+		{"absurd cpus", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"cpus":1e300}}`}, 400, wire.CodeOverCeiling, "cpus"},
+		{"memory over the host", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"memory":"1t"}}`}, 400, wire.CodeOverCeiling, "limits.memory 1TiB is over its ceiling"},
+		{"tiny disk", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"disk":"1m"}}`}, 422, wire.CodeValidation, "disk"},
+		{"tiny memory", req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"memory":"1k"}}`}, 422, wire.CodeValidation, "memory"},
+		{"bad list limit", req{method: "GET", path: "/v1/jobs?limit=ten"}, 400, wire.CodeBadRequest, "limit"},
+		{"list limit too big", req{method: "GET", path: "/v1/jobs?limit=5000"}, 422, wire.CodeValidation, "limit"},
+		{"bad status filter", req{method: "GET", path: "/v1/jobs?status=done"}, 422, wire.CodeValidation, "status"},
+		{"forged cursor", req{method: "GET", path: "/v1/jobs?cursor=not-a-cursor"}, 400, wire.CodeBadRequest, "cursor"},
+		{"bad after", req{method: "GET", path: "/v1/jobs/" + id + "/events?after=-1"}, 422, wire.CodeValidation, "after"},
+		{"bad Last-Event-ID", req{method: "GET", path: "/v1/jobs/" + id + "/events", header: map[string]string{"Accept": "text/event-stream", "Last-Event-ID": "x"}}, 400, wire.CodeBadRequest, "Last-Event-ID"},
+		{"unknown job", req{method: "GET", path: "/v1/jobs/job_nope"}, 404, wire.CodeNotFound, ""},
+		{"cancel unknown job", req{method: "POST", path: "/v1/jobs/job_nope/cancel"}, 404, wire.CodeNotFound, ""},
+		{"events of unknown job", req{method: "GET", path: "/v1/jobs/job_nope/events"}, 404, wire.CodeNotFound, ""},
+		{"stream of unknown job", req{method: "GET", path: "/v1/jobs/job_nope/events", header: map[string]string{"Accept": "text/event-stream"}}, 404, wire.CodeNotFound, ""},
+		{"artifacts of unknown job", req{method: "GET", path: "/v1/jobs/job_nope/artifacts.zip"}, 404, wire.CodeNotFound, ""},
+		{"file of unknown job", req{method: "GET", path: "/v1/jobs/job_nope/files/a.txt"}, 404, wire.CodeNotFound, ""},
+		{"status of unknown job", req{method: "GET", path: "/status/job_nope"}, 404, wire.CodeNotFound, ""},
+		{"artifacts while running", req{method: "GET", path: "/v1/jobs/" + id + "/artifacts.zip"}, 409, wire.CodeNotEnded, "running"},
+		{"file while running", req{method: "GET", path: "/v1/jobs/" + id + "/files/a.txt"}, 409, wire.CodeNotEnded, ""},
+		{"unknown route", req{method: "GET", path: "/v2/jobs"}, 404, wire.CodeNotFound, "/v2/jobs"},
+		{"wrong method", req{method: "PUT", path: "/v1/jobs/" + id}, 405, wire.CodeMethodNotAllowed, "GET, DELETE"},
+		{"unclean path", req{method: "GET", path: "/v1/jobs/../healthz"}, 400, wire.CodeBadRequest, "clean"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,7 +117,7 @@ func TestHugeChunkedBody(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	wantError(t, resp, b, http.StatusRequestEntityTooLarge, api.CodeTooLarge)
+	wantError(t, resp, b, http.StatusRequestEntityTooLarge, wire.CodeTooLarge)
 }
 
 func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
@@ -130,7 +131,7 @@ func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
 func TestNoTokenConfiguredRefusesAll(t *testing.T) {
 	e := apitest.New(t, api.Config{Tokens: []string{}})
 	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs", header: map[string]string{"Authorization": "Bearer "}})
-	wantError(t, resp, b, 401, api.CodeUnauthorized)
+	wantError(t, resp, b, 401, wire.CodeUnauthorized)
 }
 
 // TestNoAuthNeedsLoopbackHost: without auth, a Host a DNS-rebinding page

@@ -1,8 +1,9 @@
 // Package api owns agentbox's HTTP API: routes on a standard ServeMux, the
-// DTOs of the wire format, bearer-token auth, input limits, the mapping of
-// service errors to statuses, the SSE event stream, workspace downloads,
-// and the reverse proxy to each running job's desktop and Jupyter, with the
-// signed viewer links and cookies browsers use for it.
+// conversion of domain types to the wire format (package wire holds the
+// request and response bodies), bearer-token auth, input limits, the
+// mapping of service errors to statuses, the SSE event stream, workspace
+// downloads, and the reverse proxy to each running job's desktop and
+// Jupyter, with the signed viewer links and cookies browsers use for it.
 // openapi.json, embedded here, describes all of it and is tested against it.
 package api
 
@@ -19,6 +20,7 @@ import (
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
 
@@ -249,16 +251,16 @@ func (s *server) newMux() *http.ServeMux {
 		methods := strings.Join(allow[p], ", ")
 		mux.Handle(p, s.wrap(route{pattern: "unmatched", auth: authBearer, h: func(w http.ResponseWriter, r *http.Request) error {
 			w.Header().Set("Allow", methods)
-			return errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, p, methods)
+			return errorf(http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, p, methods)
 		}}))
 	}
 	mux.Handle("/", s.wrap(route{pattern: "unmatched", auth: authBearer, h: func(w http.ResponseWriter, r *http.Request) error {
-		return errorf(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
+		return errorf(http.StatusNotFound, wire.CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
 	}}))
 	return mux
 }
 
 func (s *server) health(w http.ResponseWriter, _ *http.Request) error {
-	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+	writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})
 	return nil
 }

@@ -8,10 +8,11 @@ import (
 
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // submitRequest turns the wire request into the service's.
-func submitRequest(in SubmitRequest, key string) jobs.SubmitRequest {
+func submitRequest(in wire.SubmitRequest, key string) jobs.SubmitRequest {
 	req := jobs.SubmitRequest{Task: in.Task, Model: in.Model, Metadata: in.Metadata, IdempotencyKey: key}
 	if in.Limits != nil {
 		req.Limits = store.Limits{
@@ -38,23 +39,23 @@ func nanoCPUs(cpus float64) int64 {
 	return int64(math.Round(cpus * 1e9))
 }
 
-func limitsDTO(l store.Limits) Limits {
-	return Limits{
-		Timeout:       Duration(l.Timeout),
+func limitsDTO(l store.Limits) wire.Limits {
+	return wire.Limits{
+		Timeout:       wire.Duration(l.Timeout),
 		MaxSteps:      l.MaxSteps,
-		Memory:        ByteSize(l.MemoryBytes),
+		Memory:        wire.ByteSize(l.MemoryBytes),
 		CPUs:          float64(l.NanoCPUs) / 1e9,
-		Disk:          ByteSize(l.DiskBytes),
+		Disk:          wire.ByteSize(l.DiskBytes),
 		ContextWindow: l.ContextWindow,
 	}
 }
 
-func (s *server) jobDTO(j store.Job) Job {
-	return Job{
+func (s *server) jobDTO(j store.Job) wire.Job {
+	return wire.Job{
 		JobID: j.ID, Task: j.Task, Model: j.Model, Status: string(j.Status),
 		Limits: limitsDTO(j.Limits), Metadata: j.Metadata,
 		Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, Steps: j.Steps,
-		Usage:         Usage(j.Usage),
+		Usage:         wire.Usage(j.Usage),
 		ContextTokens: j.ContextTokens, Error: j.Error, Result: j.Result,
 		CancelRequested: j.CancelRequested,
 		CreatedAt:       utc(j.CreatedAt), UpdatedAt: utc(j.UpdatedAt),
@@ -70,15 +71,15 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
-func (s *server) links(id string) Links {
+func (s *server) links(id string) wire.Links {
 	self := s.cfg.BaseURL + "/v1/jobs/" + url.PathEscape(id)
-	return Links{Self: self, Events: self + "/events", Artifacts: self + "/artifacts.zip", Files: self + "/files/"}
+	return wire.Links{Self: self, Events: self + "/events", Artifacts: self + "/artifacts.zip", Files: self + "/files/"}
 }
 
-func eventDTO(e store.Event) Event {
+func eventDTO(e store.Event) wire.Event {
 	p := e.Payload
 	if len(p) == 0 || !json.Valid(p) {
 		p = json.RawMessage("{}")
 	}
-	return Event{JobID: e.JobID, Seq: e.Seq, Time: utc(e.Time), Type: e.Type, Payload: p}
+	return wire.Event{JobID: e.JobID, Seq: e.Seq, Time: utc(e.Time), Type: e.Type, Payload: p}
 }

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/agentbox/agentbox/internal/wire"
+	"reflect"
 )
 
 // decodeJSON reads exactly one JSON value into v from a body of at most max
@@ -129,7 +132,7 @@ func queryInt(r *http.Request, name string, def int64) (int64, error) {
 		return 0, badRequest("query parameter %s must be an integer, not %q", name, s)
 	}
 	if n < 0 {
-		return 0, errorf(http.StatusUnprocessableEntity, CodeValidation, "query parameter %s must not be negative", name)
+		return 0, errorf(http.StatusUnprocessableEntity, wire.CodeValidation, "query parameter %s must not be negative", name)
 	}
 	return n, nil
 }
@@ -139,3 +142,28 @@ func pathID(r *http.Request) string { return r.PathValue("id") }
 
 // idempotencyKey returns the Idempotency-Key header.
 func idempotencyKey(r *http.Request) string { return r.Header.Get("Idempotency-Key") }
+
+// typeName describes a Go type the way a client writes the value.
+func typeName(t reflect.Type) string {
+	switch t {
+	case reflect.TypeFor[wire.Duration]():
+		return `a duration such as "30m" or a number of seconds`
+	case reflect.TypeFor[wire.ByteSize]():
+		return `a size such as "2g" or a number of bytes`
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Map, reflect.Struct, reflect.Pointer:
+		return "an object"
+	case reflect.Slice:
+		return "an array"
+	}
+	return t.String()
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // deleter removes an ended job's data, keeping its record and log (see
@@ -25,7 +26,7 @@ var _ deleter = (*jobs.Service)(nil)
 func (s *server) deleteJob(w http.ResponseWriter, r *http.Request) error {
 	d, ok := s.svc.(deleter)
 	if !ok {
-		return errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "this server does not delete jobs")
+		return errorf(http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "this server does not delete jobs")
 	}
 	j, err := d.Delete(r.Context(), pathID(r))
 	if err != nil {

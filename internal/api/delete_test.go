@@ -11,6 +11,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 func TestDeleteJob(t *testing.T) {
@@ -20,12 +21,12 @@ func TestDeleteJob(t *testing.T) {
 	e.Start(running)
 	for _, id := range []string{pending, running} {
 		resp, b := do(t, e, req{method: "DELETE", path: "/v1/jobs/" + id})
-		if got := wantError(t, resp, b, 409, api.CodeNotEnded); !strings.Contains(got.Message, "cancel") {
+		if got := wantError(t, resp, b, 409, wire.CodeNotEnded); !strings.Contains(got.Message, "cancel") {
 			t.Errorf("DELETE of a live job: message %q does not say to cancel first", got.Message)
 		}
 	}
 	resp, b := do(t, e, req{method: "DELETE", path: "/v1/jobs/job_nope"})
-	wantError(t, resp, b, 404, api.CodeNotFound)
+	wantError(t, resp, b, 404, wire.CodeNotFound)
 
 	id := e.Submit("x").ID
 	e.Start(id)
@@ -58,7 +59,7 @@ func TestDeleteJob(t *testing.T) {
 	}
 	for _, p := range []string{files, "/v1/jobs/" + id + "/artifacts.zip"} {
 		resp, b := do(t, e, req{method: "GET", path: p})
-		if got := wantError(t, resp, b, 410, api.CodeDeleted); !strings.Contains(got.Message, "removed") {
+		if got := wantError(t, resp, b, 410, wire.CodeDeleted); !strings.Contains(got.Message, "removed") {
 			t.Errorf("GET %s: message %q", p, got.Message)
 		}
 	}
@@ -82,20 +83,20 @@ func TestDeleteJob(t *testing.T) {
 	}
 }
 
-func deleteJob(t *testing.T, e *apitest.Env, id string) api.Job {
+func deleteJob(t *testing.T, e *apitest.Env, id string) wire.Job {
 	t.Helper()
 	resp, b := do(t, e, req{method: "DELETE", path: "/v1/jobs/" + id})
 	if resp.StatusCode != 200 {
 		t.Fatalf("DELETE: %d %s", resp.StatusCode, b)
 	}
-	return decode[api.Job](t, b)
+	return decode[wire.Job](t, b)
 }
 
-func events(t *testing.T, e *apitest.Env, id string) []api.Event {
+func events(t *testing.T, e *apitest.Env, id string) []wire.Event {
 	t.Helper()
 	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/events"})
 	if resp.StatusCode != 200 {
 		t.Fatalf("events: %d %s", resp.StatusCode, b)
 	}
-	return decode[api.EventPage](t, b).Events
+	return decode[wire.EventPage](t, b).Events
 }

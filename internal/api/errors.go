@@ -11,27 +11,7 @@ import (
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
-)
-
-// Error codes of the JSON error body. Clients branch on the code; the
-// message is for people.
-const (
-	CodeBadRequest          = "bad_request"          // 400: unparseable body, unknown field, wrong type, bad path
-	CodeUnauthorized        = "unauthorized"         // 401: missing or wrong bearer token
-	CodeForbidden           = "forbidden"            // 403: Host header refused (no-auth mode)
-	CodeNotFound            = "not_found"            // 404: unknown job, file or route
-	CodeMethodNotAllowed    = "method_not_allowed"   // 405
-	CodeNotEnded            = "not_ended"            // 409: results asked for while the job runs
-	CodeAlreadyEnded        = "already_ended"        // 409: cancel of an ended job
-	CodeNoSandbox           = "no_sandbox"           // 409: desktop or Jupyter of a job without a running sandbox
-	CodeDeleted             = "deleted"              // 410: files or artifacts of a job whose data was removed
-	CodeTooLarge            = "body_too_large"       // 413
-	CodeOverCeiling         = "over_ceiling"         // 400: a limit over the operator's ceiling for it
-	CodeValidation          = "validation_failed"    // 422: well-formed request with invalid values
-	CodeIdempotencyConflict = "idempotency_conflict" // 422: Idempotency-Key reused with another body
-	CodeInternal            = "internal"             // 500
-	CodeBadGateway          = "bad_gateway"          // 502: the job's sandbox did not answer the proxy
-	CodeUnavailable         = "unavailable"          // 503: too many event streams; a sandbox service that cannot start
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // apiError is an error the API itself raises with a status and a message fit
@@ -49,7 +29,7 @@ func errorf(status int, code, format string, args ...any) error {
 }
 
 func badRequest(format string, args ...any) error {
-	return errorf(http.StatusBadRequest, CodeBadRequest, format, args...)
+	return errorf(http.StatusBadRequest, wire.CodeBadRequest, format, args...)
 }
 
 // errNoFile hides why a workspace path could not be opened (absent, escapes
@@ -66,31 +46,31 @@ func errorStatus(err error) (status int, code, msg string, internal bool) {
 	case errors.As(err, &ae):
 		return ae.status, ae.code, ae.msg, false
 	case errors.As(err, &mbe):
-		return http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit), false
+		return http.StatusRequestEntityTooLarge, wire.CodeTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit), false
 	case errors.Is(err, errNoFile):
-		return http.StatusNotFound, CodeNotFound, errNoFile.Error(), false
+		return http.StatusNotFound, wire.CodeNotFound, errNoFile.Error(), false
 	case errors.Is(err, store.ErrNotFound):
-		return http.StatusNotFound, CodeNotFound, "no such job", false
+		return http.StatusNotFound, wire.CodeNotFound, "no such job", false
 	case errors.Is(err, store.ErrConflict):
-		return http.StatusUnprocessableEntity, CodeIdempotencyConflict, "Idempotency-Key was already used with a different request", false
+		return http.StatusUnprocessableEntity, wire.CodeIdempotencyConflict, "Idempotency-Key was already used with a different request", false
 	case errors.Is(err, jobs.ErrOverCeiling):
-		return http.StatusBadRequest, CodeOverCeiling, err.Error(), false
+		return http.StatusBadRequest, wire.CodeOverCeiling, err.Error(), false
 	case errors.Is(err, jobs.ErrInvalid):
-		return http.StatusUnprocessableEntity, CodeValidation, err.Error(), false
+		return http.StatusUnprocessableEntity, wire.CodeValidation, err.Error(), false
 	case errors.Is(err, store.ErrInvalid):
-		return http.StatusBadRequest, CodeBadRequest, err.Error(), false
+		return http.StatusBadRequest, wire.CodeBadRequest, err.Error(), false
 	case errors.Is(err, jobs.ErrNotEnded):
-		return http.StatusConflict, CodeNotEnded, err.Error(), false
+		return http.StatusConflict, wire.CodeNotEnded, err.Error(), false
 	case errors.Is(err, jobs.ErrEnded):
-		return http.StatusConflict, CodeAlreadyEnded, err.Error(), false
+		return http.StatusConflict, wire.CodeAlreadyEnded, err.Error(), false
 	case errors.Is(err, jobs.ErrDeleted):
-		return http.StatusGone, CodeDeleted, err.Error(), false
+		return http.StatusGone, wire.CodeDeleted, err.Error(), false
 	case errors.Is(err, jobs.ErrNoSandbox):
-		return http.StatusConflict, CodeNoSandbox, err.Error(), false
+		return http.StatusConflict, wire.CodeNoSandbox, err.Error(), false
 	case errors.Is(err, guest.ErrService):
-		return http.StatusServiceUnavailable, CodeUnavailable, err.Error(), false
+		return http.StatusServiceUnavailable, wire.CodeUnavailable, err.Error(), false
 	}
-	return http.StatusInternalServerError, CodeInternal, "internal error", true
+	return http.StatusInternalServerError, wire.CodeInternal, "internal error", true
 }
 
 // writeJSON encodes v with status. An encoding failure after the header is
@@ -103,7 +83,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	clearHeaders(w, status)
-	writeJSON(w, status, ErrorResponse{Error: ErrorDetail{Code: code, Message: msg}})
+	writeJSON(w, status, wire.ErrorResponse{Error: wire.ErrorDetail{Code: code, Message: msg}})
 }
 
 // clearHeaders drops what a handler may have set for the answer it meant

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 const (
@@ -34,13 +35,13 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if limit < 1 || limit > maxEventLimit {
-		return errorf(http.StatusUnprocessableEntity, CodeValidation, "limit must be between 1 and %d", maxEventLimit)
+		return errorf(http.StatusUnprocessableEntity, wire.CodeValidation, "limit must be between 1 and %d", maxEventLimit)
 	}
 	evs, err := s.svc.Events(r.Context(), pathID(r), after, int(limit))
 	if err != nil {
 		return err
 	}
-	page := EventPage{Events: make([]Event, 0, len(evs)), NextAfter: after, HasMore: len(evs) == int(limit)}
+	page := wire.EventPage{Events: make([]wire.Event, 0, len(evs)), NextAfter: after, HasMore: len(evs) == int(limit)}
 	for _, e := range evs {
 		page.Events = append(page.Events, eventDTO(e))
 		page.NextAfter = e.Seq
@@ -77,7 +78,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, after int6
 	case s.streams <- struct{}{}:
 		defer func() { <-s.streams }()
 	default:
-		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "too many open event streams (%d); retry later or read JSON pages", s.cfg.MaxStreams)
+		return errorf(http.StatusServiceUnavailable, wire.CodeUnavailable, "too many open event streams (%d); retry later or read JSON pages", s.cfg.MaxStreams)
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

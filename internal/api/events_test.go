@@ -15,6 +15,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 func TestEventPages(t *testing.T) {
@@ -27,7 +28,7 @@ func TestEventPages(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
-	p := decode[api.EventPage](t, b)
+	p := decode[wire.EventPage](t, b)
 	if len(p.Events) != 2 || p.Events[0].Seq != 3 || p.Events[1].Seq != 4 || p.NextAfter != 4 || !p.HasMore {
 		t.Fatalf("page = %+v", p)
 	}
@@ -35,7 +36,7 @@ func TestEventPages(t *testing.T) {
 		t.Errorf("event = %+v (payload %s)", ev, ev.Payload)
 	}
 	_, b = do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/events?after=5"})
-	if p := decode[api.EventPage](t, b); len(p.Events) != 0 || p.NextAfter != 5 || p.HasMore {
+	if p := decode[wire.EventPage](t, b); len(p.Events) != 0 || p.NextAfter != 5 || p.HasMore {
 		t.Errorf("empty page = %+v", p)
 	}
 }
@@ -115,7 +116,7 @@ func (s *sseStream) rest() []int64 {
 		if strings.HasPrefix(ev.data, ":") {
 			continue
 		}
-		var got api.Event
+		var got wire.Event
 		if err := json.Unmarshal([]byte(ev.data), &got); err != nil {
 			s.t.Fatalf("data %q: %v", ev.data, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/testenv"
+	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
 
@@ -59,7 +60,7 @@ func TestServerFaultsAreGenericLogged500s(t *testing.T) {
 		{"/v1/jobs", "database is locked", "database is locked"},
 	} {
 		resp, b := do(t, e, req{method: "GET", path: tt.path, noAuth: true})
-		got := wantError(t, resp, b, 500, api.CodeInternal)
+		got := wantError(t, resp, b, 500, wire.CodeInternal)
 		if strings.Contains(got.Message, tt.secret) {
 			t.Errorf("%s: message %q leaks the cause", tt.path, got.Message)
 		}

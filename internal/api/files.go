@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/artifact"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
 
@@ -91,7 +92,7 @@ func (s *server) workspace(r *http.Request) (workspace.Store, error) {
 	ws, err := s.svc.Workspace(r.Context(), pathID(r))
 	if errors.Is(err, store.ErrNotFound) {
 		if _, gerr := s.svc.Get(r.Context(), pathID(r)); gerr == nil {
-			return nil, errorf(http.StatusNotFound, CodeNotFound, "job %s has no workspace: it ended before its sandbox started", pathID(r))
+			return nil, errorf(http.StatusNotFound, wire.CodeNotFound, "job %s has no workspace: it ended before its sandbox started", pathID(r))
 		}
 	}
 	return ws, err

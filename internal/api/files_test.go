@@ -16,6 +16,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/artifact"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // endedJobWithWorkspace makes a complete job whose workspace holds files, a
@@ -173,7 +174,7 @@ func TestArtifactsOfEndedJobWithoutWorkspace(t *testing.T) {
 	id := e.Submit("x").ID
 	e.Finish(id, store.StatusError, "sandbox never started")
 	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/artifacts.zip"})
-	if got := wantError(t, resp, b, http.StatusNotFound, api.CodeNotFound); !strings.Contains(got.Message, "no workspace") {
+	if got := wantError(t, resp, b, http.StatusNotFound, wire.CodeNotFound); !strings.Contains(got.Message, "no workspace") {
 		t.Errorf("message %q", got.Message)
 	}
 }

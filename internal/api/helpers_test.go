@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // req describes one test request.
@@ -74,7 +74,7 @@ func decode[T any](t *testing.T, b []byte) T {
 }
 
 // wantError checks an error response: status, JSON content type and code.
-func wantError(t *testing.T, resp *http.Response, b []byte, status int, code string) api.ErrorDetail {
+func wantError(t *testing.T, resp *http.Response, b []byte, status int, code string) wire.ErrorDetail {
 	t.Helper()
 	if resp.StatusCode != status {
 		t.Fatalf("status = %d, want %d; body %s", resp.StatusCode, status, b)
@@ -82,27 +82,27 @@ func wantError(t *testing.T, resp *http.Response, b []byte, status int, code str
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q, want application/json", ct)
 	}
-	e := decode[api.ErrorResponse](t, b)
+	e := decode[wire.ErrorResponse](t, b)
 	if e.Error.Code != code || e.Error.Message == "" {
 		t.Errorf("error = %+v, want code %s and a message", e.Error, code)
 	}
 	return e.Error
 }
 
-func submit(t *testing.T, e *apitest.Env, body string) api.SubmitResponse {
+func submit(t *testing.T, e *apitest.Env, body string) wire.SubmitResponse {
 	t.Helper()
 	resp, b := do(t, e, req{method: "POST", path: "/v1/jobs", body: body})
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("submit: %d %s", resp.StatusCode, b)
 	}
-	return decode[api.SubmitResponse](t, b)
+	return decode[wire.SubmitResponse](t, b)
 }
 
-func getJob(t *testing.T, e *apitest.Env, id string) api.Job {
+func getJob(t *testing.T, e *apitest.Env, id string) wire.Job {
 	t.Helper()
 	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + id})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("get: %d %s", resp.StatusCode, b)
 	}
-	return decode[api.Job](t, b)
+	return decode[wire.Job](t, b)
 }

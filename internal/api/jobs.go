@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // submit handles POST /v1/jobs. A replay of an Idempotency-Key with the
@@ -18,12 +19,12 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
 	}
 	links := s.links(j.ID)
 	w.Header().Set("Location", links.Self)
-	writeJSON(w, http.StatusCreated, SubmitResponse{JobID: j.ID, Status: string(j.Status), Links: links})
+	writeJSON(w, http.StatusCreated, wire.SubmitResponse{JobID: j.ID, Status: string(j.Status), Links: links})
 	return nil
 }
 
 func (s *server) submitJob(w http.ResponseWriter, r *http.Request) (store.Job, bool, error) {
-	var in SubmitRequest
+	var in wire.SubmitRequest
 	if err := decodeJSON(w, r, s.cfg.MaxBodyBytes, &in); err != nil {
 		return store.Job{}, false, err
 	}
@@ -43,7 +44,7 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := JobList{Jobs: make([]Job, 0, len(page.Jobs)), NextCursor: page.NextCursor}
+	out := wire.JobList{Jobs: make([]wire.Job, 0, len(page.Jobs)), NextCursor: page.NextCursor}
 	for _, j := range page.Jobs {
 		out.Jobs = append(out.Jobs, s.jobDTO(j))
 	}
@@ -80,7 +81,7 @@ func (s *server) legacySubmit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, LegacySubmitResponse{JobID: j.ID})
+	writeJSON(w, http.StatusOK, wire.LegacySubmitResponse{JobID: j.ID})
 	return nil
 }
 
@@ -91,7 +92,7 @@ func (s *server) legacyStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := LegacyStatus{Status: string(j.Status), Error: j.Error}
+	out := wire.LegacyStatus{Status: string(j.Status), Error: j.Error}
 	if j.Status == store.StatusComplete {
 		out.Result = s.links(j.ID).Artifacts
 	}

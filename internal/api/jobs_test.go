@@ -11,6 +11,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 func TestSubmitAndGet(t *testing.T) {
@@ -20,12 +21,12 @@ func TestSubmitAndGet(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("status %d: %s", resp.StatusCode, b)
 	}
-	sr := decode[api.SubmitResponse](t, b)
+	sr := decode[wire.SubmitResponse](t, b)
 	if sr.Status != "pending" || sr.Links.Self != "/v1/jobs/"+sr.JobID || resp.Header.Get("Location") != sr.Links.Self {
 		t.Errorf("submit response %+v, Location %q", sr, resp.Header.Get("Location"))
 	}
 	j := getJob(t, e, sr.JobID)
-	wantLimits := api.Limits{Timeout: api.Duration(30 * time.Minute), MaxSteps: 40, Memory: 1 << 30, CPUs: 1.5}
+	wantLimits := wire.Limits{Timeout: wire.Duration(30 * time.Minute), MaxSteps: 40, Memory: 1 << 30, CPUs: 1.5}
 	if j.Task != "write hello.py" || j.Model != "anthropic:claude" || j.Limits != wantLimits || j.Metadata["team"] != "infra" {
 		t.Errorf("job = %+v", j)
 	}
@@ -41,7 +42,7 @@ func TestLimitsAcceptNumbers(t *testing.T) {
 	e := apitest.New(t, api.Config{})
 	sr := submit(t, e, `{"task":"x","limits":{"timeout":90,"memory":134217728}}`)
 	j := getJob(t, e, sr.JobID)
-	if j.Limits.Timeout != api.Duration(90*time.Second) || j.Limits.Memory != 128<<20 {
+	if j.Limits.Timeout != wire.Duration(90*time.Second) || j.Limits.Memory != 128<<20 {
 		t.Errorf("limits = %+v", j.Limits)
 	}
 	_, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + sr.JobID})
@@ -58,25 +59,25 @@ func TestIdempotencyKey(t *testing.T) {
 	if r1.StatusCode != 201 || r2.StatusCode != 201 {
 		t.Fatalf("statuses %d %d", r1.StatusCode, r2.StatusCode)
 	}
-	a, b := decode[api.SubmitResponse](t, b1), decode[api.SubmitResponse](t, b2)
+	a, b := decode[wire.SubmitResponse](t, b1), decode[wire.SubmitResponse](t, b2)
 	if a.JobID != b.JobID || r2.Header.Get("Idempotent-Replayed") != "true" || r1.Header.Get("Idempotent-Replayed") != "" {
 		t.Errorf("replay gave %s then %s (replayed header %q)", a.JobID, b.JobID, r2.Header.Get("Idempotent-Replayed"))
 	}
 	resp, body := do(t, e, req{method: "POST", path: "/v1/jobs", body: `{"task":"another"}`, header: key})
-	wantError(t, resp, body, http.StatusUnprocessableEntity, api.CodeIdempotencyConflict)
+	wantError(t, resp, body, http.StatusUnprocessableEntity, wire.CodeIdempotencyConflict)
 	page := listJobs(t, e, "")
 	if len(page.Jobs) != 1 {
 		t.Errorf("%d jobs, want 1", len(page.Jobs))
 	}
 }
 
-func listJobs(t *testing.T, e *apitest.Env, query string) api.JobList {
+func listJobs(t *testing.T, e *apitest.Env, query string) wire.JobList {
 	t.Helper()
 	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs" + query})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("list: %d %s", resp.StatusCode, b)
 	}
-	return decode[api.JobList](t, b)
+	return decode[wire.JobList](t, b)
 }
 
 func TestListFiltersAndPages(t *testing.T) {
@@ -116,16 +117,16 @@ func TestCancel(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("cancel: %d %s", resp.StatusCode, b)
 	}
-	if j := decode[api.Job](t, b); j.Status != "canceled" || !j.CancelRequested || j.EndedAt.IsZero() {
+	if j := decode[wire.Job](t, b); j.Status != "canceled" || !j.CancelRequested || j.EndedAt.IsZero() {
 		t.Errorf("canceled job = %+v", j)
 	}
 	resp, b = do(t, e, req{method: "POST", path: "/v1/jobs/" + id + "/cancel"})
-	wantError(t, resp, b, http.StatusConflict, api.CodeAlreadyEnded)
+	wantError(t, resp, b, http.StatusConflict, wire.CodeAlreadyEnded)
 
 	running := e.Submit("running").ID
 	e.Start(running)
 	resp, b = do(t, e, req{method: "POST", path: "/v1/jobs/" + running + "/cancel"})
-	if j := decode[api.Job](t, b); resp.StatusCode != http.StatusAccepted || j.Status != "running" || !j.CancelRequested {
+	if j := decode[wire.Job](t, b); resp.StatusCode != http.StatusAccepted || j.Status != "running" || !j.CancelRequested {
 		t.Errorf("cancel of a running job: %d %+v", resp.StatusCode, j)
 	}
 }
@@ -137,15 +138,15 @@ func TestLegacyAliases(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %d %s", p, resp.StatusCode, b)
 		}
-		id := decode[api.LegacySubmitResponse](t, b).JobID
+		id := decode[wire.LegacySubmitResponse](t, b).JobID
 		resp, b = do(t, e, req{method: "GET", path: "/status/" + id})
-		if st := decode[api.LegacyStatus](t, b); resp.StatusCode != 200 || st.Status != "pending" || st.Result != "" {
+		if st := decode[wire.LegacyStatus](t, b); resp.StatusCode != 200 || st.Status != "pending" || st.Result != "" {
 			t.Errorf("status of new job: %d %+v", resp.StatusCode, st)
 		}
 		e.Finish(id, store.StatusComplete, "")
 		e.WriteFile(id, "app.js", "todo")
 		_, b = do(t, e, req{method: "GET", path: "/status/" + id})
-		st := decode[api.LegacyStatus](t, b)
+		st := decode[wire.LegacyStatus](t, b)
 		if st.Status != "complete" || st.Result != "/v1/jobs/"+id+"/artifacts.zip" {
 			t.Fatalf("status of complete job: %+v", st)
 		}
@@ -156,7 +157,7 @@ func TestLegacyAliases(t *testing.T) {
 	failed := e.Submit("x").ID
 	e.Finish(failed, store.StatusError, "sandbox died")
 	_, b := do(t, e, req{method: "GET", path: "/status/" + failed})
-	if st := decode[api.LegacyStatus](t, b); st.Status != "error" || st.Error != "sandbox died" || st.Result != "" {
+	if st := decode[wire.LegacyStatus](t, b); st.Status != "error" || st.Error != "sandbox died" || st.Result != "" {
 		t.Errorf("status of failed job: %+v", st)
 	}
 }
@@ -172,7 +173,7 @@ func TestAbsoluteLinksWithBaseURL(t *testing.T) {
 func TestHealthAndMetrics(t *testing.T) {
 	e := apitest.New(t, api.Config{})
 	resp, b := do(t, e, req{method: "GET", path: "/healthz", noAuth: true})
-	if resp.StatusCode != 200 || decode[api.Health](t, b).Status != "ok" {
+	if resp.StatusCode != 200 || decode[wire.Health](t, b).Status != "ok" {
 		t.Errorf("healthz: %d %s", resp.StatusCode, b)
 	}
 	do(t, e, req{method: "GET", path: "/v1/jobs/nope"})

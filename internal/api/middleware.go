@@ -13,6 +13,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // wrap puts the route's handler behind panic recovery, request metrics and
@@ -76,7 +78,7 @@ func (s *server) recoverPanic(w *recorder, r *http.Request, pattern string) {
 	}
 	s.log.Error("api handler panicked", "route", pattern, "job_id", pathID(r), "panic", v, "stack", string(debug.Stack()))
 	if !w.wrote {
-		writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
+		writeError(w, http.StatusInternalServerError, wire.CodeInternal, "internal error")
 	}
 }
 
@@ -93,7 +95,7 @@ func (s *server) guard(rt route, r *http.Request) error {
 		return refuseWebPages(r)
 	}
 	if !s.validToken(r.Header.Get("Authorization")) {
-		return errorf(http.StatusUnauthorized, CodeUnauthorized, "missing or invalid bearer token")
+		return errorf(http.StatusUnauthorized, wire.CodeUnauthorized, "missing or invalid bearer token")
 	}
 	return nil
 }
@@ -128,13 +130,13 @@ func (s *server) validToken(header string) bool {
 // Origin, when sent, must be local too (no cross-site POST from a page).
 func checkLocalRequest(r *http.Request) error {
 	if !loopbackHost(r.Host) {
-		return errorf(http.StatusForbidden, CodeForbidden,
+		return errorf(http.StatusForbidden, wire.CodeForbidden,
 			"this server runs without auth and only answers requests addressed to localhost or an IP address")
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
 		if err != nil || !isLoopbackName(u.Hostname()) {
-			return errorf(http.StatusForbidden, CodeForbidden,
+			return errorf(http.StatusForbidden, wire.CodeForbidden,
 				"this server runs without auth and refuses requests from web pages of other origins")
 		}
 	}
@@ -149,7 +151,7 @@ func checkLocalRequest(r *http.Request) error {
 // no such header.
 func refuseWebPages(r *http.Request) error {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "none" {
-		return errorf(http.StatusForbidden, CodeForbidden,
+		return errorf(http.StatusForbidden, wire.CodeForbidden,
 			"this server runs without auth, so its API answers programs and addresses typed into the browser, not requests made by web pages (%s)", site)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/memory"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // openAPIDoc is the part of the document the tests read.
@@ -72,18 +73,19 @@ func TestOpenAPIRoutesMatchTheMux(t *testing.T) {
 	}
 }
 
-// TestOpenAPISchemasMatchDTOs: each DTO's JSON field names are its schema's
-// properties, and the fields always present are the schema's required ones.
+// TestOpenAPISchemasMatchDTOs: each DTO's (package wire's types) JSON field
+// names are its schema's properties, and the fields always present are the
+// schema's required ones.
 func TestOpenAPISchemasMatchDTOs(t *testing.T) {
 	d := loadDoc(t)
 	dtos := map[string]reflect.Type{
-		"SubmitRequest": reflect.TypeFor[SubmitRequest](), "Limits": reflect.TypeFor[Limits](),
-		"SubmitResponse": reflect.TypeFor[SubmitResponse](), "Links": reflect.TypeFor[Links](),
-		"Job": reflect.TypeFor[Job](), "Usage": reflect.TypeFor[Usage](), "JobList": reflect.TypeFor[JobList](),
-		"Event": reflect.TypeFor[Event](), "EventPage": reflect.TypeFor[EventPage](),
-		"ErrorResponse": reflect.TypeFor[ErrorResponse](), "ErrorDetail": reflect.TypeFor[ErrorDetail](),
-		"LegacySubmitResponse": reflect.TypeFor[LegacySubmitResponse](), "LegacyStatus": reflect.TypeFor[LegacyStatus](),
-		"Health": reflect.TypeFor[Health](), "ViewerLinks": reflect.TypeFor[ViewerLinks](),
+		"SubmitRequest": reflect.TypeFor[wire.SubmitRequest](), "Limits": reflect.TypeFor[wire.Limits](),
+		"SubmitResponse": reflect.TypeFor[wire.SubmitResponse](), "Links": reflect.TypeFor[wire.Links](),
+		"Job": reflect.TypeFor[wire.Job](), "Usage": reflect.TypeFor[wire.Usage](), "JobList": reflect.TypeFor[wire.JobList](),
+		"Event": reflect.TypeFor[wire.Event](), "EventPage": reflect.TypeFor[wire.EventPage](),
+		"ErrorResponse": reflect.TypeFor[wire.ErrorResponse](), "ErrorDetail": reflect.TypeFor[wire.ErrorDetail](),
+		"LegacySubmitResponse": reflect.TypeFor[wire.LegacySubmitResponse](), "LegacyStatus": reflect.TypeFor[wire.LegacyStatus](),
+		"Health": reflect.TypeFor[wire.Health](), "ViewerLinks": reflect.TypeFor[wire.ViewerLinks](),
 	}
 	maps.Copy(dtos, eventSchemas())
 	notDTOs := []string{"Status"} // an enum, not a struct
@@ -223,9 +225,9 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	if err := json.Unmarshal(OpenAPI(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	codes := []string{CodeBadRequest, CodeUnauthorized, CodeForbidden, CodeNotFound, CodeMethodNotAllowed,
-		CodeNotEnded, CodeAlreadyEnded, CodeTooLarge, CodeValidation, CodeIdempotencyConflict, CodeInternal,
-		CodeNoSandbox, CodeBadGateway, CodeUnavailable, CodeDeleted, CodeOverCeiling}
+	codes := []string{wire.CodeBadRequest, wire.CodeUnauthorized, wire.CodeForbidden, wire.CodeNotFound, wire.CodeMethodNotAllowed,
+		wire.CodeNotEnded, wire.CodeAlreadyEnded, wire.CodeTooLarge, wire.CodeValidation, wire.CodeIdempotencyConflict, wire.CodeInternal,
+		wire.CodeNoSandbox, wire.CodeBadGateway, wire.CodeUnavailable, wire.CodeDeleted, wire.CodeOverCeiling}
 	got := doc.Components.Schemas.ErrorDetail.Properties.Code.Enum
 	slices.Sort(codes)
 	slices.Sort(got)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // proxyMethods are the methods the desktop and Jupyter routes pass on
@@ -81,7 +82,7 @@ func (s *server) proxyError(r *http.Request, id, service string, err error) erro
 		return fmt.Errorf("the %s of job %s is unavailable: %w", service, id, ge)
 	}
 	s.log.Warn("proxy: sandbox did not answer", "job_id", id, "service", service, "err", err)
-	return errorf(http.StatusBadGateway, CodeBadGateway, "the sandbox of job %s did not answer; it may be stopping", id)
+	return errorf(http.StatusBadGateway, wire.CodeBadGateway, "the sandbox of job %s did not answer; it may be stopping", id)
 }
 
 // refuseTokenInQuery keeps an API token put into a URL (?token=,

@@ -25,6 +25,7 @@ import (
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/testenv"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // seen is what the fake guest received.
@@ -182,7 +183,7 @@ func (e *proxyEnv) running() string {
 }
 
 // links asks for a job's viewer links.
-func (e *proxyEnv) links(t *testing.T, id string) api.ViewerLinks {
+func (e *proxyEnv) links(t *testing.T, id string) wire.ViewerLinks {
 	t.Helper()
 	resp, b := do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/viewer"})
 	if resp.StatusCode != http.StatusOK {
@@ -191,7 +192,7 @@ func (e *proxyEnv) links(t *testing.T, id string) api.ViewerLinks {
 	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("viewer Cache-Control %q", cc)
 	}
-	return decode[api.ViewerLinks](t, b)
+	return decode[wire.ViewerLinks](t, b)
 }
 
 // get sends a GET without following redirects.
@@ -230,7 +231,7 @@ func TestProxyRefusesRequestsWithoutCredentials(t *testing.T) {
 	e := newProxyEnv(t, api.Config{})
 	id := e.running()
 	resp, b := e.get(t, "/v1/jobs/"+id+"/desktop/", nil)
-	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	wantError(t, resp, b, http.StatusUnauthorized, wire.CodeUnauthorized)
 	resp, b = e.get(t, "/v1/jobs/"+id+"/jupyter/tree", map[string]string{"Accept": "text/html,*/*"})
 	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
 		!strings.Contains(string(b), "agentbox view "+id) {
@@ -238,7 +239,7 @@ func TestProxyRefusesRequestsWithoutCredentials(t *testing.T) {
 	}
 	// Unknown jobs look the same without credentials.
 	resp, b = e.get(t, "/v1/jobs/job_nope/desktop/", nil)
-	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	wantError(t, resp, b, http.StatusUnauthorized, wire.CodeUnauthorized)
 	if len(*e.seen) != 0 {
 		t.Errorf("the guest was reached: %+v", *e.seen)
 	}
@@ -319,7 +320,7 @@ func TestViewerLinkSetsCookieAndRedirects(t *testing.T) {
 	}
 	// The same link again: used.
 	resp, b := e.get(t, l.JupyterURL, nil)
-	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	wantError(t, resp, b, http.StatusUnauthorized, wire.CodeUnauthorized)
 	// With the cookie, a used link just loses its ticket.
 	resp, _ = e.get(t, l.JupyterURL, cookie)
 	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 0 {
@@ -328,10 +329,10 @@ func TestViewerLinkSetsCookieAndRedirects(t *testing.T) {
 	// The cookie does nothing on the rest of the API.
 	for _, p := range []string{"", "/events", "/artifacts.zip", "/files/a"} {
 		resp, b := e.get(t, "/v1/jobs/"+id+p, cookie)
-		wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+		wantError(t, resp, b, http.StatusUnauthorized, wire.CodeUnauthorized)
 	}
 	resp, b = do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/cancel", noAuth: true, header: cookie})
-	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	wantError(t, resp, b, http.StatusUnauthorized, wire.CodeUnauthorized)
 	if strings.Contains(e.logs.String(), strings.SplitN(l.JupyterURL, "ticket=", 2)[1]) {
 		t.Errorf("a ticket is in the server log:\n%s", e.logs.String())
 	}
@@ -367,7 +368,7 @@ func TestViewerCredentialsAreChecked(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, body := e.get(t, tt.path, tt.hdr)
-			wantError(t, resp, body, http.StatusUnauthorized, api.CodeUnauthorized)
+			wantError(t, resp, body, http.StatusUnauthorized, wire.CodeUnauthorized)
 		})
 	}
 	if len(*e.seen) != 0 {
@@ -385,7 +386,7 @@ func TestViewerCredentialsAreChecked(t *testing.T) {
 	// An authenticated URL holding the API token is refused, not passed on.
 	n := len(*e.seen)
 	resp, body := e.get(t, "/v1/jobs/"+a+"/desktop/?token="+apitest.Token, map[string]string{"Cookie": cookieA})
-	wantError(t, resp, body, http.StatusBadRequest, api.CodeBadRequest)
+	wantError(t, resp, body, http.StatusBadRequest, wire.CodeBadRequest)
 	if len(*e.seen) != n {
 		t.Error("a URL with the API token reached the sandbox")
 	}
@@ -397,7 +398,7 @@ func TestViewerTicketsAndCookiesExpire(t *testing.T) {
 	l := e.links(t, id)
 	e.clock.add(api.TicketTTL + time.Second)
 	resp, b := e.get(t, l.DesktopURL, nil)
-	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	wantError(t, resp, b, http.StatusUnauthorized, wire.CodeUnauthorized)
 	cookie := e.signIn(t, id)
 	e.clock.add(api.ViewerCookieTTL - time.Minute)
 	if resp, _ := e.get(t, "/v1/jobs/"+id+"/desktop/", map[string]string{"Cookie": cookie}); resp.StatusCode != http.StatusOK {
@@ -405,7 +406,7 @@ func TestViewerTicketsAndCookiesExpire(t *testing.T) {
 	}
 	e.clock.add(2 * time.Minute)
 	resp, b = e.get(t, "/v1/jobs/"+id+"/desktop/", map[string]string{"Cookie": cookie})
-	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	wantError(t, resp, b, http.StatusUnauthorized, wire.CodeUnauthorized)
 }
 
 // dialWS opens a WebSocket through the proxy and checks the echo.
@@ -447,7 +448,7 @@ func TestViewerCookiesSurviveRestartWithKey(t *testing.T) {
 		t.Errorf("cookie after restart: %d %s", resp.StatusCode, b)
 	}
 	resp, b := e.get(t, unused.DesktopURL, nil)
-	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	wantError(t, resp, b, http.StatusUnauthorized, wire.CodeUnauthorized)
 	if fresh := e.signIn(t, id); fresh == "" {
 		t.Error("no cookie for a ticket issued after the restart")
 	}
@@ -457,7 +458,7 @@ func TestViewerCookiesSurviveRestartWithKey(t *testing.T) {
 	cookie = e.signIn(t, id)
 	e.restart()
 	resp, b = e.get(t, "/v1/jobs/"+id+"/desktop/", map[string]string{"Cookie": cookie})
-	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	wantError(t, resp, b, http.StatusUnauthorized, wire.CodeUnauthorized)
 }
 
 func TestProxyWebSocket(t *testing.T) {
@@ -487,7 +488,7 @@ func TestProxyWebSocket(t *testing.T) {
 	// A cookie-authenticated request from a page of another origin.
 	r, b := do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/jupyter/api/x", noAuth: true,
 		header: map[string]string{"Cookie": cookie, "Origin": "http://evil.example"}})
-	wantError(t, r, b, http.StatusForbidden, api.CodeForbidden)
+	wantError(t, r, b, http.StatusForbidden, wire.CodeForbidden)
 }
 
 func TestProxyErrors(t *testing.T) {
@@ -502,10 +503,10 @@ func TestProxyErrors(t *testing.T) {
 		code   string
 		msg    string
 	}{
-		{"/v1/jobs/" + pending + "/desktop/", 409, api.CodeNoSandbox, "pending"},
-		{"/v1/jobs/" + ended + "/jupyter/", 409, api.CodeNoSandbox, "complete"},
-		{"/v1/jobs/job_nope/desktop/", 404, api.CodeNotFound, "no such job"},
-		{"/v1/jobs/" + id + "/desktop/broken", 503, api.CodeUnavailable, "Xvfb exited: no screens"},
+		{"/v1/jobs/" + pending + "/desktop/", 409, wire.CodeNoSandbox, "pending"},
+		{"/v1/jobs/" + ended + "/jupyter/", 409, wire.CodeNoSandbox, "complete"},
+		{"/v1/jobs/job_nope/desktop/", 404, wire.CodeNotFound, "no such job"},
+		{"/v1/jobs/" + id + "/desktop/broken", 503, wire.CodeUnavailable, "Xvfb exited: no screens"},
 	} {
 		resp, b := do(t, e.api, req{method: "GET", path: tt.path})
 		if got := wantError(t, resp, b, tt.status, tt.code); !strings.Contains(got.Message, tt.msg) {
@@ -519,11 +520,11 @@ func TestProxyErrors(t *testing.T) {
 	}
 	// The viewer endpoint.
 	resp, b = do(t, e.api, req{method: "POST", path: "/v1/jobs/" + ended + "/viewer"})
-	wantError(t, resp, b, http.StatusConflict, api.CodeNoSandbox)
+	wantError(t, resp, b, http.StatusConflict, wire.CodeNoSandbox)
 	resp, b = do(t, e.api, req{method: "POST", path: "/v1/jobs/job_nope/viewer"})
-	wantError(t, resp, b, http.StatusNotFound, api.CodeNotFound)
+	wantError(t, resp, b, http.StatusNotFound, wire.CodeNotFound)
 	resp, b = do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/viewer", noAuth: true})
-	wantError(t, resp, b, http.StatusUnauthorized, api.CodeUnauthorized)
+	wantError(t, resp, b, http.StatusUnauthorized, wire.CodeUnauthorized)
 	e.links(t, pending) // a pending job gets links: it may start by the time they are opened
 }
 
@@ -535,7 +536,7 @@ func TestProxyUnreachableGuest(t *testing.T) {
 	id := base.Submit("x").ID
 	base.Start(id)
 	resp, b := do(t, envFor(srv), req{method: "GET", path: "/v1/jobs/" + id + "/desktop/"})
-	if got := wantError(t, resp, b, http.StatusBadGateway, api.CodeBadGateway); strings.Contains(got.Message, "gone.sock") {
+	if got := wantError(t, resp, b, http.StatusBadGateway, wire.CodeBadGateway); strings.Contains(got.Message, "gone.sock") {
 		t.Errorf("message leaks the socket path: %q", got.Message)
 	}
 }
@@ -576,11 +577,11 @@ func TestProxyWithoutAuth(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 	resp, b = e.get(t, "/v1/jobs/"+id+"/desktop/", map[string]string{"Host": "evil.example"})
-	wantError(t, resp, b, http.StatusForbidden, api.CodeForbidden)
+	wantError(t, resp, b, http.StatusForbidden, wire.CodeForbidden)
 	// Another local web app cannot drive the views either.
 	resp, b = do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/jupyter/api/kernels", noAuth: true,
 		header: map[string]string{"Origin": "http://localhost:3000"}})
-	wantError(t, resp, b, http.StatusForbidden, api.CodeForbidden)
+	wantError(t, resp, b, http.StatusForbidden, wire.CodeForbidden)
 	resp, b = do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/jupyter/api/kernels", noAuth: true,
 		header: map[string]string{"Origin": e.api.URL}})
 	if resp.StatusCode != 200 {
@@ -634,9 +635,9 @@ func TestViewHostsPerJob(t *testing.T) {
 
 	// A ticket is not redeemed on the API's host, nor on another job's.
 	resp, body := e.get(t, "/v1/jobs/"+a+"/desktop/?ticket="+ticket, nil)
-	wantError(t, resp, body, http.StatusUnauthorized, api.CodeUnauthorized)
+	wantError(t, resp, body, http.StatusUnauthorized, wire.CodeUnauthorized)
 	resp, body = e.get(t, "/v1/jobs/"+a+"/desktop/?ticket="+ticket, map[string]string{"Host": hostB})
-	wantError(t, resp, body, http.StatusNotFound, api.CodeNotFound)
+	wantError(t, resp, body, http.StatusNotFound, wire.CodeNotFound)
 	// On the job's host it is, once: a host-only, Secure cookie.
 	resp, body = e.get(t, "/v1/jobs/"+a+"/desktop/?ticket="+ticket, onA(nil))
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/v1/jobs/"+a+"/desktop/" || len(resp.Cookies()) != 1 {
@@ -669,7 +670,7 @@ func TestViewHostsPerJob(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, body := e.get(t, tt.path, tt.hdr)
-			wantError(t, resp, body, tt.status, map[int]string{401: api.CodeUnauthorized, 404: api.CodeNotFound}[tt.status])
+			wantError(t, resp, body, tt.status, map[int]string{401: wire.CodeUnauthorized, 404: wire.CodeNotFound}[tt.status])
 			if tt.status == http.StatusNotFound && !strings.Contains(string(body), "this host") {
 				t.Errorf("not refused by the view host's confinement: %s", body)
 			}
@@ -739,7 +740,7 @@ func TestViewHostsWithoutAuth(t *testing.T) {
 		t.Fatalf("a page on the view host: %d %s", resp.StatusCode, body)
 	}
 	resp, body = e.get(t, "/v1/jobs/"+id+"/desktop/vnc.html", page)
-	wantError(t, resp, body, http.StatusForbidden, api.CodeForbidden)
+	wantError(t, resp, body, http.StatusForbidden, wire.CodeForbidden)
 	if resp, body := e.get(t, "/v1/jobs/"+id+"/desktop/vnc.html", nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("a program on the API's host: %d %s", resp.StatusCode, body)
 	}
@@ -749,10 +750,10 @@ func TestViewHostsWithoutAuth(t *testing.T) {
 	otherOrigin := "http://" + strings.ReplaceAll(other, "_", "-") + ".localhost:8080"
 	resp, body = e.get(t, "/v1/jobs/"+id+"/jupyter/files/x.js", map[string]string{"Host": host,
 		"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "script"})
-	wantError(t, resp, body, http.StatusForbidden, api.CodeForbidden)
+	wantError(t, resp, body, http.StatusForbidden, wire.CodeForbidden)
 	resp, body = do(t, e.api, req{method: "POST", path: "/v1/jobs/" + id + "/jupyter/api/kernels", noAuth: true,
 		header: map[string]string{"Host": host, "Origin": otherOrigin}})
-	wantError(t, resp, body, http.StatusForbidden, api.CodeForbidden)
+	wantError(t, resp, body, http.StatusForbidden, wire.CodeForbidden)
 	if !api.LocalViewURL("http://{job}.Agentbox.LOCALHOST:8080") || api.LocalViewURL("https://{job}.view.example.com") {
 		t.Error("LocalViewURL: want .localhost names, in any case, only")
 	}

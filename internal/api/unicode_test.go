@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // TestSubmitRefusesTextThatIsNotUnicode: a body with bytes that are not
@@ -40,14 +41,14 @@ func TestSubmitRefusesTextThatIsNotUnicode(t *testing.T) {
 		for _, path := range []string{"/v1/jobs", "/schedule", "/submit"} {
 			t.Run(tt.name+" "+path, func(t *testing.T) {
 				resp, b := do(t, e, req{method: "POST", path: path, body: tt.body})
-				got := wantError(t, resp, b, http.StatusBadRequest, api.CodeBadRequest)
+				got := wantError(t, resp, b, http.StatusBadRequest, wire.CodeBadRequest)
 				if !strings.Contains(got.Message, tt.want) {
 					t.Errorf("message %q does not mention %q", got.Message, tt.want)
 				}
 			})
 		}
 	}
-	if resp, b := do(t, e, req{method: "GET", path: "/v1/jobs"}); len(decode[api.JobList](t, b).Jobs) != 0 {
+	if resp, b := do(t, e, req{method: "GET", path: "/v1/jobs"}); len(decode[wire.JobList](t, b).Jobs) != 0 {
 		t.Errorf("refused bodies made jobs: %d %s", resp.StatusCode, b)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // Viewer links let a browser into a job's desktop and Jupyter without ever
@@ -142,7 +144,7 @@ func (s *server) viewer(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if j.Status.Final() {
-		return errorf(http.StatusConflict, CodeNoSandbox, "job %s is %s: its sandbox was removed when it ended", j.ID, j.Status)
+		return errorf(http.StatusConflict, wire.CodeNoSandbox, "job %s is %s: its sandbox was removed when it ended", j.ID, j.Status)
 	}
 	origin := s.cfg.BaseURL
 	if s.views != nil {
@@ -152,7 +154,7 @@ func (s *server) viewer(w http.ResponseWriter, r *http.Request) error {
 	desktop, exp := s.view.sign(kindTicket, j.ID, TicketTTL)
 	jupyter, _ := s.view.sign(kindTicket, j.ID, TicketTTL)
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, ViewerLinks{
+	writeJSON(w, http.StatusOK, wire.ViewerLinks{
 		DesktopURL: base + "/desktop/?" + ticketParam + "=" + desktop,
 		JupyterURL: base + "/jupyter/?" + ticketParam + "=" + jupyter,
 		ExpiresAt:  exp.UTC(),
@@ -176,7 +178,7 @@ func (s *server) admit(w http.ResponseWriter, r *http.Request) (done bool, err e
 		if terr == nil {
 			s.setViewerCookie(w, r, id)
 		} else if s.credentials(r, id) != nil {
-			return false, errorf(http.StatusUnauthorized, CodeUnauthorized, "%v; run 'agentbox view %s' for a new one", terr, id)
+			return false, errorf(http.StatusUnauthorized, wire.CodeUnauthorized, "%v; run 'agentbox view %s' for a new one", terr, id)
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Referrer-Policy", "no-referrer")
@@ -209,12 +211,12 @@ func (s *server) credentials(r *http.Request, id string) error {
 		bearer = true
 	case s.viewerHost(r, id) && s.validViewerCookie(r, id):
 	default:
-		return errorf(http.StatusUnauthorized, CodeUnauthorized,
+		return errorf(http.StatusUnauthorized, wire.CodeUnauthorized,
 			"this page needs a viewer link: run 'agentbox view %s' and open the link it prints within a minute (each link works once); "+
 				"if you just opened one from another web site, press Enter in the address bar", id)
 	}
 	if (isUpgrade(r) || !bearer) && !s.sameOrigin(r, id) {
-		return errorf(http.StatusForbidden, CodeForbidden, "requests from pages of other origins are refused")
+		return errorf(http.StatusForbidden, wire.CodeForbidden, "requests from pages of other origins are refused")
 	}
 	if !bearer {
 		return refuseOtherSites(r)
@@ -234,7 +236,7 @@ func refuseOtherSites(r *http.Request) error {
 		if r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Mode") == "navigate" && (dest == "document" || dest == "") {
 			return nil
 		}
-		return errorf(http.StatusForbidden, CodeForbidden, "the views answer their own pages and links to them, not requests that pages of other sites make")
+		return errorf(http.StatusForbidden, wire.CodeForbidden, "the views answer their own pages and links to them, not requests that pages of other sites make")
 	}
 	return nil
 }

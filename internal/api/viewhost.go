@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // Per-job view origins. By default a job's desktop and Jupyter are served
@@ -142,6 +144,6 @@ func (s *server) confineViewHost(w http.ResponseWriter, r *http.Request) bool {
 	if id != "" {
 		msg = fmt.Sprintf("this host serves job %s's desktop and Jupyter only, under /v1/jobs/%s/desktop/ and /jupyter/", id, id)
 	}
-	writeError(w, http.StatusNotFound, CodeNotFound, msg)
+	writeError(w, http.StatusNotFound, wire.CodeNotFound, msg)
 	return true
 }

@@ -1,7 +1,8 @@
-// Package client is the Go client of agentbox's HTTP API (internal/api):
-// jobs, their event stream (followed over SSE, resuming after a dropped
-// connection), and downloads of their workspaces. The CLI's submit, status,
-// list, logs, cancel and download commands are built on it.
+// Package client is the Go client of agentbox's HTTP API (internal/api),
+// speaking the wire types of internal/wire: jobs, their event stream
+// (followed over SSE, resuming after a dropped connection), and downloads
+// of their workspaces. The CLI's submit, status, list, logs, cancel and
+// download commands are built on it.
 package client
 
 import (
@@ -19,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // Client talks to one agentbox server. It is safe for concurrent use.
@@ -59,7 +60,7 @@ var ErrUnreachable = errors.New("cannot reach the agentbox server")
 // Error is an error answer of the server.
 type Error struct {
 	StatusCode int
-	Code       string // one of the api.Code* constants; empty if the body was not a JSON error
+	Code       string // one of the wire.Code* constants; empty if the body was not a JSON error
 	Message    string
 	URL        string
 }
@@ -134,7 +135,7 @@ func (c *Client) transportError(ctx context.Context, err error) error {
 func (c *Client) serverError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	e := &Error{StatusCode: resp.StatusCode, URL: c.base}
-	var body api.ErrorResponse
+	var body wire.ErrorResponse
 	if json.Unmarshal(b, &body) == nil && body.Error.Code != "" {
 		e.Code, e.Message = body.Error.Code, body.Error.Message
 		return e
@@ -170,19 +171,19 @@ func jobPath(id string) string { return "/v1/jobs/" + url.PathEscape(id) }
 
 // Submit submits a job. A non-empty idempotencyKey makes retries safe: the
 // server returns the job it created for the key the first time.
-func (c *Client) Submit(ctx context.Context, req api.SubmitRequest, idempotencyKey string) (api.SubmitResponse, error) {
+func (c *Client) Submit(ctx context.Context, req wire.SubmitRequest, idempotencyKey string) (wire.SubmitResponse, error) {
 	var hdr http.Header
 	if idempotencyKey != "" {
 		hdr = http.Header{"Idempotency-Key": {idempotencyKey}}
 	}
-	var out api.SubmitResponse
+	var out wire.SubmitResponse
 	err := c.getJSON(ctx, "POST", "/v1/jobs", req, hdr, http.StatusCreated, &out)
 	return out, err
 }
 
 // Get returns a job.
-func (c *Client) Get(ctx context.Context, id string) (api.Job, error) {
-	var out api.Job
+func (c *Client) Get(ctx context.Context, id string) (wire.Job, error) {
+	var out wire.Job
 	err := c.getJSON(ctx, "GET", jobPath(id), nil, nil, http.StatusOK, &out)
 	return out, err
 }
@@ -195,7 +196,7 @@ type ListOptions struct {
 }
 
 // List returns a page of jobs, newest first.
-func (c *Client) List(ctx context.Context, opts ListOptions) (api.JobList, error) {
+func (c *Client) List(ctx context.Context, opts ListOptions) (wire.JobList, error) {
 	q := url.Values{}
 	if opts.Status != "" {
 		q.Set("status", opts.Status)
@@ -210,43 +211,64 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (api.JobList, error
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	var out api.JobList
+	var out wire.JobList
 	err := c.getJSON(ctx, "GET", path, nil, nil, http.StatusOK, &out)
 	return out, err
 }
 
 // Cancel asks the server to cancel a job and returns the job as it is then.
-func (c *Client) Cancel(ctx context.Context, id string) (api.Job, error) {
-	var out api.Job
+func (c *Client) Cancel(ctx context.Context, id string) (wire.Job, error) {
+	var out wire.Job
 	err := c.getJSON(ctx, "POST", jobPath(id)+"/cancel", nil, nil, http.StatusAccepted, &out)
 	return out, err
 }
 
 // Delete asks the server to remove an ended job's data (its workspace)
 // and returns the job, marked deleted; its record and events stay.
-func (c *Client) Delete(ctx context.Context, id string) (api.Job, error) {
-	var out api.Job
+func (c *Client) Delete(ctx context.Context, id string) (wire.Job, error) {
+	var out wire.Job
 	err := c.getJSON(ctx, "DELETE", jobPath(id), nil, nil, http.StatusOK, &out)
 	return out, err
 }
 
 // Events returns up to limit (0: the server's default) events with seq
 // greater than after.
-func (c *Client) Events(ctx context.Context, id string, after int64, limit int) (api.EventPage, error) {
+func (c *Client) Events(ctx context.Context, id string, after int64, limit int) (wire.EventPage, error) {
 	path := jobPath(id) + "/events?after=" + strconv.FormatInt(after, 10)
 	if limit > 0 {
 		path += "&limit=" + strconv.Itoa(limit)
 	}
-	var out api.EventPage
+	var out wire.EventPage
 	err := c.getJSON(ctx, "GET", path, nil, nil, http.StatusOK, &out)
 	return out, err
 }
 
+// ReadEvents calls fn for each event the job has logged so far with seq
+// greater than after, reading page by page. Unlike Follow it does not wait
+// for more. An error of fn stops it and is returned as is.
+func (c *Client) ReadEvents(ctx context.Context, id string, after int64, fn func(wire.Event) error) error {
+	for {
+		page, err := c.Events(ctx, id, after, 1000)
+		if err != nil {
+			return err
+		}
+		for _, ev := range page.Events {
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+		if !page.HasMore {
+			return nil
+		}
+		after = page.NextAfter
+	}
+}
+
 // Viewer asks for links that open a job's desktop and Jupyter in a
 // browser, made absolute against the server's URL. Each link works once,
-// within a minute (see api.ViewerLinks).
-func (c *Client) Viewer(ctx context.Context, id string) (api.ViewerLinks, error) {
-	var out api.ViewerLinks
+// within a minute (see wire.ViewerLinks).
+func (c *Client) Viewer(ctx context.Context, id string) (wire.ViewerLinks, error) {
+	var out wire.ViewerLinks
 	if err := c.getJSON(ctx, "POST", jobPath(id)+"/viewer", nil, nil, http.StatusOK, &out); err != nil {
 		return out, err
 	}

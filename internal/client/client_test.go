@@ -18,6 +18,7 @@ import (
 	"github.com/agentbox/agentbox/internal/client"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 func newClient(t *testing.T, url, token string) *client.Client {
@@ -34,7 +35,7 @@ func TestJobsRoundTrip(t *testing.T) {
 	e := apitest.New(t, api.Config{})
 	c := newClient(t, e.URL+"/", apitest.Token)
 	ctx := context.Background()
-	req := api.SubmitRequest{Task: "hello", Limits: &api.Limits{Timeout: api.Duration(time.Minute)}, Metadata: map[string]string{"k": "v"}}
+	req := wire.SubmitRequest{Task: "hello", Limits: &wire.Limits{Timeout: wire.Duration(time.Minute)}, Metadata: map[string]string{"k": "v"}}
 	sr, err := c.Submit(ctx, req, "key-1")
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +45,7 @@ func TestJobsRoundTrip(t *testing.T) {
 		t.Fatalf("idempotent replay: %+v %v", again, err)
 	}
 	j, err := c.Get(ctx, sr.JobID)
-	if err != nil || j.Task != "hello" || j.Limits.Timeout != api.Duration(time.Minute) || j.Metadata["k"] != "v" {
+	if err != nil || j.Task != "hello" || j.Limits.Timeout != wire.Duration(time.Minute) || j.Metadata["k"] != "v" {
 		t.Fatalf("get: %+v %v", j, err)
 	}
 	page, err := c.List(ctx, client.ListOptions{Status: "pending", Limit: 10})
@@ -66,7 +67,7 @@ func TestErrors(t *testing.T) {
 	ctx := context.Background()
 	_, err := newClient(t, e.URL, apitest.Token).Get(ctx, "job_nope")
 	var ce *client.Error
-	if !client.IsNotFound(err) || !errors.As(err, &ce) || ce.Code != api.CodeNotFound {
+	if !client.IsNotFound(err) || !errors.As(err, &ce) || ce.Code != wire.CodeNotFound {
 		t.Errorf("unknown job: %v", err)
 	}
 	_, err = newClient(t, e.URL, apitest.Token).Cancel(ctx, e.Submit("x").ID+"x")
@@ -77,7 +78,7 @@ func TestErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "AGENTBOX_TOKEN or --token") {
 		t.Errorf("wrong token: %v", err)
 	}
-	_, err = newClient(t, e.URL, apitest.Token).Submit(ctx, api.SubmitRequest{Task: ""}, "")
+	_, err = newClient(t, e.URL, apitest.Token).Submit(ctx, wire.SubmitRequest{Task: ""}, "")
 	if !errors.As(err, &ce) || ce.StatusCode != 422 || !strings.Contains(err.Error(), "task") {
 		t.Errorf("invalid submit: %v", err)
 	}
@@ -117,7 +118,7 @@ func TestFollow(t *testing.T) {
 	id := e.Submit("x").ID
 	e.Start(id)
 	var seqs []int64
-	err := c.Follow(context.Background(), id, 1, func(ev api.Event) error {
+	err := c.Follow(context.Background(), id, 1, func(ev wire.Event) error {
 		seqs = append(seqs, ev.Seq)
 		if ev.Seq == 2 { // running: the job makes progress while we follow
 			e.Emit(id, event.Output{Stream: "stdout", Text: strings.Repeat("x", 200<<10)})
@@ -129,7 +130,7 @@ func TestFollow(t *testing.T) {
 		t.Fatalf("follow: %v %v", seqs, err)
 	}
 	stop := errors.New("enough")
-	err = c.Follow(context.Background(), id, 0, func(api.Event) error { return stop })
+	err = c.Follow(context.Background(), id, 0, func(wire.Event) error { return stop })
 	if err != stop {
 		t.Errorf("callback error came back as %v", err)
 	}
@@ -193,7 +194,7 @@ func TestFollowResumesAfterADroppedStream(t *testing.T) {
 			defer proxy.Close()
 			c := newClient(t, proxy.URL, apitest.Token)
 			var seqs []int64
-			err := c.Follow(context.Background(), id, 1, func(ev api.Event) error {
+			err := c.Follow(context.Background(), id, 1, func(ev wire.Event) error {
 				seqs = append(seqs, ev.Seq)
 				if ev.Seq == 2 {
 					e.Emit(id, event.Output{Stream: "stdout", Text: "hi"}) // 4
@@ -230,7 +231,7 @@ func TestFollowGivesUpOnAGoneServer(t *testing.T) {
 	id := e.Submit("x").ID
 	c := newClient(t, e.URL, apitest.Token)
 	c.MaxRetries = 2
-	err := c.Follow(context.Background(), id, 0, func(api.Event) error {
+	err := c.Follow(context.Background(), id, 0, func(wire.Event) error {
 		e.Server.CloseClientConnections()
 		e.Server.Listener.Close()
 		return nil

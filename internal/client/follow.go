@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // maxEventBytes bounds one SSE event (an output event can be large).
@@ -20,7 +20,7 @@ const maxEventBytes = 32 << 20
 
 // EventStatus returns the job status a "state" event records, and whether
 // it is a final one (complete, error, canceled).
-func EventStatus(ev api.Event) (status string, final bool) {
+func EventStatus(ev wire.Event) (status string, final bool) {
 	st, ok := event.As[event.State](ev.Type, ev.Payload)
 	if !ok {
 		return "", false
@@ -38,7 +38,7 @@ func (e callbackError) Error() string { return e.err.Error() }
 // final state event was delivered. A dropped connection is resumed with
 // Last-Event-ID, so fn sees each event once, in order. An error of fn stops
 // the stream and is returned as is.
-func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(api.Event) error) error {
+func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(wire.Event) error) error {
 	delay, failures := c.retryDelay(), 0
 	for {
 		got, final, err := c.followOnce(ctx, id, &after, fn)
@@ -106,7 +106,7 @@ func wait(ctx context.Context, d time.Duration) error {
 // followOnce reads one SSE connection to its end. It advances *after past
 // each delivered event and reports how many it delivered and whether the
 // final state event was among them.
-func (c *Client) followOnce(ctx context.Context, id string, after *int64, fn func(api.Event) error) (got int, final bool, err error) {
+func (c *Client) followOnce(ctx context.Context, id string, after *int64, fn func(wire.Event) error) (got int, final bool, err error) {
 	hdr := http.Header{"Accept": {"text/event-stream"}}
 	if *after > 0 {
 		hdr.Set("Last-Event-ID", strconv.FormatInt(*after, 10))
@@ -157,8 +157,8 @@ func addField(data *strings.Builder, line string) {
 	data.WriteString(strings.TrimPrefix(v, " "))
 }
 
-func deliver(data string, fn func(api.Event) error) (api.Event, error) {
-	var ev api.Event
+func deliver(data string, fn func(wire.Event) error) (wire.Event, error) {
+	var ev wire.Event
 	if err := json.Unmarshal([]byte(data), &ev); err != nil {
 		return ev, fmt.Errorf("bad event from server: %w", err)
 	}

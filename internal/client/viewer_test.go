@@ -10,6 +10,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/client"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 func TestViewer(t *testing.T) {
@@ -28,7 +29,7 @@ func TestViewer(t *testing.T) {
 	e.Finish(id, store.StatusComplete, "")
 	_, err = c.Viewer(ctx, id)
 	var ce *client.Error
-	if !errors.As(err, &ce) || ce.Code != api.CodeNoSandbox {
+	if !errors.As(err, &ce) || ce.Code != wire.CodeNoSandbox {
 		t.Errorf("ended job: %v", err)
 	}
 	if _, err := c.Viewer(ctx, "job_nope"); !client.IsNotFound(err) {

@@ -1,14 +1,16 @@
-package api
+// Package wire holds the REST API's request and response bodies, v1: the
+// JSON that internal/api serves and internal/client sends and reads, with
+// the error codes of the error body and the Duration and ByteSize types
+// their fields use. It is the wire format only, kept apart from the domain
+// types of internal/store so that the store can change without changing
+// the API; api converts between the two. api/openapi.json describes each
+// type here, and a test in api checks their JSON field names against it.
+package wire
 
 import (
 	"encoding/json"
 	"time"
 )
-
-// The types in this file are the API's wire format (DTOs), kept apart from
-// the domain types of internal/store so that the store can change without
-// changing the API. openapi.json describes each of them; a test checks that
-// their JSON field names match the document.
 
 // SubmitRequest is the body of POST /v1/jobs (and of the /schedule and
 // /submit aliases).

@@ -1,4 +1,4 @@
-package api
+package wire
 
 import (
 	"bytes"
@@ -80,29 +80,4 @@ func typeError(b []byte, target any) error {
 		v = v[:40] + "..."
 	}
 	return &json.UnmarshalTypeError{Value: v, Type: reflect.TypeOf(target).Elem()}
-}
-
-// typeName describes a Go type the way a client writes the value.
-func typeName(t reflect.Type) string {
-	switch t {
-	case reflect.TypeFor[Duration]():
-		return `a duration such as "30m" or a number of seconds`
-	case reflect.TypeFor[ByteSize]():
-		return `a size such as "2g" or a number of bytes`
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Int, reflect.Int64, reflect.Int32:
-		return "an integer"
-	case reflect.Float64, reflect.Float32:
-		return "a number"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Map, reflect.Struct, reflect.Pointer:
-		return "an object"
-	case reflect.Slice:
-		return "an array"
-	}
-	return t.String()
 }

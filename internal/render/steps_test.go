@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"bytes"
@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestEventPrinter: how `agentbox logs` shows each type of event, stdout
-// and stderr, from the payloads as the log stores them.
-func TestEventPrinter(t *testing.T) {
+// TestSteps: how `agentbox logs` shows each type of event, stdout and
+// stderr, from the payloads as the log stores them.
+func TestSteps(t *testing.T) {
 	tests := []struct {
 		typ, payload string
 		out, errw    string
@@ -40,8 +40,8 @@ func TestEventPrinter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.typ, func(t *testing.T) {
 			var out, errw bytes.Buffer
-			p := &eventPrinter{out: &out, errw: &errw}
-			if err := p.show(tt.typ, json.RawMessage(tt.payload)); err != nil {
+			p := NewSteps(&out, &errw)
+			if err := p.Show(tt.typ, json.RawMessage(tt.payload)); err != nil {
 				t.Fatal(err)
 			}
 			if out.String() != tt.out || errw.String() != tt.errw {

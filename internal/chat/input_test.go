@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"errors"
@@ -7,21 +7,21 @@ import (
 	"testing"
 )
 
-func TestChatInput(t *testing.T) {
+func TestLines(t *testing.T) {
 	typed := "hello\n" +
 		pasteStart + "line one\nline two\n\nline four" + pasteEnd + "\n" +
 		"first \\\nsecond\n" +
 		"/quit\n" +
 		"last without newline"
-	in := newInput(strings.NewReader(typed), io.Discard)
+	in := NewLines(strings.NewReader(typed), io.Discard)
 	want := []string{"hello", "line one\nline two\n\nline four", "first \nsecond", "/quit", "last without newline"}
 	for i, w := range want {
-		got, err := in.next()
+		got, err := in.Next()
 		if err != nil || got != w {
 			t.Fatalf("message %d = %q, %v; want %q", i, got, err, w)
 		}
 	}
-	if _, err := in.next(); !errors.Is(err, io.EOF) {
+	if _, err := in.Next(); !errors.Is(err, io.EOF) {
 		t.Errorf("after the last message: %v, want EOF", err)
 	}
 }

@@ -1,0 +1,85 @@
+package chat
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+)
+
+// Lines is the Input of a terminal in its normal (cooked) mode, or of a
+// pipe: a message is a line, a bracketed paste (one message however many
+// lines it has), or lines joined by a trailing backslash. On a terminal it
+// prompts, and asks the terminal to mark pastes until Close.
+type Lines struct {
+	r        *bufio.Reader
+	prompt   io.Writer
+	terminal bool
+}
+
+// The markers a terminal puts around a paste in bracketed-paste mode.
+const (
+	pasteStart = "\x1b[200~"
+	pasteEnd   = "\x1b[201~"
+)
+
+// NewLines reads messages from in, prompting on prompt when in is a
+// terminal.
+func NewLines(in io.Reader, prompt io.Writer) *Lines {
+	l := &Lines{r: bufio.NewReader(in), prompt: prompt}
+	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		l.terminal = true
+		fmt.Fprint(prompt, "\x1b[?2004h") // ask the terminal to mark pastes
+	}
+	return l
+}
+
+// Close turns bracketed paste off again.
+func (l *Lines) Close() {
+	if l.terminal {
+		fmt.Fprint(l.prompt, "\x1b[?2004l")
+	}
+}
+
+// Next returns the next message; io.EOF once the input ends.
+func (l *Lines) Next() (string, error) {
+	if l.terminal {
+		fmt.Fprint(l.prompt, "\nyou> ")
+	}
+	var msg strings.Builder
+	for {
+		line, err := l.r.ReadString('\n')
+		if strings.Contains(line, pasteStart) {
+			line, err = l.paste(line, err)
+		}
+		if err != nil && line == "" {
+			if msg.Len() > 0 {
+				return msg.String(), nil
+			}
+			return "", err
+		}
+		trimmed := strings.TrimRight(line, "\r\n")
+		if strings.HasSuffix(trimmed, "\\") && !strings.HasSuffix(trimmed, "\\\\") {
+			msg.WriteString(strings.TrimSuffix(trimmed, "\\") + "\n")
+			continue
+		}
+		msg.WriteString(trimmed)
+		return msg.String(), nil
+	}
+}
+
+// paste reads up to the end of a bracketed paste and returns it as one line.
+func (l *Lines) paste(first string, err error) (string, error) {
+	var sb strings.Builder
+	sb.WriteString(strings.Replace(first, pasteStart, "", 1))
+	for err == nil && !strings.Contains(sb.String(), pasteEnd) {
+		var more string
+		more, err = l.r.ReadString('\n')
+		sb.WriteString(more)
+	}
+	text := strings.Replace(sb.String(), pasteEnd, "", 1)
+	return strings.TrimRight(text, "\r\n") + "\n", err
+}

@@ -1,0 +1,189 @@
+// Package chat owns an interactive session with the agent in one sandbox:
+// opening or resuming it (its history, its lock, a sandbox on its
+// workspace), the turns (the agent loop until the model hands the turn
+// back), the /commands, and saving after every step. Sessions live in one
+// directory each, <dir>/<name>/ with history.json, session.lock and the
+// workspace. The caller builds the driver, the model and the tools and
+// reads the user's messages through an Input; it owns flags and exit codes.
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/agentbox/agentbox/internal/agent"
+	"github.com/agentbox/agentbox/internal/agent/tools"
+	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/lockfile"
+	"github.com/agentbox/agentbox/internal/render"
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/workspace"
+)
+
+// ErrInterrupted means a turn stopped because its context was canceled
+// (Ctrl-C); the session was saved first and can be resumed.
+var ErrInterrupted = errors.New("chat interrupted")
+
+// Config is what a session works with.
+type Config struct {
+	// Dir holds the sessions, one directory each (<data dir>/chats).
+	Dir    string
+	Driver sandbox.Driver
+	Model  llm.Model
+	// ModelSpec is the model as the user named it ("" for the default),
+	// saved with the history.
+	ModelSpec string
+	Tools     []tools.Tool
+	// ContextWindow overrides the model's context window, in tokens (0:
+	// the model's own).
+	ContextWindow int
+	// Out gets the model's answers and what the tools did; Err the steps'
+	// bookkeeping, the session's notes and the help.
+	Out, Err io.Writer
+}
+
+// Session is one open chat session. It is not safe for concurrent use.
+type Session struct {
+	cfg    Config
+	ws     *workspace.Local // the sessions' workspaces
+	steps  *render.Steps
+	name   string
+	dir    string
+	sb     sandbox.Sandbox
+	loop   *agent.Loop
+	unlock func() // releases the session's lock
+}
+
+// history is what is saved of a session.
+type history struct {
+	Model    string        `json:"model"`
+	Messages []llm.Message `json:"messages"`
+	Usage    llm.Usage     `json:"usage"`
+	Steps    int           `json:"steps"`
+}
+
+var sessionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+const chatPrompt = `
+
+This is an interactive session: the user reads your answers and replies. When you have done what the
+last message asked, answer in plain text (without a tool call) to hand the turn back.`
+
+// Open starts session name, or resumes it if it was saved before, and
+// gives it a sandbox on its workspace. The session is locked until Close:
+// another process cannot open it meanwhile.
+func Open(ctx context.Context, cfg Config, name string) (*Session, error) {
+	s := &Session{cfg: cfg, ws: workspace.NewSessions(cfg.Dir), steps: render.NewSteps(cfg.Out, cfg.Err)}
+	if err := s.open(ctx, name); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Name is the open session's name.
+func (s *Session) Name() string { return s.name }
+
+// WorkspaceDir is the open session's workspace on this host, for messages.
+func (s *Session) WorkspaceDir() string { return s.ws.Dir(s.name) }
+
+// open loads (or starts) a session and gives it a sandbox on its workspace.
+func (s *Session) open(ctx context.Context, name string) error {
+	if !sessionName.MatchString(name) {
+		return fmt.Errorf("session name %q: use letters, digits, '.', '_' and '-'", name)
+	}
+	dir := filepath.Join(s.cfg.Dir, name)
+	ws, err := s.ws.Prepare(ctx, name)
+	if err != nil {
+		return fmt.Errorf("session dir: %w", err)
+	}
+	unlock, err := lockfile.Lock(dir, "session.lock", "the session is open in another agentbox chat (pid %s): %s")
+	if err != nil {
+		return err
+	}
+	h, err := load(dir, name)
+	if err != nil {
+		unlock()
+		return err
+	}
+	sb, err := s.cfg.Driver.Create(ctx, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true})
+	if err != nil {
+		unlock()
+		return err
+	}
+	s.name, s.dir, s.sb, s.unlock = name, dir, sb, unlock
+	return s.start(ctx, h)
+}
+
+// load reads the saved history of the session in dir, if there is one.
+func load(dir, name string) (history, error) {
+	var h history
+	if b, err := os.ReadFile(filepath.Join(dir, "history.json")); err == nil {
+		if err := json.Unmarshal(b, &h); err != nil {
+			return h, fmt.Errorf("session %s: history.json: %w", name, err)
+		}
+	}
+	return h, nil
+}
+
+// start makes the agent loop of the session's sandbox, going on from h.
+func (s *Session) start(ctx context.Context, h history) error {
+	s.loop = &agent.Loop{Model: s.cfg.Model, Tools: s.cfg.Tools, System: agent.SystemPrompt() + chatPrompt,
+		Env: &tools.Env{Guest: s.sb.Guest(), SpillDir: agent.SpillDir}, Emit: s.emit, OnText: func(d string) { _ = s.steps.Text(d) },
+		Messages: agent.CloseDangling(h.Messages, "interrupted before it finished"), Usage: h.Usage, Steps: h.Steps}
+	if err := agent.EnableMemory(s.loop, s.cfg.ContextWindow); err != nil {
+		_ = s.sb.Destroy(context.WithoutCancel(ctx))
+		s.sb = nil
+		s.unlock()
+		s.unlock = nil
+		return err
+	}
+	if len(h.Messages) > 0 {
+		agent.IndexHistory(s.loop) // so recall finds what the last sessions did
+		fmt.Fprintf(s.cfg.Err, "resumed session %s: %d messages, %d steps so far\n", s.name, len(h.Messages), h.Steps)
+	}
+	return nil
+}
+
+// Close saves the session, removes its sandbox and releases its lock.
+func (s *Session) Close(ctx context.Context) {
+	s.save()
+	if s.sb != nil {
+		if err := s.sb.Destroy(ctx); err != nil {
+			fmt.Fprintln(s.cfg.Err, "agentbox: removing the sandbox:", err)
+		}
+		s.sb = nil
+	}
+	if s.unlock != nil {
+		s.unlock()
+		s.unlock = nil
+	}
+}
+
+// save writes the history atomically; a failure is reported, not fatal.
+func (s *Session) save() {
+	b, _ := json.MarshalIndent(history{Model: s.cfg.ModelSpec, Messages: s.loop.Messages, Usage: s.loop.Usage, Steps: s.loop.Steps}, "", " ")
+	tmp := filepath.Join(s.dir, ".history.json.tmp")
+	err := os.WriteFile(tmp, b, 0o600)
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(s.dir, "history.json"))
+	}
+	if err != nil {
+		fmt.Fprintln(s.cfg.Err, "agentbox: saving the session:", err)
+	}
+}
+
+// emit shows the loop's events; the model's text was already streamed.
+func (s *Session) emit(p event.Payload) {
+	if _, ok := p.(event.Model); ok {
+		_ = s.steps.Text("\n")
+		return
+	}
+	_ = s.steps.Payload(p)
+}

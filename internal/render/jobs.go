@@ -1,0 +1,85 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/docker/go-units"
+
+	"github.com/agentbox/agentbox/internal/wire"
+)
+
+// Job prints one job as aligned "key: value" rows, leaving out empty ones.
+func Job(w io.Writer, j wire.Job) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	row("job", j.JobID)
+	row("status", j.Status)
+	row("task", firstLine(j.Task, 100))
+	row("model", j.Model)
+	row("created", stamp(j.CreatedAt))
+	row("started", stamp(j.StartedAt))
+	row("ended", stamp(j.EndedAt))
+	row("attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts))
+	row("steps", fmt.Sprint(j.Steps))
+	u := j.Usage
+	row("tokens", fmt.Sprintf("%d in, %d out, %d context", u.InputTokens, u.OutputTokens, j.ContextTokens))
+	row("cost", fmt.Sprintf("$%.4f", u.CostUSD))
+	row("error", j.Error)
+	row("result", j.Result)
+	if j.Status == "complete" || j.Status == "error" || j.Status == "canceled" {
+		row("download", "agentbox download "+j.JobID)
+	}
+	return tw.Flush()
+}
+
+// Jobs prints a table of jobs, one a line, under a header.
+func Jobs(w io.Writer, jobs []wire.Job) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSTATUS\tCREATED\tSTEPS\tTASK")
+	for _, j := range jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.JobID, j.Status, ago(j.CreatedAt), j.Steps, firstLine(j.Task, 60))
+	}
+	return tw.Flush()
+}
+
+// Outcome prints why a followed job did not complete: how it ended, or
+// that it has not ended yet. It prints nothing for a complete job.
+func Outcome(w io.Writer, id string, j wire.Job) error {
+	var err error
+	switch j.Status {
+	case "complete":
+	case "error", "canceled":
+		_, err = fmt.Fprintf(w, "job %s ended %s%s\n", id, j.Status, prefixed(": ", j.Error))
+	default:
+		_, err = fmt.Fprintf(w, "job %s is %s, not ended yet\n", id, j.Status)
+	}
+	return err
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Local().Format(time.RFC3339) + " (" + ago(t) + ")"
+}
+
+func ago(t time.Time) string {
+	d := units.HumanDuration(time.Since(t))
+	return strings.ToLower(d[:1]) + d[1:] + " ago"
+}
+
+// JSON prints v as indented JSON, for --json.
+func JSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

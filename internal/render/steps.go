@@ -1,0 +1,173 @@
+// Package render draws what the CLI shows a person on a terminal: a job's
+// steps as they happen (for logs, run, chat and submit --follow), the job
+// and job-list tables of status and list, and a download's progress. It
+// writes text only; commands choose the writers, flags and exit codes.
+//
+// Text that comes from a sandbox or a model never reaches the terminal with
+// its control characters: escape sequences could rewrite the screen or the
+// clipboard.
+package render
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/agentbox/agentbox/internal/event"
+)
+
+// Steps shows a job's events the way a person follows a job: what the job
+// did (commands' output, the model's text, tool results) on out, and
+// bookkeeping (states, commands, exit codes, tool calls) as short lines on
+// errw.
+type Steps struct {
+	out, errw io.Writer
+}
+
+// NewSteps returns the printer of events to out and errw.
+func NewSteps(out, errw io.Writer) *Steps {
+	return &Steps{out: out, errw: errw}
+}
+
+// Show prints one event from its type and stored payload. An event of a
+// type it does not know, or one it has no line for, is shown raw.
+func (s *Steps) Show(typ string, payload json.RawMessage) error {
+	ev, _ := event.Decode(typ, payload)
+	var err error
+	switch ev := ev.(type) {
+	case event.Model:
+		err = s.showModel(ev)
+	case event.ToolCall:
+		_, err = fmt.Fprintf(s.errw, "▶ %s %s\n", printable(ev.Name), printable(firstLine(compactJSON(ev.Input), 300)))
+	case event.ToolResult:
+		err = s.showResult(ev)
+	case event.Notice:
+		_, err = fmt.Fprintf(s.errw, "[agentbox] %s\n", ev.Text)
+	case event.Output:
+		_, err = io.WriteString(s.out, printable(ev.Text))
+	case event.State:
+		_, err = fmt.Fprintf(s.errw, "[%s]%s%s\n", ev.Status, prefixed(" attempt ", nonZero(ev.Attempt)), prefixed(" ", ev.Error))
+	case event.Command:
+		_, err = fmt.Fprintf(s.errw, "$ %s\n", firstLine(ev.Command, 200))
+	case event.Exit:
+		_, err = fmt.Fprintf(s.errw, "[exit %d after %dms%s]\n", ev.ExitCode, ev.DurationMS, exitNotes(ev))
+	case event.Sandbox:
+		_, err = fmt.Fprintf(s.errw, "[sandbox %s ready in %dms]\n", ev.SandboxID, ev.ReadyMS)
+	case event.Log:
+		_, err = fmt.Fprintf(s.errw, "[%s] %s\n", cmp.Or(ev.Level, "log"), ev.Message)
+	default:
+		_, err = fmt.Fprintf(s.errw, "[%s] %s\n", typ, firstLine(string(payload), 200))
+	}
+	return err
+}
+
+// Payload prints an event as it is emitted, before it is stored.
+func (s *Steps) Payload(p event.Payload) error {
+	typ, b, err := event.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return s.Show(typ, b)
+}
+
+// Text prints the model's text as it streams, a piece at a time.
+func (s *Steps) Text(delta string) error {
+	_, err := io.WriteString(s.out, printable(delta))
+	return err
+}
+
+// Note prints a line of the CLI's own (not the job's) among the steps.
+func (s *Steps) Note(line string) error {
+	_, err := fmt.Fprintln(s.errw, line)
+	return err
+}
+
+// showModel prints the model's text of a step.
+func (s *Steps) showModel(ev event.Model) error {
+	if text := strings.TrimSpace(ev.Message.PlainText()); text != "" {
+		_, err := fmt.Fprintf(s.out, "%s\n", printable(text))
+		return err
+	}
+	return nil
+}
+
+// showResult prints a tool's result, at most resultLines lines of it.
+func (s *Steps) showResult(ev event.ToolResult) error {
+	const resultLines = 20
+	lines := strings.Split(strings.TrimRight(ev.Text, "\n"), "\n")
+	mark := "│"
+	if ev.IsError {
+		mark = "✗"
+	}
+	var sb strings.Builder
+	for i, l := range lines {
+		if i == resultLines {
+			fmt.Fprintf(&sb, "  %s … %d more lines\n", mark, len(lines)-resultLines)
+			break
+		}
+		fmt.Fprintf(&sb, "  %s %s\n", mark, printable(l))
+	}
+	_, err := io.WriteString(s.out, sb.String())
+	return err
+}
+
+// printable drops control characters but newline and tab: text from the
+// sandbox or the model must not drive the terminal.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || (r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f)) {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+// compactJSON renders a JSON value on one line, object keys sorted.
+func compactJSON(raw json.RawMessage) string {
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func exitNotes(ev event.Exit) string {
+	var notes []string
+	if ev.TimedOut {
+		notes = append(notes, "timed out")
+	}
+	if ev.Truncated {
+		notes = append(notes, "output truncated")
+	}
+	return prefixed(", ", strings.Join(notes, ", "))
+}
+
+// nonZero renders n, or "" for 0 (a field the event does not have).
+func nonZero(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+// prefixed is prefix+s, or "" when s is.
+func prefixed(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}
+
+// firstLine returns s's first line, cut to n runes.
+func firstLine(s string, n int) string {
+	s, _, cut := strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > n {
+		s, cut = string(r[:n]), true
+	}
+	if cut {
+		s += "…"
+	}
+	return s
+}
