@@ -21,6 +21,7 @@ import (
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/wiring"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
 
@@ -90,11 +91,11 @@ type chatHistory struct {
 var sessionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func (a *app) chat(ctx context.Context, session, spec string, in io.Reader, out, errw io.Writer) error {
-	model, err := a.modelResolver()(spec)
+	model, err := wiring.ModelResolver(a.cfg.Model)(spec)
 	if err != nil {
 		return err
 	}
-	drv, err := a.newDriver()
+	drv, err := wiring.NewDriver(a.cfg, a.log, 1)
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func (c *chat) open(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("session dir: %w", err)
 	}
-	unlock, err := lockDir(dir, "session.lock", "the session is open in another agentbox chat (pid %s): %s")
+	unlock, err := wiring.LockDir(dir, "session.lock", "the session is open in another agentbox chat (pid %s): %s")
 	if err != nil {
 		return err
 	}
@@ -137,7 +138,7 @@ func (c *chat) open(ctx context.Context, name string) error {
 		return err
 	}
 	c.name, c.dir, c.sb, c.unlock = name, dir, sb, unlock
-	c.loop = &agent.Loop{Model: c.model, Tools: c.a.tools(), System: agent.SystemPrompt() + chatPrompt,
+	c.loop = &agent.Loop{Model: c.model, Tools: wiring.Tools(c.a.cfg.Sandbox), System: agent.SystemPrompt() + chatPrompt,
 		Env: &tools.Env{Guest: sb.Guest(), SpillDir: agent.SpillDir}, Emit: c.emit, OnText: func(d string) { io.WriteString(c.out, printable(d)) },
 		Messages: agent.CloseDangling(h.Messages, "interrupted before it finished"), Usage: h.Usage, Steps: h.Steps}
 	if err := agent.EnableMemory(c.loop, c.a.cfg.Agent.ContextWindow); err != nil {

@@ -59,7 +59,7 @@ func loopbackURL(raw string) bool {
 	if err != nil {
 		return false
 	}
-	return isLoopback(net.JoinHostPort(u.Hostname(), "0"))
+	return config.IsLoopback(net.JoinHostPort(u.Hostname(), "0"))
 }
 
 // localToken reads the token a local server generated, if this user can.

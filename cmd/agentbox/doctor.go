@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/image"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 // check is one line of the doctor's report.
@@ -81,7 +82,7 @@ func (a *app) guestCheck() check {
 func (a *app) engineChecks(ctx context.Context) []check {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cli, err := a.dockerClient()
+	cli, err := wiring.DockerClient(a.cfg.Docker)
 	if err != nil {
 		return []check{{"engine", "fail", err.Error(), "check DOCKER_HOST"}}
 	}

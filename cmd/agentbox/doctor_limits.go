@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 // limitChecks report what bounds the sandboxes together: the host's file
@@ -52,10 +53,11 @@ func (a *app) diskCheck() check {
 	if err != nil {
 		return check{"disk", "warn", err.Error(), ""}
 	}
-	d, err := a.newDriver()
 	mode := docker.QuotaWatch
-	if err == nil {
-		mode = d.QuotaMode(dir)
+	if d, err := wiring.NewDriver(a.cfg, a.log, 1); err == nil {
+		if q, ok := d.(interface{ QuotaMode(dir string) string }); ok {
+			mode = q.QuotaMode(dir)
+		}
 		d.Close()
 	}
 	floor := a.cfg.Sandbox.MinFreeDisk
@@ -107,7 +109,7 @@ func accountsIn(passwd string, r config.UIDRange) ([]string, error) {
 // usernsCheck says whether the engine remaps container uids into a
 // subordinate range (dockerd --userns-remap).
 func (a *app) usernsCheck(ctx context.Context) check {
-	cli, err := a.dockerClient()
+	cli, err := wiring.DockerClient(a.cfg.Docker)
 	if err != nil {
 		return check{"userns remap", "warn", err.Error(), ""}
 	}

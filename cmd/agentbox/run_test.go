@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 // useModel points the CLI at a scripted model in the Anthropic format.
@@ -144,7 +145,7 @@ func TestChatSessionIsExclusive(t *testing.T) {
 	useModel(t, llmtest.Script{})
 	dir := filepath.Join(os.Getenv("AGENTBOX_DATA_DIR"), "chats", "busy")
 	os.MkdirAll(dir, 0o700)
-	unlock, err := lockDir(dir, "session.lock", "held (pid %s): %s")
+	unlock, err := wiring.LockDir(dir, "session.lock", "held (pid %s): %s")
 	if err != nil {
 		t.Fatal(err)
 	}
