@@ -1,24 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/bench"
-	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox"
-	"github.com/agentbox/agentbox/internal/store/sqlite"
-	"github.com/agentbox/agentbox/internal/workspace"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 func newBenchCmd(a *app) *cobra.Command {
@@ -77,12 +67,12 @@ concurrent connections: POST /v1/jobs for --duration, then GET /v1/jobs/{id}
 for --duration. Server and load generator share this machine's cores.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			url, token, stop, err := startBenchServer(cmd.Context(), a)
+			srv, err := wiring.OpenBenchAPI(cmd.Context(), a.cfg)
 			if err != nil {
 				return err
 			}
-			defer stop()
-			o.URL, o.Token = url, token
+			defer srv.Close()
+			o.URL, o.Token = srv.URL, srv.Token
 			rs, err := bench.Load(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -94,35 +84,6 @@ for --duration. Server and load generator share this machine's cores.`,
 	cmd.Flags().IntVar(&o.Clients, "clients", 32, "concurrent connections")
 	cmd.Flags().DurationVar(&o.Duration, "duration", 10*time.Second, "length of each phase")
 	return cmd
-}
-
-// startBenchServer serves the API over a fresh store on a loopback port.
-func startBenchServer(ctx context.Context, a *app) (url, token string, stop func(), err error) {
-	dir, err := os.MkdirTemp("", "agentbox-bench-")
-	if err != nil {
-		return "", "", nil, err
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "agentbox.db"), sqlite.Options{})
-	if err != nil {
-		os.RemoveAll(dir)
-		return "", "", nil, err
-	}
-	token = "bench-token"
-	svc := jobs.NewService(st, workspace.NewLocal(dir), 3, nil)
-	h := api.New(api.Config{Tokens: []string{token}}, svc, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		st.Close()
-		os.RemoveAll(dir)
-		return "", "", nil, err
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(l)
-	return "http://" + l.Addr().String(), token, func() {
-		srv.Close()
-		st.Close()
-		os.RemoveAll(dir)
-	}, nil
 }
 
 func newBenchGUICmd(a *app) *cobra.Command {
@@ -157,18 +118,18 @@ import, a fresh python3). Results are recorded in docs/benchmarks.md.`,
 // transport than d's: TCP beside the unix socket, or the unix socket
 // beside TCP.
 func (a *app) altTransportDriver(d sandbox.Driver) (sandbox.Driver, error) {
-	alt := *a
-	alt.cfg.Sandbox.GuestTransport = sandbox.TransportTCP
+	cfg := a.cfg
+	cfg.Sandbox.GuestTransport = sandbox.TransportTCP
 	if d.Capabilities().Transport == sandbox.TransportTCP {
-		alt.cfg.Sandbox.GuestTransport = sandbox.TransportUnix
+		cfg.Sandbox.GuestTransport = sandbox.TransportUnix
 	}
-	return alt.newDriver()
+	return wiring.NewDriver(cfg, a.log, 1)
 }
 
 // benchSandboxes runs measure with o set up to use the configured driver,
 // closed afterwards.
 func (a *app) benchSandboxes(cmd *cobra.Command, o *bench.Options, measure func() error) error {
-	d, err := a.newDriver()
+	d, err := wiring.NewDriver(a.cfg, a.log, 1)
 	if err != nil {
 		return err
 	}

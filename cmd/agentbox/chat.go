@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/chat"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 func newChatCmd(a *app) *cobra.Command {
@@ -43,17 +44,17 @@ one. A pasted multi-line block is one message (bracketed paste).
 
 // chat runs one interactive session; an interrupted turn exits 130.
 func (a *app) chat(ctx context.Context, session, spec string, in io.Reader, out, errw io.Writer) error {
-	model, err := a.modelResolver()(spec)
+	model, err := wiring.ModelResolver(a.cfg.Model)(spec)
 	if err != nil {
 		return err
 	}
-	drv, err := a.newDriver()
+	drv, err := wiring.NewDriver(a.cfg, a.log, 1)
 	if err != nil {
 		return err
 	}
 	defer drv.Close()
 	s, err := chat.Open(ctx, chat.Config{Dir: filepath.Join(a.cfg.DataDir, "chats"), Driver: drv, Model: model, ModelSpec: spec,
-		Tools: a.tools(), ContextWindow: a.cfg.Agent.ContextWindow, Out: out, Err: errw}, session)
+		Tools: wiring.Tools(a.cfg.Sandbox), ContextWindow: a.cfg.Agent.ContextWindow, Out: out, Err: errw}, session)
 	if err != nil {
 		return err
 	}

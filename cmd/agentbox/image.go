@@ -9,6 +9,7 @@ import (
 	sandboximage "github.com/agentbox/agentbox/images/sandbox"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/image"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 func newImageCmd(a *app) *cobra.Command {
@@ -53,16 +54,8 @@ engine's builder, using the host's network.`,
   agentbox image build --force --tag agentbox-sandbox:test`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cli, err := a.dockerClient()
-			if err != nil {
-				return err
-			}
-			defer cli.Close()
-			if opts.Ref == "" {
-				opts.Ref = a.cfg.Sandbox.Image
-			}
 			opts.Progress = cmd.OutOrStdout()
-			res, err := image.Build(cmd.Context(), cli, opts)
+			res, err := wiring.BuildImage(cmd.Context(), a.cfg, opts)
 			if err != nil {
 				return err
 			}
@@ -91,15 +84,7 @@ from this agentbox's image definition (its io.agentbox.image.hash label).
 Exits 1 when the image is missing or out of date.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cli, err := a.dockerClient()
-			if err != nil {
-				return err
-			}
-			defer cli.Close()
-			if ref == "" {
-				ref = a.cfg.Sandbox.Image
-			}
-			st, err := image.Inspect(cmd.Context(), cli, ref)
+			ref, st, err := wiring.InspectImage(cmd.Context(), a.cfg, ref)
 			if err != nil {
 				return err
 			}

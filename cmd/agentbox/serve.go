@@ -2,28 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/url"
-	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"github.com/agentbox/agentbox/internal/api"
-	"github.com/agentbox/agentbox/internal/jobs"
-	"github.com/agentbox/agentbox/internal/lockfile"
-	"github.com/agentbox/agentbox/internal/sandbox/docker"
-	"github.com/agentbox/agentbox/internal/store/sqlite"
-	"github.com/agentbox/agentbox/internal/workspace"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 func newServeCmd(a *app) *cobra.Command {
@@ -81,9 +65,9 @@ func (a *app) applyServeFlags() error {
 		c.Addr = f.Addr
 	}
 	if a.flagCfg.DataDir != "" {
-		dir, err := absPath(a.flagCfg.DataDir)
+		dir, err := filepath.Abs(a.flagCfg.DataDir)
 		if err != nil {
-			return err
+			return fmt.Errorf("path %s: %w", a.flagCfg.DataDir, err)
 		}
 		a.cfg.DataDir = dir
 	}
@@ -109,16 +93,8 @@ func (a *app) applyServeFlags() error {
 	if f.ViewURL != "" {
 		c.ViewURL = f.ViewURL
 	}
-	if err := api.CheckViewURL(c.ViewURL); err != nil {
+	if err := wiring.CheckViewURL(*c); err != nil {
 		return err
-	}
-	if c.ViewURL != "" {
-		if c.NoAuth && !api.LocalViewURL(c.ViewURL) {
-			return fmt.Errorf("view URL %q: without auth, views are served on loopback names only, such as http://{job}.localhost:8080", c.ViewURL)
-		}
-		if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && err == nil && api.OnViewDomain(c.ViewURL, u.Host) {
-			return fmt.Errorf("view URL %q: the public URL %s is under the views' domain; the API needs a host outside it", c.ViewURL, c.PublicURL)
-		}
 	}
 	return a.cfg.Validate()
 }
@@ -127,197 +103,10 @@ func (a *app) serve(ctx context.Context) error {
 	if err := a.applyServeFlags(); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	cfg := a.cfg
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
-	unlock, err := lockDataDir(cfg.DataDir)
+	srv, err := wiring.OpenServer(ctx, a.cfg, a.log)
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	tokens, err := a.serverTokens()
-	if err != nil {
-		return err
-	}
-	viewerKey, err := a.viewerKey()
-	if err != nil {
-		return err
-	}
-	l, err := net.Listen("tcp", cfg.Server.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "agentbox.db"), sqlite.Options{})
-	if err != nil {
-		l.Close()
-		return fmt.Errorf("open store: %w", err)
-	}
-	defer st.Close()
-	drv, err := a.newDriverFor(cfg.Server.Concurrency)
-	if err != nil {
-		l.Close()
-		return err
-	}
-	defer drv.Close()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ws := workspace.NewLocal(cfg.DataDir)
-	sched := jobs.NewScheduler(jobs.SchedulerConfig{
-		WorkerID: workerID(cfg.DataDir), Concurrency: cfg.Server.Concurrency, Lease: cfg.Server.Lease,
-		DefaultTimeout: cfg.Server.JobTimeout, Grace: schedulerGrace(cfg.Server.Grace), Workspaces: ws, Log: a.log,
-	}, st, drv, a.newJobAgent(), jobs.NewMetrics(reg, st))
-	svc := jobs.NewService(st, ws, cfg.Server.MaxAttempts, sched)
-	svc.SetCeilings(cfg.Sandbox.Ceilings)
-	janitor := jobs.NewJanitor(svc, jobs.JanitorConfig{Retention: cfg.Server.Retention, Log: a.log})
-	janitor.Start(ctx)
-	defer janitor.Close() // deferred after st.Close, so it runs first
-	jobs.RegisterDiskMetrics(reg, cfg.DataDir, cfg.Sandbox.MinFreeDisk, docker.DiskFree)
-	// Long-lived requests (event streams, the desktop's and Jupyter's
-	// WebSockets) end when shutdown begins, so they do not hold it up;
-	// clients resume from Last-Event-ID, noVNC reconnects. No ReadTimeout or
-	// WriteTimeout: they would cut streams and large downloads (the proxy
-	// clears them for WebSockets anyway). The sandboxes' desktop and Jupyter
-	// are reached through svc.Guest: no container port is ever published.
-	baseCtx, endStreams := context.WithCancel(context.WithoutCancel(ctx))
-	defer endStreams()
-	srv := &http.Server{
-		Handler:           api.New(api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL, ViewerKey: viewerKey, ViewURL: cfg.Server.ViewURL}, svc, reg, a.log),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-	}
-	srv.RegisterOnShutdown(endStreams)
-	a.log.Info("agentbox serving", "addr", "http://"+l.Addr().String(), "data_dir", cfg.DataDir,
-		"concurrency", cfg.Server.Concurrency, "auth", !cfg.Server.NoAuth, "agent", cfg.Agent.Kind)
-	if cfg.Agent.Kind == "model" && !cfg.Model.Configured() {
-		a.log.Warn("no model configured: jobs will end in error until one is (set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL; see docs/models.md)")
-	}
-	return runServer(ctx, srv, l, sched)
-}
-
-// runServer serves until ctx ends, lets the scheduler wind down (the API
-// keeps answering meanwhile, so clients see jobs finish), then stops HTTP.
-// If HTTP fails first, the scheduler is wound down the same way.
-func runServer(ctx context.Context, srv *http.Server, l net.Listener, sched *jobs.Scheduler) error {
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	httpErr := make(chan error, 1)
-	go func() {
-		err := srv.Serve(l)
-		stop(fmt.Errorf("http: %w", err))
-		httpErr <- err
-	}()
-	_ = sched.Run(ctx)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if err != nil {
-		srv.Close() // requests still open must not outlive the store
-	}
-	if herr := <-httpErr; !errors.Is(herr, http.ErrServerClosed) {
-		return fmt.Errorf("http: %w", herr)
-	}
-	return err
-}
-
-// schedulerGrace maps the configured grace (0 = none) to the scheduler's
-// (0 = default, negative = none).
-func schedulerGrace(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
-}
-
-// lockDataDir makes sure one server at a time uses a data dir: the worker ID
-// is derived from it, and two servers with one ID would take each other's jobs.
-func lockDataDir(dir string) (func(), error) {
-	return lockfile.Lock(dir, "serve.lock", "another agentbox serve (pid %s) is using the data dir %s; stop it or use another --data-dir")
-}
-
-// serverTokens decides the tokens the API accepts, generating one on first
-// start when none is configured.
-func (a *app) serverTokens() ([]string, error) {
-	s := a.cfg.Server
-	if s.NoAuth {
-		if !isLoopback(s.Addr) {
-			return nil, fmt.Errorf("--no-auth is refused on %s: only loopback addresses may run without a token", s.Addr)
-		}
-		a.log.Warn("auth is off: anyone who can reach " + s.Addr + " can run jobs")
-		return nil, nil
-	}
-	var tokens []string
-	if s.Token != "" {
-		tokens = append(tokens, s.Token)
-	}
-	if s.TokenFile != "" {
-		b, err := os.ReadFile(s.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("token file: %w", err)
-		}
-		t := strings.TrimSpace(string(b))
-		if t == "" {
-			return nil, fmt.Errorf("token file %s is empty", s.TokenFile)
-		}
-		tokens = append(tokens, t)
-	}
-	if len(tokens) > 0 {
-		return tokens, nil
-	}
-	tok, path, created, err := api.LoadOrCreateToken(a.cfg.DataDir)
-	if err != nil {
-		return nil, err
-	}
-	if created {
-		a.log.Info("generated an API token", "path", path)
-	} else {
-		a.log.Info("using the API token", "path", path)
-	}
-	return []string{tok}, nil
-}
-
-// viewerKey loads the key that signs viewer links and cookies: the
-// configured file, which must exist, or <data dir>/viewer.key, generated on
-// first start. A key kept on disk lets viewer cookies outlive a restart.
-func (a *app) viewerKey() ([]byte, error) {
-	path := a.cfg.Server.ViewerKeyFile
-	if path != "" {
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("viewer key file: %w (make one with: head -c 32 /dev/urandom | base64 > %s; chmod 600 %s)", err, path, path)
-		}
-	} else {
-		path = filepath.Join(a.cfg.DataDir, api.ViewerKeyFile)
-	}
-	key, created, err := api.LoadOrCreateSecret(path)
-	if err != nil {
-		return nil, fmt.Errorf("viewer key: %w", err)
-	}
-	if len(key) < 32 {
-		return nil, fmt.Errorf("viewer key %s: %d characters, want at least 32 of random text (head -c 32 /dev/urandom | base64)", path, len(key))
-	}
-	if created {
-		a.log.Info("generated the viewer signing key", "path", path)
-	}
-	return []byte(key), nil
-}
-
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// workerID is stable across restarts of the server on one data dir, so a
-// restarted server reclaims the jobs its previous life held at once.
-func workerID(dataDir string) string {
-	host, _ := os.Hostname()
-	sum := sha256.Sum256([]byte(dataDir))
-	return host + "-" + hex.EncodeToString(sum[:4])
+	defer srv.Close()
+	return srv.Serve(ctx)
 }

@@ -1,4 +1,4 @@
-package main
+package wiring
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 // TestGuestWatch runs the watchdog against scripted health checks: only
 // enough failures in a row give up, and only the watchdog's giving up is
-// reported as errStoppedAnswering.
+// reported as ErrStoppedAnswering.
 func TestGuestWatch(t *testing.T) {
 	fail := errors.New("no answer")
 	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
@@ -46,7 +46,7 @@ func TestGuestWatch(t *testing.T) {
 				}
 			})
 			took := time.Since(begin)
-			if got := errors.Is(err, errStoppedAnswering); got != tt.wantGiveUp {
+			if got := errors.Is(err, ErrStoppedAnswering); got != tt.wantGiveUp {
 				t.Fatalf("err = %v after %v and %d checks, want giving up %v", err, took, checks.Load(), tt.wantGiveUp)
 			}
 			if tt.wantGiveUp && (took > 5*time.Second || !strings.Contains(err.Error(), "3 health checks")) {
@@ -77,7 +77,7 @@ func TestGuestWatchInterruptIsNotGivingUp(t *testing.T) {
 	})
 	returned.Store(true)
 	time.Sleep(50 * time.Millisecond)
-	if !errors.Is(err, context.Canceled) || errors.Is(err, errStoppedAnswering) {
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrStoppedAnswering) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 	if after.Load() {

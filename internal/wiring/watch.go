@@ -1,4 +1,4 @@
-package main
+package wiring
 
 import (
 	"context"
@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// errStoppedAnswering is the cause exec's context is cancelled with when the
-// guest fails its health checks: the command's stream would otherwise wait
-// for a frozen guest until the command's timeout plus a minute.
-var errStoppedAnswering = errors.New("the sandbox stopped answering")
+// ErrStoppedAnswering is the cause a Scratch's command is cancelled with
+// when the guest fails its health checks: the command's stream would
+// otherwise wait for a frozen guest until the command's timeout plus a
+// minute.
+var ErrStoppedAnswering = errors.New("the sandbox stopped answering")
 
-// guestWatch is how exec's watchdog checks the guest: a check every
+// guestWatch is how a Scratch's watchdog checks the guest: a check every
 // interval, each given interval to answer; failures failed checks in a row
 // end the command. The idea of the scheduler's watchdog in internal/jobs,
 // copied: a CLI command has no scheduler.
@@ -27,7 +28,7 @@ type guestWatch struct {
 var execWatch = guestWatch{interval: 2 * time.Second, failures: 3}
 
 // run calls check until ctx ends, and cancels the command with
-// errStoppedAnswering (wrapping the last check's error) after w.failures
+// ErrStoppedAnswering (wrapping the last check's error) after w.failures
 // failed checks in a row. A check that fails because ctx ended does not
 // count: the command finished or was interrupted.
 func (w guestWatch) run(ctx context.Context, cancel context.CancelCauseFunc, check func(context.Context) error) {
@@ -48,7 +49,7 @@ func (w guestWatch) run(ctx context.Context, cancel context.CancelCauseFunc, che
 			continue
 		}
 		if failures++; failures >= w.failures {
-			cancel(fmt.Errorf("%w (%d health checks in a row failed, the last: %w)", errStoppedAnswering, failures, err))
+			cancel(fmt.Errorf("%w (%d health checks in a row failed, the last: %w)", ErrStoppedAnswering, failures, err))
 			return
 		}
 	}
@@ -69,7 +70,7 @@ func (w guestWatch) watched(ctx context.Context, check, call func(context.Contex
 	err := call(ctx)
 	stopWatch()
 	<-done
-	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errStoppedAnswering) {
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrStoppedAnswering) {
 		return cause
 	}
 	return err

@@ -1,0 +1,175 @@
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/artifact"
+	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// RunIO is how RunJob shows a job as it goes.
+type RunIO struct {
+	// Event is given each of the job's events, in order.
+	Event func(store.Event)
+	// Interrupted is called once, when ctx ends before the job: the job is
+	// being canceled and its sandbox removed.
+	Interrupted func()
+	// Log receives the scheduler's errors.
+	Log io.Writer
+}
+
+// RunReport is how a job done by RunJob ended and what it left.
+type RunReport struct {
+	Job store.Job
+	// Workspace is the job's workspace directory.
+	Workspace string
+	// Zip is the workspace's artifacts.zip, "" if ZipErr says why there is none.
+	Zip    string
+	ZipErr error
+	// Unzipped counts the workspace entries left out of the zip or stored
+	// differently; the zip's manifest says why.
+	Unzipped int
+}
+
+// RunRequest is the job `agentbox run` is asked to do.
+type RunRequest struct {
+	// Task is the task, or "-" to read it from Stdin.
+	Task  string
+	Stdin io.Reader
+	// Model is a provider:name spec; "" is the configured default.
+	Model    string
+	MaxSteps int
+	Timeout  time.Duration
+	// Memory, CPUs and Disk are limits as typed (SandboxFlags).
+	Memory, CPUs, Disk string
+}
+
+// submitRequest reads the task and checks that the model opens before it
+// parses the limits, so that a missing model is said first.
+func (r RunRequest) submitRequest(cfg config.Config) (jobs.SubmitRequest, error) {
+	task, err := readTask(r.Task, r.Stdin)
+	if err != nil {
+		return jobs.SubmitRequest{}, err
+	}
+	if cfg.Agent.Kind == "model" {
+		if _, err := ModelResolver(cfg.Model)(r.Model); err != nil {
+			return jobs.SubmitRequest{}, err
+		}
+	}
+	req := jobs.SubmitRequest{Task: task, Model: r.Model, Limits: store.Limits{MaxSteps: r.MaxSteps, Timeout: r.Timeout}}
+	l, err := SandboxFlags{Memory: r.Memory, CPUs: r.CPUs, Disk: r.Disk, Timeout: time.Minute}.limits()
+	req.Limits.MemoryBytes, req.Limits.NanoCPUs, req.Limits.DiskBytes = l.MemoryBytes, l.NanoCPUs, l.DiskBytes
+	return req, err
+}
+
+// readTask is arg, or with "-" what stdin holds, up to one byte over the
+// longest task (which the service then refuses).
+func readTask(arg string, stdin io.Reader) (string, error) {
+	if arg != "-" {
+		return arg, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(stdin, jobs.MaxTaskBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read task: %w", err)
+	}
+	return string(b), nil
+}
+
+// RunJob does one job with a private store and scheduler in a new run
+// directory under <data dir>/runs, gives its events to w as they come
+// until it ends, and zips its workspace. log receives the driver's
+// warnings. The first interrupt (ctx ending) cancels the job, which then
+// ends on its own.
+func RunJob(ctx context.Context, cfg config.Config, log *slog.Logger, r RunRequest, w RunIO) (RunReport, error) {
+	req, err := r.submitRequest(cfg)
+	if err != nil {
+		return RunReport{}, err
+	}
+	dir := filepath.Join(cfg.DataDir, "runs", time.Now().UTC().Format("20060102-150405")+"-"+jobs.NewID()[16:])
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return RunReport{}, fmt.Errorf("run dir: %w", err)
+	}
+	setup := context.WithoutCancel(ctx)
+	quiet := slog.New(slog.NewTextHandler(w.Log, &slog.HandlerOptions{Level: slog.LevelError}))
+	j, err := openJobs(setup, cfg, log, jobsConfig{dir: dir, workers: true, maxAttempts: 1, ceilings: &cfg.Sandbox.Ceilings,
+		sched: jobs.SchedulerConfig{WorkerID: "run-" + filepath.Base(dir), Concurrency: 1,
+			DefaultTimeout: cfg.Server.JobTimeout, Grace: -1, Log: quiet}})
+	if err != nil {
+		return RunReport{}, err
+	}
+	defer j.Close()
+	job, _, err := j.service.Submit(setup, req)
+	if err != nil {
+		return RunReport{}, err
+	}
+	schedCtx, stopSched := context.WithCancel(setup)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = j.scheduler.Run(schedCtx)
+	}()
+	final, err := follow(ctx, j.service, job.ID, w)
+	stopSched()
+	<-done
+	if err != nil {
+		return RunReport{}, err
+	}
+	return report(setup, j, final, dir), nil
+}
+
+// follow gives the job's events to w as they come until it ends; the first
+// interrupt cancels the job, which then ends on its own.
+func follow(ctx context.Context, svc *jobs.Service, id string, w RunIO) (store.Job, error) {
+	bg := context.WithoutCancel(ctx)
+	var after int64
+	canceled := false
+	for {
+		evs, err := svc.Events(bg, id, after, 1000)
+		if err != nil {
+			return store.Job{}, err
+		}
+		for _, ev := range evs {
+			w.Event(ev)
+			after = ev.Seq
+		}
+		j, err := svc.Get(bg, id)
+		if err != nil {
+			return j, err
+		}
+		if j.Status.Final() && len(evs) == 0 {
+			return j, nil
+		}
+		if ctx.Err() != nil && !canceled {
+			canceled = true
+			w.Interrupted()
+			_, _ = svc.Cancel(bg, id)
+		}
+		wctx := bg
+		if !canceled {
+			wctx = ctx
+		}
+		_ = svc.WaitEvents(wctx, id, after, time.Second)
+	}
+}
+
+// report zips the ended job's workspace into dir.
+func report(ctx context.Context, j *jobSide, job store.Job, dir string) RunReport {
+	r := RunReport{Job: job, Workspace: j.workspaces.Dir(job.ID), Zip: filepath.Join(dir, "artifacts.zip")}
+	rep, err := artifact.CreateFile(r.Zip, func(f io.Writer) (artifact.Report, error) {
+		return j.workspaces.Zip(ctx, job.ID, f, artifact.Options{})
+	})
+	if err != nil {
+		r.Zip, r.ZipErr = "", err
+		return r
+	}
+	r.Unzipped = rep.Len()
+	return r
+}

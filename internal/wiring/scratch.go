@@ -1,0 +1,101 @@
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/sandbox"
+)
+
+// Scratch is a fresh sandbox for one command on a driver of its own, as
+// `agentbox exec` uses it. Close removes the sandbox and closes the driver.
+type Scratch struct {
+	// ID is the sandbox's.
+	ID string
+	// Took is how long the sandbox took to answer once asked for.
+	Took time.Duration
+	sb   sandbox.Sandbox
+	closers
+}
+
+// StoppedError is why the driver stopped a Scratch's sandbox (its disk
+// quota, the host's free-space floor) while its command ran.
+type StoppedError struct{ Err error }
+
+func (e *StoppedError) Error() string { return e.Err.Error() }
+func (e *StoppedError) Unwrap() error { return e.Err }
+
+// NewScratch refuses spec's limits and the command's timeout over cfg's
+// ceilings, as the API refuses a job's, fits the open-files limit to the
+// processes asked for, and creates the sandbox. log receives the driver's
+// warnings.
+func NewScratch(ctx context.Context, cfg config.Config, log *slog.Logger, spec sandbox.Spec, timeout time.Duration) (*Scratch, error) {
+	if err := checkCeilings(cfg, log, &spec.Limits, timeout); err != nil {
+		return nil, err
+	}
+	d, err := NewDriver(cfg, log, 1)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scratch{}
+	s.add(d.Close)
+	if err := d.Capabilities().CheckNetwork(spec.Network); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("--network: %w", err)
+	}
+	begin := time.Now()
+	if s.sb, err = d.Create(ctx, spec); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.Took, s.ID = time.Since(begin), s.sb.Handle().ID
+	s.add(func() error { return s.sb.Destroy(context.WithoutCancel(ctx)) })
+	return s, nil
+}
+
+// Command is the request to run args, killed after timeout: a single
+// argument is a bash command line, several are an argv.
+func Command(args []string, timeout time.Duration) guest.ExecRequest {
+	req := guest.ExecRequest{Cmd: args}
+	if len(args) == 1 {
+		req = guest.Shell(args[0])
+	}
+	req.TimeoutMS = timeout.Milliseconds()
+	return req
+}
+
+// Exec runs req on the sandbox's guest, writing its output as it comes,
+// while a watchdog checks that the guest still answers. The error is a
+// *StoppedError if the driver stopped the sandbox, wraps
+// ErrStoppedAnswering if the watchdog gave up on the guest, and is
+// otherwise the stream's.
+func (s *Scratch) Exec(ctx context.Context, req guest.ExecRequest, stdout, stderr io.Writer) (guest.ExecResult, error) {
+	var res guest.ExecResult
+	g := s.sb.Guest()
+	health := func(ctx context.Context) error {
+		_, err := g.Health(ctx)
+		return err
+	}
+	err := execWatch.watched(ctx, health, func(ctx context.Context) error {
+		var err error
+		res, err = g.ExecStream(ctx, req, func(stream string, p []byte) {
+			if stream == "stderr" {
+				stderr.Write(p)
+			} else {
+				stdout.Write(p)
+			}
+		})
+		return err
+	})
+	if st, ok := s.sb.(sandbox.Stopper); ok {
+		if why := st.Stopped(); why != nil {
+			return res, &StoppedError{why}
+		}
+	}
+	return res, err
+}

@@ -1,0 +1,169 @@
+package wiring
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/sandbox/docker"
+)
+
+// Server is `agentbox serve` assembled: the data dir's lock, the listener,
+// the job side with its workers, the retention janitor, the metrics
+// registry and the API. Serve runs it; Close closes it.
+type Server struct {
+	cfg      config.Config
+	log      *slog.Logger
+	listener net.Listener
+	jobs     *jobSide
+	http     *http.Server
+	closers
+}
+
+// OpenServer assembles the server cfg describes: it locks the data dir,
+// decides the API's tokens and viewer key, listens, opens the job side and
+// starts the janitor under ctx.
+func OpenServer(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+	s := &Server{cfg: cfg, log: log}
+	if err := s.open(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) open(ctx context.Context) error {
+	cfg := s.cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	s.addFunc(unlock)
+	tokens, err := serverTokens(cfg, s.log)
+	if err != nil {
+		return err
+	}
+	viewerKey, err := viewerKey(cfg, s.log)
+	if err != nil {
+		return err
+	}
+	if s.listener, err = net.Listen("tcp", cfg.Server.Addr); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	s.addFunc(func() { s.listener.Close() }) // closed already once served
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := s.openJobs(ctx, reg); err != nil {
+		return err
+	}
+	s.serveAPI(ctx, api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL,
+		ViewerKey: viewerKey, ViewURL: cfg.Server.ViewURL}, reg)
+	return nil
+}
+
+// openJobs opens the job side with cfg's workers and starts the janitor.
+func (s *Server) openJobs(ctx context.Context, reg *prometheus.Registry) error {
+	cfg := s.cfg
+	j, err := openJobs(ctx, cfg, s.log, jobsConfig{dir: cfg.DataDir, workers: true, metrics: reg,
+		maxAttempts: cfg.Server.MaxAttempts, ceilings: &cfg.Sandbox.Ceilings,
+		sched: jobs.SchedulerConfig{WorkerID: workerID(cfg.DataDir), Concurrency: cfg.Server.Concurrency, Lease: cfg.Server.Lease,
+			DefaultTimeout: cfg.Server.JobTimeout, Grace: schedulerGrace(cfg.Server.Grace), Log: s.log}})
+	if err != nil {
+		return err
+	}
+	s.jobs = j
+	s.add(j.Close)
+	janitor := jobs.NewJanitor(j.service, jobs.JanitorConfig{Retention: cfg.Server.Retention, Log: s.log})
+	janitor.Start(ctx)
+	s.addFunc(janitor.Close)
+	jobs.RegisterDiskMetrics(reg, cfg.DataDir, cfg.Sandbox.MinFreeDisk, docker.DiskFree)
+	return nil
+}
+
+// serveAPI makes the HTTP server. Long-lived requests (event streams, the
+// desktop's and Jupyter's WebSockets) end when shutdown begins, so they do
+// not hold it up; clients resume from Last-Event-ID, noVNC reconnects. No
+// ReadTimeout or WriteTimeout: they would cut streams and large downloads
+// (the proxy clears them for WebSockets anyway). The sandboxes' desktop and
+// Jupyter are reached through the service's Guest: no container port is
+// ever published.
+func (s *Server) serveAPI(ctx context.Context, ac api.Config, reg *prometheus.Registry) {
+	baseCtx, endStreams := context.WithCancel(context.WithoutCancel(ctx))
+	s.addFunc(endStreams)
+	s.http = &http.Server{
+		Handler:           api.New(ac, s.jobs.service, reg, s.log),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+	}
+	s.http.RegisterOnShutdown(endStreams)
+}
+
+// Serve serves until ctx ends, lets the scheduler wind down (the API keeps
+// answering meanwhile, so clients see jobs finish), then stops HTTP. If
+// HTTP fails first, the scheduler is wound down the same way.
+func (s *Server) Serve(ctx context.Context) error {
+	cfg := s.cfg
+	s.log.Info("agentbox serving", "addr", "http://"+s.listener.Addr().String(), "data_dir", cfg.DataDir,
+		"concurrency", cfg.Server.Concurrency, "auth", !cfg.Server.NoAuth, "agent", cfg.Agent.Kind)
+	if cfg.Agent.Kind == "model" && !cfg.Model.Configured() {
+		s.log.Warn("no model configured: jobs will end in error until one is (set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL; see docs/models.md)")
+	}
+	return runServer(ctx, s.http, s.listener, s.jobs.scheduler)
+}
+
+// runServer is Serve's body.
+func runServer(ctx context.Context, srv *http.Server, l net.Listener, sched *jobs.Scheduler) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	httpErr := make(chan error, 1)
+	go func() {
+		err := srv.Serve(l)
+		stop(fmt.Errorf("http: %w", err))
+		httpErr <- err
+	}()
+	_ = sched.Run(ctx)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		srv.Close() // requests still open must not outlive the store
+	}
+	if herr := <-httpErr; !errors.Is(herr, http.ErrServerClosed) {
+		return fmt.Errorf("http: %w", herr)
+	}
+	return err
+}
+
+// schedulerGrace maps the configured grace (0 = none) to the scheduler's
+// (0 = default, negative = none).
+func schedulerGrace(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// workerID is stable across restarts of the server on one data dir, so a
+// restarted server reclaims the jobs its previous life held at once.
+func workerID(dataDir string) string {
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(dataDir))
+	return host + "-" + hex.EncodeToString(sum[:4])
+}

@@ -1,0 +1,107 @@
+// Package wiring assembles agentbox from its configuration: the job store,
+// the sandbox driver, the workspace store, the scheduler and the job
+// service, once for every way agentbox runs them — the server
+// (OpenServer), one job in the foreground (RunJob), a sandbox for one
+// command (NewScratch) and the benchmarks (OpenBenchAPI, NewDriver).
+// Whatever an assembly opens, its one Close closes, last opened first.
+//
+// cmd/agentbox parses flags into a config.Config, calls this package, and
+// prints what it returns; nothing here reads flags or the environment.
+package wiring
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store/sqlite"
+	"github.com/agentbox/agentbox/internal/workspace"
+)
+
+// closers is what an assembly opened, closed last first by Close.
+type closers []func() error
+
+// add makes f the next thing Close closes.
+func (c *closers) add(f func() error) { *c = append(*c, f) }
+
+// addFunc adds a closer that cannot fail.
+func (c *closers) addFunc(f func()) { c.add(func() error { f(); return nil }) }
+
+// Close closes everything added, last added first, and returns their
+// errors joined. A second Close does nothing.
+func (c *closers) Close() error {
+	var errs []error
+	for i := len(*c) - 1; i >= 0; i-- {
+		errs = append(errs, (*c)[i]())
+	}
+	*c = nil
+	return errors.Join(errs...)
+}
+
+// jobSide is the job side of agentbox over one directory: the store
+// (agentbox.db) and the workspaces in it, the service over them, and, for a
+// worker, a sandbox driver and the scheduler.
+type jobSide struct {
+	store      *sqlite.Store
+	workspaces *workspace.Local
+	scheduler  *jobs.Scheduler // nil without workers
+	service    *jobs.Service
+	closers
+}
+
+// jobsConfig says what openJobs assembles.
+type jobsConfig struct {
+	dir string
+	// workers adds a driver and a scheduler configured by sched (its
+	// Workspaces is filled in); without, the service is the API's only.
+	workers bool
+	sched   jobs.SchedulerConfig
+	// metrics, if set, receives the scheduler's metrics.
+	metrics     prometheus.Registerer
+	maxAttempts int
+	// ceilings bounds the limits of submitted jobs; nil sets none.
+	ceilings *config.Ceilings
+}
+
+// openJobs assembles the job side jc describes; log receives the driver's
+// warnings.
+func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsConfig) (*jobSide, error) {
+	st, err := sqlite.Open(ctx, filepath.Join(jc.dir, "agentbox.db"), sqlite.Options{})
+	if err != nil {
+		return nil, err
+	}
+	j := &jobSide{store: st, workspaces: workspace.NewLocal(jc.dir)}
+	j.add(st.Close)
+	if jc.workers {
+		if err := j.startWorkers(cfg, log, jc); err != nil {
+			j.Close()
+			return nil, err
+		}
+	}
+	j.service = jobs.NewService(st, j.workspaces, jc.maxAttempts, j.scheduler)
+	if jc.ceilings != nil {
+		j.service.SetCeilings(*jc.ceilings)
+	}
+	return j, nil
+}
+
+// startWorkers opens the driver and makes the scheduler.
+func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfig) error {
+	d, err := NewDriver(cfg, log, jc.sched.Concurrency)
+	if err != nil {
+		return err
+	}
+	j.add(d.Close)
+	var m *jobs.Metrics
+	if jc.metrics != nil {
+		m = jobs.NewMetrics(jc.metrics, j.store)
+	}
+	jc.sched.Workspaces = j.workspaces
+	j.scheduler = jobs.NewScheduler(jc.sched, j.store, d, NewJobAgent(cfg), m)
+	return nil
+}

@@ -1,0 +1,89 @@
+package wiring
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/internal/config"
+)
+
+// TestClosersCloseLastFirst: what was opened last is closed first, every
+// closer runs even when one fails, and a second Close does nothing.
+func TestClosersCloseLastFirst(t *testing.T) {
+	var c closers
+	var order []string
+	failed := errors.New("driver close failed")
+	c.addFunc(func() { order = append(order, "store") })
+	c.add(func() error { order = append(order, "driver"); return failed })
+	c.addFunc(func() { order = append(order, "janitor") })
+	if err := c.Close(); !errors.Is(err, failed) {
+		t.Errorf("Close: %v, want the driver's error", err)
+	}
+	if want := []string{"janitor", "driver", "store"}; !slices.Equal(order, want) {
+		t.Errorf("closed %v, want %v", order, want)
+	}
+	if err := c.Close(); err != nil || len(order) != 3 {
+		t.Errorf("second Close: %v, closed %v", err, order)
+	}
+}
+
+func TestCheckViewURL(t *testing.T) {
+	tests := []struct {
+		name string
+		s    config.Server
+		want string // in the error; empty: accepted
+	}{
+		{name: "none", s: config.Server{}},
+		{name: "a label per job", s: config.Server{ViewURL: "https://{job}.view.example.com"}},
+		{name: "no job label", s: config.Server{ViewURL: "https://view.example.com"}, want: "view URL"},
+		{name: "no auth off loopback", s: config.Server{ViewURL: "https://{job}.view.example.com", NoAuth: true}, want: "loopback names only"},
+		{name: "no auth on localhost", s: config.Server{ViewURL: "http://{job}.localhost:8080", NoAuth: true}},
+		{name: "public URL under the views", s: config.Server{ViewURL: "https://{job}.example.com", PublicURL: "https://agentbox.example.com"},
+			want: "under the views' domain"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckViewURL(tt.s)
+			if tt.want == "" && err != nil {
+				t.Errorf("err = %v, want none", err)
+			}
+			if tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestBenchAPI: the bench server answers with its token, and Close stops
+// it and removes its directory.
+func TestBenchAPI(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	b, err := OpenBenchAPI(context.Background(), config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", b.URL+"/v1/jobs", nil)
+	req.Header.Set("Authorization", "Bearer "+b.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /v1/jobs: %d", resp.StatusCode)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if left, _ := os.ReadDir(os.Getenv("TMPDIR")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	if _, err := http.Get(b.URL + "/healthz"); err == nil {
+		t.Error("the bench server still answers after Close")
+	}
+}
