@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/lockfile"
