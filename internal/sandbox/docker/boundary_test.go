@@ -301,14 +301,20 @@ func TestFreeSpaceFloor(t *testing.T) {
 }
 
 // TestCopyBackKeepsWhatItCan: a path too long for the host's tools must not
-// cost the job its workspace nor leave the disk behind.
+// cost the job its workspace nor leave the disk behind; and the note saying
+// so must not follow a link the sandbox put at its name to a host file.
 func TestCopyBackKeepsWhatItCan(t *testing.T) {
 	requireLoopDisks(t)
 	d := newDriver(t)
 	ws := t.TempDir()
+	hostFile := filepath.Join(t.TempDir(), "host-file")
+	if err := os.WriteFile(hostFile, []byte("the host's own\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s := create(t, d, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true, Limits: sandbox.Limits{DiskBytes: 64 << 20}})
 	// 22 directories of 200-byte names: a path of 4,422 bytes, over PATH_MAX.
-	res := sh(t, s, "echo important > result.txt; chmod u+s result.txt; d=$(printf 'd%.0s' $(seq 200)); "+
+	res := sh(t, s, "echo important > result.txt; chmod u+s result.txt; mkdir .agentbox; ln -s "+hostFile+" .agentbox/copy-errors.txt; "+
+		"d=$(printf 'd%.0s' $(seq 200)); "+
 		"for i in $(seq 22); do mkdir $d && cd $d || exit 1; done; echo deep > f && echo made")
 	if strings.TrimSpace(string(res.Stdout)) != "made" {
 		t.Fatalf("setup: %q %q", res.Stdout, res.Stderr)
@@ -326,6 +332,12 @@ func TestCopyBackKeepsWhatItCan(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, ".agentbox/copy-errors.txt")); err != nil || !strings.Contains(string(b), "copy workspace back") {
 		t.Errorf("copy-errors.txt: %q, %v", b, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, ".agentbox/copy-errors.txt")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("copy-errors.txt is not a file of its own: %v %v", fi, err)
+	}
+	if b, err := os.ReadFile(hostFile); err != nil || string(b) != "the host's own\n" {
+		t.Errorf("the host file the sandbox linked at the note's name now holds %q (%v)", b, err)
 	}
 	if _, err := os.Stat(filepath.Join(stateDir, "disk.img")); !os.IsNotExist(err) {
 		t.Errorf("the disk image was left behind: %v", err)

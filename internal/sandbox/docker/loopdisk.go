@@ -266,8 +266,7 @@ func replaceTree(src, dst string) error {
 	cerr := copyTree(src, next)
 	if cerr != nil {
 		cerr = fmt.Errorf("copy workspace back: %w", cerr)
-		_ = os.MkdirAll(filepath.Join(next, filepath.Dir(copyErrors)), 0o755)
-		_ = os.WriteFile(filepath.Join(next, copyErrors), []byte(cerr.Error()+"\n"), 0o644)
+		cerr = errors.Join(cerr, writeCopyErrors(next, cerr.Error()+"\n"))
 	}
 	if err := os.Rename(dst, old); err != nil {
 		os.RemoveAll(next)
@@ -277,6 +276,37 @@ func replaceTree(src, dst string) error {
 		return errors.Join(cerr, fmt.Errorf("copy workspace back: %w", err))
 	}
 	return errors.Join(cerr, os.RemoveAll(old))
+}
+
+// writeCopyErrors puts text at copyErrors in the copied workspace dir. The
+// copy holds what the sandbox made, links included: whatever is at
+// .agentbox or at the note's name is removed first, and the note is
+// created anew beneath a handle of dir, so no link the sandbox planted
+// there can lead the write out of the workspace.
+func writeCopyErrors(dir, text string) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("copy errors note: %w", err)
+	}
+	defer root.Close()
+	parent := filepath.Dir(copyErrors)
+	if fi, err := root.Lstat(parent); err == nil && !fi.IsDir() {
+		if err := root.Remove(parent); err != nil {
+			return fmt.Errorf("copy errors note: %w", err)
+		}
+	}
+	if err := root.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("copy errors note: %w", err)
+	}
+	if err := root.RemoveAll(copyErrors); err != nil {
+		return fmt.Errorf("copy errors note: %w", err)
+	}
+	f, err := root.OpenFile(copyErrors, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("copy errors note: %w", err)
+	}
+	_, err = f.WriteString(text)
+	return errors.Join(err, f.Close())
 }
 
 // copyTree copies the content of src into the directory dst with cp -a:

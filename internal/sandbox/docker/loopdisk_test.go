@@ -2,6 +2,7 @@ package docker
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -60,5 +61,50 @@ func TestDiskTemplatesMadeAtOnceByManyProcesses(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(dir, ".disks", "*.partial"))
 	if len(left) > 0 {
 		t.Errorf("partial templates left: %v", left)
+	}
+}
+
+// TestCopyErrorsNoteFollowsNoLink: the copied workspace may hold links the
+// sandbox made at the note's name or at its directory's; the note replaces
+// them and never writes through them.
+func TestCopyErrorsNoteFollowsNoLink(t *testing.T) {
+	for name, plant := range map[string]func(ws, outside string) error{
+		"link at the note": func(ws, outside string) error {
+			if err := os.Mkdir(filepath.Join(ws, ".agentbox"), 0o755); err != nil {
+				return err
+			}
+			return os.Symlink(filepath.Join(outside, "victim"), filepath.Join(ws, copyErrors))
+		},
+		"link at its directory": func(ws, outside string) error {
+			return os.Symlink(outside, filepath.Join(ws, ".agentbox"))
+		},
+		"directory at the note": func(ws, outside string) error {
+			return os.MkdirAll(filepath.Join(ws, copyErrors, "x"), 0o755)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ws, outside := t.TempDir(), t.TempDir()
+			victim := filepath.Join(outside, "victim")
+			if err := os.WriteFile(victim, []byte("kept"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := plant(ws, outside); err != nil {
+				t.Fatal(err)
+			}
+			if err := writeCopyErrors(ws, "note\n"); err != nil {
+				t.Fatalf("writeCopyErrors: %v", err)
+			}
+			if b, err := os.ReadFile(victim); err != nil || string(b) != "kept" {
+				t.Errorf("the file outside holds %q (%v)", b, err)
+			}
+			if _, err := os.Stat(filepath.Join(outside, "copy-errors.txt")); err == nil {
+				t.Error("the note was written outside the workspace")
+			}
+			fi, err := os.Lstat(filepath.Join(ws, copyErrors))
+			b, _ := os.ReadFile(filepath.Join(ws, copyErrors))
+			if err != nil || !fi.Mode().IsRegular() || string(b) != "note\n" {
+				t.Errorf("the note: %v %v %q", fi, err, b)
+			}
+		})
 	}
 }
