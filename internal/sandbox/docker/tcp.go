@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -136,7 +137,14 @@ func (d *Driver) containerPID(ctx context.Context, ref string) (int, error) {
 	return info.State.Pid, nil
 }
 
+// netnsDialTimeout bounds one connection to a guest over TCP: each dial
+// holds a thread of its own (it dies afterwards), so dials to a frozen
+// guest must not pile up.
+const netnsDialTimeout = 5 * time.Second
+
 func (n *netns) dial(ctx context.Context, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, netnsDialTimeout)
+	defer cancel()
 	path, want, err := n.target(ctx)
 	if err != nil {
 		return nil, err
