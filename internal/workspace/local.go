@@ -62,6 +62,11 @@ func (l *Local) Prepare(_ context.Context, id string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("prepare workspace: %w", err)
 	}
+	// The driver mounts the path and hands its tree to the sandbox's uid:
+	// it must be the directory itself, not a link to another.
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("prepare workspace: %s is not a directory of its own (%v)", dir, err)
+	}
 	return dir, nil
 }
 

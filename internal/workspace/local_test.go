@@ -41,7 +41,8 @@ func TestLocalLayout(t *testing.T) {
 }
 
 // TestLocalLinkInPlace: a symlink put in a workspace's place is neither
-// opened nor followed by Remove, which removes the link itself.
+// opened, nor prepared for a sandbox, nor followed by Remove, which
+// removes the link itself.
 func TestLocalLinkInPlace(t *testing.T) {
 	data, out := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(out, "keep.txt"), []byte("k"), 0o644); err != nil {
@@ -62,6 +63,9 @@ func TestLocalLinkInPlace(t *testing.T) {
 	}
 	if ok, err := s.Exists(t.Context(), "job_a"); ok || err != nil {
 		t.Errorf("Exists = %v, %v; want false", ok, err)
+	}
+	if dir, err := s.Prepare(t.Context(), "job_a"); err == nil {
+		t.Errorf("Prepare returned %s, a link to another directory, for a driver to mount", dir)
 	}
 	if err := s.Remove(t.Context(), "job_a"); err != nil {
 		t.Fatal(err)
