@@ -95,15 +95,20 @@ func sameImage(a, b string) bool {
 // reads before any of its code runs.
 var runtimeEnv = []string{"GODEBUG", "GOGC", "GOMAXPROCS", "GOMEMLIMIT", "GOTRACEBACK"}
 
+// GuestReadsEnv reports whether the guest reads the environment variable
+// key: the Go runtime's and agentbox's own (AGENTBOX_*, such as the
+// guest's secret). An image's value for one does not reach the guest.
+func GuestReadsEnv(key string) bool {
+	return slices.Contains(runtimeEnv, key) || strings.HasPrefix(key, "AGENTBOX_")
+}
+
 // guestEnv blanks, for the guest, each variable of the image's env that
-// the guest would read: the Go runtime's and agentbox's own (AGENTBOX_*,
-// such as the guest's secret). Empty, each means its default. The image's
-// other variables reach the guest's commands unchanged.
+// the guest reads (GuestReadsEnv). Empty, each means its default. The
+// image's other variables reach the guest's commands unchanged.
 func guestEnv(image []string) []string {
 	var out []string
 	for _, kv := range image {
-		k, _, _ := strings.Cut(kv, "=")
-		if slices.Contains(runtimeEnv, k) || strings.HasPrefix(k, "AGENTBOX_") {
+		if k, _, _ := strings.Cut(kv, "="); GuestReadsEnv(k) {
 			out = append(out, k+"=")
 		}
 	}
@@ -116,6 +121,13 @@ var (
 	hostMounts  = []string{WorkspacePath, GuestStateDir, GuestPath, "/etc/passwd", "/etc/group"}
 	tmpfsMounts = []string{"/tmp", "/home/agent"}
 )
+
+// CheckVolumes refuses the volumes an image declares that no sandbox of
+// it would start with (volumeTmpfs), for a build to say so at once.
+func CheckVolumes(ref string, volumes []string) error {
+	_, err := volumeTmpfs(ref, volumes)
+	return err
+}
 
 // volumeTmpfs returns the paths where the image declares a volume that the
 // driver does not mount already, each to get a tmpfs instead of an
