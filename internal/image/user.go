@@ -231,7 +231,7 @@ func overridden(base, img image.InspectResponse) []string {
 	note(c.User != b.User, "USER "+c.User+": sandboxes run as a uid of their own")
 	note(!slices.Equal(c.Entrypoint, b.Entrypoint) || !slices.Equal(c.Cmd, b.Cmd), "ENTRYPOINT and CMD: the agentbox guest is what sandboxes run")
 	note(c.WorkingDir != b.WorkingDir, "WORKDIR "+c.WorkingDir+": sandboxes work in /workspace")
-	note(len(c.Volumes) > len(b.Volumes), "VOLUME: sandboxes mount a tmpfs in each one's place, and refuse one inside /workspace or /run/agentbox")
+	note(len(c.Volumes) > len(b.Volumes), "VOLUME: sandboxes mount a tmpfs, bounded by their memory, in each one's place")
 	note(c.Healthcheck != nil && !slices.Equal(c.Healthcheck.Test, []string{"NONE"}), "HEALTHCHECK: turned off in sandboxes")
 	note(len(c.ExposedPorts) > len(b.ExposedPorts), "EXPOSE: no sandbox port is ever published")
 	note(c.StopSignal != b.StopSignal, "STOPSIGNAL: sandboxes stop with SIGTERM")

@@ -41,6 +41,11 @@ import (
 //     never published.
 //   - Setuid and file-capability binaries gain nothing: no-new-privileges
 //     and an empty capability set.
+//   - An image may make a mount point a link (/workspace to /tmp, say):
+//     the engine resolves mount targets inside the container's root, so
+//     that breaks only the image's own sandboxes, never reaches the host.
+//   - An image's size is the operator's to bound when building it: a
+//     sandbox's root is read-only and shared, it never grows or copies.
 
 // imageConfig is what the driver reads of a sandbox's image.
 type imageConfig struct {
@@ -116,10 +121,12 @@ func guestEnv(image []string) []string {
 }
 
 // hostMounts are the paths a sandbox has from the host, which no volume of
-// its image may be inside; tmpfsMounts are its tmpfs mounts.
+// its image may be inside; tmpfsMounts are its tmpfs mounts; no volume
+// may be on or inside kernelDirs, the engine's.
 var (
 	hostMounts  = []string{WorkspacePath, GuestStateDir, GuestPath, "/etc/passwd", "/etc/group"}
 	tmpfsMounts = []string{"/tmp", "/home/agent"}
+	kernelDirs  = []string{"/proc", "/sys", "/dev"}
 )
 
 // CheckVolumes refuses the volumes an image declares that no sandbox of
@@ -147,6 +154,11 @@ func volumeTmpfs(ref string, volumes []string) ([]string, error) {
 			if strings.HasPrefix(p, m+"/") {
 				return nil, fmt.Errorf("%w: image %s declares VOLUME %s inside %s, which sandboxes mount from the host; remove it from the image",
 					sandbox.ErrInvalidSpec, ref, v, m)
+			}
+		}
+		for _, k := range kernelDirs {
+			if p == k || strings.HasPrefix(p, k+"/") {
+				return nil, fmt.Errorf("%w: image %s declares VOLUME %s over the kernel's %s; remove it from the image", sandbox.ErrInvalidSpec, ref, v, k)
 			}
 		}
 		out = append(out, p)

@@ -36,7 +36,7 @@ func TestVolumeTmpfs(t *testing.T) {
 	if err != nil || strings.Join(got, " ") != "/data /var/lib/db /run" {
 		t.Errorf("volumeTmpfs = %q, %v", got, err)
 	}
-	for _, bad := range []string{"/workspace/cache", "/run/agentbox/sock", "/workspace/../workspace/x", "/", "rel", "/opt/agentbox/agentbox/x"} {
+	for _, bad := range []string{"/workspace/cache", "/run/agentbox/sock", "/workspace/../workspace/x", "/", "rel", "/opt/agentbox/agentbox/x", "/proc", "/sys/fs/cgroup", "/dev"} {
 		if _, err := volumeTmpfs("img", []string{bad}); !errors.Is(err, sandbox.ErrInvalidSpec) {
 			t.Errorf("VOLUME %q: err = %v, want ErrInvalidSpec", bad, err)
 		}
