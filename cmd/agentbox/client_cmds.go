@@ -89,6 +89,7 @@ type submitFlags struct {
 	cpus                              float64
 	meta                              []string
 	follow, json                      bool
+	image                             string
 }
 
 func newSubmitCmd(a *app) *cobra.Command {
@@ -117,6 +118,7 @@ created for that key instead of creating another.` + clientEnvHelp,
 	fl.StringVar(&f.memory, "memory", "", "sandbox memory, e.g. 512m or 4g (default: the server's)")
 	fl.Float64Var(&f.cpus, "cpus", 0, "sandbox CPUs, e.g. 0.5 or 2 (default: the server's)")
 	fl.StringVar(&f.disk, "disk", "", "sandbox disk quota, workspace included, e.g. 2g (default: the server's)")
+	fl.StringVar(&f.image, "image", "", "sandbox image, one the server allows (AGENTBOX_IMAGES; default: the server's sandbox image)")
 	fl.StringArrayVar(&f.meta, "meta", nil, "metadata KEY=VALUE kept with the job (repeatable)")
 	fl.StringVar(&f.key, "idempotency-key", "", "makes a retried submit return the same job")
 	fl.BoolVarP(&f.follow, "follow", "f", false, "stream the job's steps until it ends")
@@ -162,6 +164,7 @@ func (f submitFlags) request(stdin io.Reader, task string) (wire.SubmitRequest, 
 		task = string(b)
 	}
 	req := wire.SubmitRequest{Task: task, Model: f.model}
+	req.Image = f.image
 	var l wire.Limits
 	var errs []error
 	if f.timeout != "" {

@@ -295,3 +295,22 @@ func TestClientCommandsExplainThemselves(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitImage: --image reaches the server, which stores it normalized
+// and shows it in the job's status, or refuses it naming the images allowed.
+func TestSubmitImage(t *testing.T) {
+	e := clientEnv(t)
+	e.Svc.SetImages([]string{config.DefaultImage, "python-ml:latest"})
+	out, _ := mustRun(t, "submit", "--image", "python-ml", "train it")
+	id := strings.TrimSpace(out)
+	if j, err := e.Svc.Get(context.Background(), id); err != nil || j.Image != "python-ml:latest" {
+		t.Fatalf("job %+v, %v", j, err)
+	}
+	if out, _ = mustRun(t, "status", id); !strings.Contains(out, "image:") || !strings.Contains(out, "python-ml:latest") {
+		t.Errorf("status lacks the image:\n%s", out)
+	}
+	_, _, err := runClient(context.Background(), "", "submit", "--image", "ubuntu", "x")
+	if err == nil || !strings.Contains(err.Error(), "allowed images: "+config.DefaultImage+", python-ml:latest") {
+		t.Errorf("submit --image ubuntu: %v", err)
+	}
+}

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -29,9 +31,10 @@ image on the engine is current.`,
 
 func newImageBuildCmd(a *app) *cobra.Command {
 	opts := image.Options{}
+	var dockerfile string
 	cmd := &cobra.Command{
 		Use:   "build",
-		Short: "Build the sandbox image (with or without a registry)",
+		Short: "Build the sandbox image (with or without a registry), or a user's image on top of it",
 		Long: `Build the sandbox image on the container engine, unless the image there is
 already current (use --force to rebuild anyway).
 
@@ -48,12 +51,27 @@ There are two ways to get the Debian base the image starts from:
   --from auto      archive if mmdebstrap is installed, else registry (default).
 
 Either way the packages are then installed from the Debian archive by the
-engine's builder, using the host's network.`,
+engine's builder, using the host's network.
+
+With --dockerfile PATH --tag NAME it builds a user's image instead, on top
+of the sandbox image, for jobs that ask for it ("image": "NAME") once the
+operator adds NAME to AGENTBOX_IMAGES. The Dockerfile's directory is the
+build context (less what its .dockerignore excludes). Every stage starts
+FROM the sandbox image, by its name or as $BASE after an ARG BASE (set to
+the sandbox image), or FROM an earlier stage: nothing is pulled. RUN steps
+reach the network through the engine's default bridge. Sandboxes of the
+image run as they do in the sandbox image: its USER, ENTRYPOINT, CMD,
+WORKDIR, HEALTHCHECK and exposed ports are overridden, its volumes become
+tmpfs. The sandbox image's own tag cannot be overwritten.`,
 		Example: `  agentbox image build
   agentbox image build --from archive --mirror http://ftp.de.debian.org/debian
-  agentbox image build --force --tag agentbox-sandbox:test`,
+  agentbox image build --force --tag agentbox-sandbox:test
+  agentbox image build --dockerfile ml/Dockerfile --tag python-ml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dockerfile != "" || cmd.Flags().Changed("dockerfile") {
+				return a.buildUserImage(cmd, dockerfile, opts)
+			}
 			opts.Progress = cmd.OutOrStdout()
 			res, err := wiring.BuildImage(cmd.Context(), a.cfg, opts)
 			if err != nil {
@@ -68,9 +86,41 @@ engine's builder, using the host's network.`,
 	f := cmd.Flags()
 	f.StringVar(&opts.From, "from", image.FromAuto, "where the Debian base comes from: auto, registry or archive")
 	f.BoolVar(&opts.Force, "force", false, "rebuild even if the image is current, without the build cache")
-	f.StringVar(&opts.Ref, "tag", "", "image to build (default: AGENTBOX_IMAGE or "+config.DefaultImage+")")
+	f.StringVar(&opts.Ref, "tag", "", "image to build (default: AGENTBOX_IMAGE or "+config.DefaultImage+"); with --dockerfile, the user image's name")
 	f.StringVar(&opts.Mirror, "mirror", image.DefaultMirror, "Debian archive for --from archive")
+	f.StringVar(&dockerfile, "dockerfile", "", "build a user's image from this Dockerfile, on top of the sandbox image (needs --tag)")
 	return cmd
+}
+
+// buildUserImage is `agentbox image build --dockerfile`.
+func (a *app) buildUserImage(cmd *cobra.Command, dockerfile string, opts image.Options) error {
+	for _, f := range []string{"from", "mirror"} {
+		if cmd.Flags().Changed(f) {
+			return fmt.Errorf("--%s is for the sandbox image, not with --dockerfile", f)
+		}
+	}
+	if dockerfile == "" || opts.Ref == "" {
+		return fmt.Errorf("--dockerfile PATH needs --tag NAME, the name jobs will ask for")
+	}
+	out := cmd.OutOrStdout()
+	res, err := wiring.BuildUserImage(cmd.Context(), a.cfg, image.UserOptions{Dockerfile: dockerfile, Ref: opts.Ref, NoCache: opts.Force, Progress: out})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "built %s %s\n", res.Ref, res.ID)
+	if len(res.Overridden) > 0 {
+		fmt.Fprintln(out, "sandboxes of it override what it sets:")
+		for _, o := range res.Overridden {
+			fmt.Fprintf(out, "  %s\n", o)
+		}
+	}
+	if slices.Contains(a.cfg.Sandbox.AllowedImages(), res.Ref) {
+		fmt.Fprintf(out, "%s is in AGENTBOX_IMAGES: jobs may ask for it (\"image\": %q, --image %s)\n", res.Ref, res.Ref, res.Ref)
+		return nil
+	}
+	fmt.Fprintf(out, "jobs may not use it yet: add %s to AGENTBOX_IMAGES (comma-separated) where agentbox serves, e.g.\n  AGENTBOX_IMAGES=%s\n",
+		res.Ref, strings.Join(slices.Concat(a.cfg.Sandbox.Images, []string{res.Ref}), ","))
+	return nil
 }
 
 func newImageInspectCmd(a *app) *cobra.Command {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/artifact"
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wiring"
@@ -47,6 +48,7 @@ it was canceled.`,
 	fl.StringVar(&f.Memory, "memory", "", "sandbox memory limit, e.g. 2g")
 	fl.StringVar(&f.CPUs, "cpus", "", "sandbox CPU limit, e.g. 1.5")
 	fl.StringVar(&f.Disk, "disk", "", "sandbox disk quota, workspace included, e.g. 2g (default AGENTBOX_SANDBOX_DISK, else 10g)")
+	fl.StringVar(&f.Image, "image", "", "sandbox image, one AGENTBOX_IMAGES lists (default AGENTBOX_IMAGE, else "+config.DefaultImage+")")
 	a.driverFlag(cmd)
 	return cmd
 }

@@ -55,6 +55,8 @@ func errorStatus(err error) (status int, code, msg string, internal bool) {
 		return http.StatusUnprocessableEntity, wire.CodeIdempotencyConflict, "Idempotency-Key was already used with a different request", false
 	case errors.Is(err, jobs.ErrOverCeiling):
 		return http.StatusBadRequest, wire.CodeOverCeiling, err.Error(), false
+	case errors.Is(err, jobs.ErrImageNotAllowed):
+		return http.StatusBadRequest, wire.CodeImageNotAllowed, err.Error(), false
 	case errors.Is(err, jobs.ErrInvalid):
 		return http.StatusUnprocessableEntity, wire.CodeValidation, err.Error(), false
 	case errors.Is(err, store.ErrInvalid):

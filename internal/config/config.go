@@ -113,6 +113,10 @@ type Sandbox struct {
 	GuestTransport string
 
 	Image string
+	// Images are the other images a job may ask for (AGENTBOX_IMAGES,
+	// comma-separated), normalized with NormalizeImage; AllowedImages adds
+	// Image to them.
+	Images []string
 	// MemoryBytes, NanoCPUs and PidsLimit are the default resource limits.
 	MemoryBytes int64
 	NanoCPUs    int64
@@ -224,6 +228,11 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("AGENTBOX_DRIVER", &c.Sandbox.Driver)
 	str("AGENTBOX_GUEST_TRANSPORT", &c.Sandbox.GuestTransport)
 	str("AGENTBOX_IMAGE", &c.Sandbox.Image)
+	if v, ok := lookup("AGENTBOX_IMAGES"); ok {
+		imgs, err := parseImages(v)
+		errs = append(errs, err)
+		c.Sandbox.Images = imgs
+	}
 	str("AGENTBOX_SANDBOX_NETWORK", &c.Sandbox.Network)
 	str("AGENTBOX_GUEST_BINARY", &c.Sandbox.GuestBinary)
 	str("AGENTBOX_INSTANCE", &c.Sandbox.Instance)

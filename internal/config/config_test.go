@@ -158,3 +158,45 @@ func TestInvalid(t *testing.T) {
 		})
 	}
 }
+
+func TestImagesFromEnv(t *testing.T) {
+	c, err := fromLookup(lookup(map[string]string{
+		"AGENTBOX_IMAGE":  "agentbox-sandbox",
+		"AGENTBOX_IMAGES": " python-ml, node-tools:20 ,,docker.io/library/python-ml:latest,registry.local:5000/team/img",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"python-ml:latest", "node-tools:20", "python-ml:latest", "registry.local:5000/team/img:latest"}
+	if strings.Join(c.Sandbox.Images, " ") != strings.Join(want, " ") {
+		t.Errorf("images %q, want %q", c.Sandbox.Images, want)
+	}
+	allowed := []string{"agentbox-sandbox:latest", "python-ml:latest", "node-tools:20", "registry.local:5000/team/img:latest"}
+	if got := c.Sandbox.AllowedImages(); strings.Join(got, " ") != strings.Join(allowed, " ") {
+		t.Errorf("allowed %q, want %q", got, allowed)
+	}
+	if _, err := fromLookup(lookup(map[string]string{"AGENTBOX_IMAGES": "ok,Not Valid"})); err == nil ||
+		!strings.Contains(err.Error(), "AGENTBOX_IMAGES") || !strings.Contains(err.Error(), "Not Valid") {
+		t.Errorf("a bad name: %v", err)
+	}
+}
+
+func TestNormalizeImage(t *testing.T) {
+	for in, want := range map[string]string{
+		"img":                                   "img:latest",
+		"img:latest":                            "img:latest",
+		"docker.io/library/img":                 "img:latest",
+		"team/img:v2":                           "team/img:v2",
+		"localhost:5000/img":                    "localhost:5000/img:latest",
+		"img@sha256:" + strings.Repeat("a", 64): "img@sha256:" + strings.Repeat("a", 64),
+	} {
+		if got, err := NormalizeImage(in); err != nil || got != want {
+			t.Errorf("NormalizeImage(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "UPPER", "a b", "img:", "-x"} {
+		if got, err := NormalizeImage(bad); err == nil {
+			t.Errorf("NormalizeImage(%q) = %q, want an error", bad, got)
+		}
+	}
+}

@@ -1,8 +1,8 @@
 // Package doctor checks what agentbox needs on this host — the container
-// engine, the sandbox image, the guest binary, the data dir, what bounds the
-// sandboxes together (the file table, the disk, uids, user namespaces),
-// KVM and the model — and says, for each problem, the command that fixes
-// it. The checks are data; cmd/agentbox prints them.
+// engine, the sandbox image (and those AGENTBOX_IMAGES allows), the guest
+// binary, the data dir, what bounds the sandboxes together (the file
+// table, the disk, uids, user namespaces), KVM and the model — and says,
+// for each problem, the command that fixes it. The checks are data; cmd/agentbox prints them.
 package doctor
 
 import (
@@ -94,7 +94,7 @@ func (d doctor) engineChecks(ctx context.Context) []Check {
 	}
 	engine := Check{"engine", OK, fmt.Sprintf("%s %s (API %s) at %s", e.Name, e.Version, e.APIVersion, cli.DaemonHost()), ""}
 	st, err := image.Inspect(ctx, cli, d.cfg.Sandbox.Image)
-	return []Check{engine, d.imageCheck(st, err)}
+	return append([]Check{engine, d.imageCheck(st, err)}, d.imagesCheck(ctx, cli)...)
 }
 
 // imageCheck says whether the sandbox image is present and current.

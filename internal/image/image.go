@@ -1,8 +1,9 @@
 // Package image builds the agentbox sandbox image and tells whether the one
-// on the engine is current. It talks to the engine only through the Docker
-// Go client (never the docker CLI), uses the legacy builder so that Docker
-// 20.10 and Podman's compatible API both work, and has two ways to get a
-// Debian base: pulled from a registry, or built from Debian's archive with
+// on the engine is current, and builds users' images on top of it
+// (BuildUser). It talks to the engine only through the Docker Go client
+// (never the docker CLI), uses the legacy builder so that Docker 20.10 and
+// Podman's compatible API both work, and has two ways to get a Debian
+// base: pulled from a registry, or built from Debian's archive with
 // mmdebstrap and imported, for hosts that cannot reach any registry.
 package image
 

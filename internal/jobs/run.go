@@ -211,6 +211,7 @@ func (s *Scheduler) sandboxFor(ctx context.Context, j store.Job, ws string) (san
 		}
 	}
 	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, Owner: s.cfg.WorkerID, WorkspaceDir: ws, ManagedWorkspace: true,
+		Image:   j.Image,
 		Limits:  sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs, DiskBytes: j.Limits.DiskBytes},
 		WebBase: WebBase(j.ID)})
 	return sb, false, err

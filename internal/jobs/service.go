@@ -67,6 +67,8 @@ type Service struct {
 	// servers.
 	recovered recoveredGuests
 	ceilings  config.Ceilings
+	// images are the images a job may ask for, normalized.
+	images []string
 }
 
 // NewService returns the service over st, whose jobs' workspaces ws keeps.
@@ -80,7 +82,7 @@ func NewService(st store.Store, ws workspace.Store, maxAttempts int, sched *Sche
 		maxAttempts = 3
 	}
 	return &Service{store: st, hub: h, sched: sched, ws: ws, maxAtt: maxAttempts,
-		ceilings: config.Default().Sandbox.Ceilings}
+		ceilings: config.Default().Sandbox.Ceilings, images: config.Default().Sandbox.AllowedImages()}
 }
 
 // SetCeilings sets the most a submission's limits may ask for (the
@@ -96,6 +98,11 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (store.Job, boo
 	if err := CheckCeilings(req.Limits, s.ceilings); err != nil {
 		return store.Job{}, false, err
 	}
+	image, err := CheckImage(req.Image, s.images)
+	if err != nil {
+		return store.Job{}, false, err
+	}
+	req.Image = image
 	now := time.Now().UTC()
 	j := store.Job{
 		ID: NewID(), Task: req.Task, Model: req.Model, Limits: req.Limits, Metadata: req.Metadata,

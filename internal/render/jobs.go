@@ -25,6 +25,7 @@ func Job(w io.Writer, j wire.Job) error {
 	row("status", j.Status)
 	row("task", firstLine(j.Task, 100))
 	row("model", j.Model)
+	row("image", j.Image)
 	row("created", stamp(j.CreatedAt))
 	row("started", stamp(j.StartedAt))
 	row("ended", stamp(j.EndedAt))

@@ -14,6 +14,7 @@ const (
 	CodeDeleted             = "deleted"              // 410: files or artifacts of a job whose data was removed
 	CodeTooLarge            = "body_too_large"       // 413
 	CodeOverCeiling         = "over_ceiling"         // 400: a limit over the operator's ceiling for it
+	CodeImageNotAllowed     = "image_not_allowed"    // 400: an image the operator does not allow (AGENTBOX_IMAGES)
 	CodeValidation          = "validation_failed"    // 422: well-formed request with invalid values
 	CodeIdempotencyConflict = "idempotency_conflict" // 422: Idempotency-Key reused with another body
 	CodeInternal            = "internal"             // 500

@@ -35,3 +35,16 @@ func InspectImage(ctx context.Context, cfg config.Config, ref string) (string, i
 	st, err := image.Inspect(ctx, cli, ref)
 	return ref, st, err
 }
+
+// BuildUserImage builds a user's image on top of cfg's sandbox image
+// (image.BuildUser), never over the sandbox image's own tag.
+func BuildUserImage(ctx context.Context, cfg config.Config, opts image.UserOptions) (image.UserResult, error) {
+	cli, err := DockerClient(cfg.Docker)
+	if err != nil {
+		return image.UserResult{}, err
+	}
+	defer cli.Close()
+	opts.Base = cfg.Sandbox.Image
+	opts.Protected = []string{cfg.Sandbox.Image, config.DefaultImage}
+	return image.BuildUser(ctx, cli, opts)
+}

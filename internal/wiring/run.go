@@ -50,6 +50,8 @@ type RunRequest struct {
 	Timeout  time.Duration
 	// Memory, CPUs and Disk are limits as typed (SandboxFlags).
 	Memory, CPUs, Disk string
+	// Image is the sandbox image, one AGENTBOX_IMAGES allows; "" for the default.
+	Image string
 }
 
 // submitRequest reads the task and checks that the model opens before it
@@ -65,6 +67,7 @@ func (r RunRequest) submitRequest(cfg config.Config) (jobs.SubmitRequest, error)
 		}
 	}
 	req := jobs.SubmitRequest{Task: task, Model: r.Model, Limits: store.Limits{MaxSteps: r.MaxSteps, Timeout: r.Timeout}}
+	req.Image = r.Image
 	l, err := SandboxFlags{Memory: r.Memory, CPUs: r.CPUs, Disk: r.Disk, Timeout: time.Minute}.limits()
 	req.Limits.MemoryBytes, req.Limits.NanoCPUs, req.Limits.DiskBytes = l.MemoryBytes, l.NanoCPUs, l.DiskBytes
 	return req, err

@@ -87,6 +87,7 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 	if jc.ceilings != nil {
 		j.service.SetCeilings(*jc.ceilings)
 	}
+	j.service.SetImages(cfg.Sandbox.AllowedImages())
 	return j, nil
 }
 

@@ -26,6 +26,10 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}
+	img, err := d.inspectImage(ctx, d.imageOf(spec))
+	if err != nil {
+		return nil, err
+	}
 	if err := d.checkFree(d.cfg.StateDir, spec.WorkspaceDir); err != nil {
 		return nil, err
 	}
@@ -51,7 +55,7 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := d.prepareWorkspace(&s.h, spec.ManagedWorkspace); err != nil {
 		return nil, err
 	}
-	cfg, hostCfg := d.containerConfig(spec, s.h)
+	cfg, hostCfg := d.containerConfig(spec, s.h, img)
 	seccomp, err := d.seccompFor(ctx, h.StateDir)
 	if err != nil {
 		return nil, err
@@ -59,8 +63,8 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	hostCfg.SecurityOpt = []string{"no-new-privileges", seccomp}
 	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, s.h.Ref)
 	if err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("create sandbox: image %s: %w; build it with: agentbox image build", cfg.Image, sandbox.ErrImageMissing)
+		if cerrdefs.IsNotFound(err) { // removed since inspectImage looked
+			return nil, fmt.Errorf("create sandbox: image %s: %w", cfg.Image, sandbox.ErrImageMissing)
 		}
 		return nil, fmt.Errorf("create sandbox: %w", engineErr(err))
 	}
@@ -196,12 +200,18 @@ func socketPath(stateDir string) string {
 	return filepath.Join(stateDir, "run", guest.SocketName)
 }
 
-func (d *Driver) containerConfig(spec sandbox.Spec, h record) (*container.Config, *container.HostConfig) {
-	lim := d.limits(spec.Limits)
-	image := spec.Image
-	if image == "" {
-		image = d.cfg.Image
+// imageOf is the image a spec's sandbox runs.
+func (d *Driver) imageOf(spec sandbox.Spec) string {
+	if spec.Image != "" {
+		return spec.Image
 	}
+	return d.cfg.Image
+}
+
+// containerConfig is the container of the sandbox h for spec, in the
+// image ic, whatever that image sets (neutralize).
+func (d *Driver) containerConfig(spec sandbox.Spec, h record, ic imageConfig) (*container.Config, *container.HostConfig) {
+	lim := d.limits(spec.Limits)
 	network := spec.Network
 	if network == "" {
 		network = d.cfg.Network
@@ -209,7 +219,7 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h record) (*container.Config
 	uid := strconv.Itoa(h.UID)
 	tmpfsOpts := "rw,nosuid,nodev,size=" + strconv.FormatInt(lim.MemoryBytes, 10)
 	cfg := &container.Config{
-		Image: image,
+		Image: ic.ref,
 		User:  uid + ":" + uid,
 		// The guest is the entrypoint: an image's own ENTRYPOINT would run
 		// first, as the sandbox, before the guest listens.
@@ -253,6 +263,7 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h record) (*container.Config
 			{Type: mount.TypeBind, Source: filepath.Join(h.StateDir, "group"), Target: "/etc/group", ReadOnly: true},
 		},
 	}
+	neutralize(ic, cfg, hostCfg, tmpfsOpts+",uid="+uid+",gid="+uid)
 	return cfg, hostCfg
 }
 

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -312,7 +313,9 @@ func (d *Driver) Recover(ctx context.Context, h sandbox.Handle) (sandbox.Sandbox
 
 // List returns this instance's sandboxes, running or not. Their handles
 // come from the containers' labels, which hold no secret: they are good
-// for Remove, not for Recover over TCP.
+// for Remove, not for Recover over TCP. Only containers Create made are
+// listed (made): labels alone prove nothing, as every container of an
+// image carries the image's labels.
 func (d *Driver) List(ctx context.Context) ([]sandbox.Listed, error) {
 	f := filters.NewArgs(
 		filters.Arg("label", LabelManaged+"=true"),
@@ -324,9 +327,23 @@ func (d *Driver) List(ctx context.Context) ([]sandbox.Listed, error) {
 	}
 	out := make([]sandbox.Listed, 0, len(cs))
 	for _, c := range cs {
+		if !d.made(c.Names, c.Labels) {
+			d.log.Warn("a container carries the labels of this installation's sandboxes but is not one; left alone", "container", c.ID, "names", c.Names)
+			continue
+		}
 		out = append(out, sandbox.Listed{Handle: recordFromLabels(c.ID, c.Labels).handle(), Running: c.State == "running"})
 	}
 	return out, nil
+}
+
+// made reports whether a container of these names and labels is one
+// Create made: named after the sandbox its labels name, with that
+// sandbox's state dir. Create sets every label it reads over any the
+// image has; only Create names a container so.
+func (d *Driver) made(names []string, l map[string]string) bool {
+	id := l[LabelSandbox]
+	return id != "" && filepath.Base(id) == id && slices.Contains(names, "/"+containerName(id)) &&
+		l[LabelStateDir] == filepath.Join(d.cfg.StateDir, id)
 }
 
 func recordFromLabels(ref string, l map[string]string) record {

@@ -1,0 +1,37 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentbox/agentbox/internal/config"
+)
+
+// ErrImageNotAllowed means a job asked for an image the operator does not
+// allow (AGENTBOX_IMAGES); the message names those allowed.
+var ErrImageNotAllowed = errors.New("image not allowed")
+
+// SetImages sets the images a job may ask for, normalized, the sandbox
+// image first (config.Sandbox.AllowedImages). The default allows the
+// default sandbox image only.
+func (s *Service) SetImages(allowed []string) { s.images = allowed }
+
+// CheckImage returns the normalized name (config.NormalizeImage) of the
+// image a job asks for, "" for none, and refuses one not in allowed,
+// naming the images that are.
+func CheckImage(name string, allowed []string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	n, err := config.NormalizeImage(name)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w; allowed images: %s", ErrImageNotAllowed, err, strings.Join(allowed, ", "))
+	}
+	if !slices.Contains(allowed, n) {
+		return "", fmt.Errorf("%w: image %q is not one the operator allows; allowed images: %s (the operator lists more in AGENTBOX_IMAGES)",
+			ErrImageNotAllowed, name, strings.Join(allowed, ", "))
+	}
+	return n, nil
+}
