@@ -87,6 +87,9 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 	if jc.ceilings != nil {
 		j.service.SetCeilings(*jc.ceilings)
 	}
+	if cfg.Agent.Kind == "shell" {
+		j.service.RefuseMessages("follow-up messages need the model agent; this server runs the shell agent (AGENTBOX_AGENT=shell), which runs the task as a script")
+	}
 	return j, nil
 }
 
