@@ -26,6 +26,7 @@ func newClientCmds(a *app) []*cobra.Command {
 	return []*cobra.Command{
 		newSubmitCmd(a), newStatusCmd(a), newListCmd(a),
 		newLogsCmd(a), newCancelCmd(a), newDeleteCmd(a), newDownloadCmd(a), newViewCmd(a),
+		newReplyCmd(a),
 	}
 }
 
@@ -156,12 +157,9 @@ func (a *app) submit(cmd *cobra.Command, f submitFlags, task string) error {
 // request builds the API request, checking each flag so that a mistake
 // names the flag rather than a JSON field.
 func (f submitFlags) request(stdin io.Reader, task string) (wire.SubmitRequest, error) {
-	if task == "-" {
-		b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
-		if err != nil {
-			return wire.SubmitRequest{}, fmt.Errorf("read task from stdin: %w", err)
-		}
-		task = string(b)
+	task, err := textArg(stdin, task, "task")
+	if err != nil {
+		return wire.SubmitRequest{}, err
 	}
 	req := wire.SubmitRequest{Task: task, Model: f.model}
 	req.Image = f.image

@@ -60,6 +60,8 @@ func New(cfg Config) *Agent {
 }
 
 // Run works on the job until the model calls finish or a limit stops it.
+// A job continued by a follow-up message runs its next turn with the whole
+// conversation; its max_steps applies to each turn.
 func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 	model, err := a.cfg.Resolve(r.Job.Model)
 	if err != nil {
@@ -78,47 +80,71 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 		return jobs.Outcome{}, err
 	}
 	l.Messages, l.Steps = Rebuild(r.Job.Task, history)
+	if n := len(history); n > 0 {
+		l.Seen = history[n-1].Seq // the messages logged so far are in the conversation
+	}
 	restoreMemory(l, history)
-	// The job's record counts earlier attempts' steps (maybe one fewer than
-	// the log, if a restart cut the last report): this attempt adds the rest.
-	start := min(r.Job.Steps, l.Steps)
+	lim := stepLimits{max: r.Job.Limits.MaxSteps, turn: StepsBefore(history),
+		// The job's record counts earlier attempts' steps (maybe one fewer than
+		// the log, if a restart cut the last report): this attempt adds the rest.
+		start: min(r.Job.Steps, l.Steps)}
+	if lim.max <= 0 {
+		lim.max = a.cfg.MaxSteps
+	}
 	if n := len(l.Messages); n > 0 && l.Messages[n-1].Role == llm.RoleAssistant {
 		l.Say(nudge) // cut after a plain answer: the model's turn again
 	}
-	if l.Steps > 0 {
+	if l.Steps > lim.turn {
 		note := resumeText(l.Steps, r.Recovered)
 		l.Emit(event.Notice{Step: l.Steps, Text: note})
 		if !r.Recovered {
 			l.Messages = tell(l.Messages, "[agentbox] The job was "+note+": files are kept, but processes started earlier (servers) are gone.")
 		}
 	}
-	maxSteps := r.Job.Limits.MaxSteps
-	if maxSteps <= 0 {
-		maxSteps = a.cfg.MaxSteps
-	}
-	return a.drive(ctx, r, l, maxSteps, start)
+	return a.drive(ctx, r, l, lim)
 }
 
-// drive runs steps until the job ends.
-// drive runs steps until the job ends; start is the step the attempt
-// began after (its outcome counts only its own steps).
-func (a *Agent) drive(ctx context.Context, r *jobs.Run, l *Loop, maxSteps, start int) (jobs.Outcome, error) {
+// stepLimits bound a run's steps.
+type stepLimits struct {
+	max   int // the most steps of one turn
+	turn  int // the steps of the job's earlier turns
+	start int // the step the attempt began after: its outcome counts only its own
+}
+
+// run is what drive needs of a job's run (*jobs.Run).
+type run interface {
+	Report(ctx context.Context, p jobs.Progress) error
+	Messages(ctx context.Context, after int64) ([]event.Message, int64, error)
+}
+
+// drive runs steps until the job ends. Before each step, and when the
+// model calls finish, it gives the model the user's messages that came
+// since it last looked (listen); a message at finish keeps the job going.
+func (a *Agent) drive(ctx context.Context, r run, l *Loop, lim stepLimits) (jobs.Outcome, error) {
 	price := l.Model.Info().Price
 	outcome := func(status store.Status, errMsg, result string) jobs.Outcome {
-		return jobs.Outcome{Status: status, Error: errMsg, Result: result, Steps: l.Steps - start, Usage: storeUsage(l.Usage, price)}
+		return jobs.Outcome{Status: status, Error: errMsg, Result: result, Steps: l.Steps - lim.start,
+			Usage: storeUsage(l.Usage, price), Seen: l.Seen}
 	}
 	idle := 0
 	for {
-		if why := a.overBudget(l, price, maxSteps); why != "" {
+		if why := a.overBudget(l, price, lim); why != "" {
 			return outcome(store.StatusError, why, ""), nil
 		}
+		if listen(ctx, r, l) {
+			idle = 0
+		}
 		res, err := l.Step(ctx)
-		_ = r.Report(context.WithoutCancel(ctx), jobs.Progress{Steps: l.Steps - start, Usage: storeUsage(l.Usage, price), ContextTokens: l.LastInput})
+		_ = r.Report(context.WithoutCancel(ctx), jobs.Progress{Steps: l.Steps - lim.start, Usage: storeUsage(l.Usage, price), ContextTokens: l.LastInput})
 		switch {
 		case err != nil && ctx.Err() == nil && IsModelError(err):
 			return outcome(store.StatusError, err.Error(), ""), nil
 		case err != nil:
 			return outcome(store.StatusError, err.Error(), ""), err
+		case res.Finish != nil && listen(ctx, r, l):
+			idle = 0
+			l.Emit(event.Notice{Step: l.Steps, Text: "the user sent a message before the job ended: the agent goes on to answer it"})
+			continue
 		case res.Finish != nil:
 			return outcome(store.StatusComplete, "", res.Finish.Summary), nil
 		case res.ToolCalls > 0:
@@ -133,11 +159,23 @@ func (a *Agent) drive(ctx context.Context, r *jobs.Run, l *Loop, maxSteps, start
 	}
 }
 
+// listen adds the user's messages logged since the loop last looked to the
+// conversation, after the last step's tool results, and reports whether
+// there were any. A log that cannot be read is read again next time.
+func listen(ctx context.Context, r run, l *Loop) bool {
+	msgs, seen, _ := r.Messages(ctx, l.Seen)
+	l.Seen = seen
+	for _, m := range msgs {
+		l.Messages = tell(l.Messages, m.Text)
+	}
+	return len(msgs) > 0
+}
+
 // overBudget says why the job must stop before another step, if it must.
-func (a *Agent) overBudget(l *Loop, price llm.Price, maxSteps int) string {
+func (a *Agent) overBudget(l *Loop, price llm.Price, lim stepLimits) string {
 	switch {
-	case l.Steps >= maxSteps:
-		return fmt.Sprintf("stopped after %d steps without calling finish (max_steps is %d)", l.Steps, maxSteps)
+	case l.Steps-lim.turn >= lim.max:
+		return fmt.Sprintf("stopped after %d steps without calling finish (max_steps is %d)", l.Steps-lim.turn, lim.max)
 	case a.cfg.MaxTokens > 0 && totalTokens(l.Usage) >= a.cfg.MaxTokens:
 		return fmt.Sprintf("stopped: the token budget of %d is used up", a.cfg.MaxTokens)
 	case a.cfg.MaxCostUSD > 0 && price.Cost(l.Usage) >= a.cfg.MaxCostUSD:

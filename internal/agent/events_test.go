@@ -37,7 +37,7 @@ func TestResumeReadsWhatTheLoopWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := New(Config{})
-	if out, err := a.drive(context.Background(), &jobs.Run{}, l, 20, 0); err != nil || out.Status != store.StatusComplete {
+	if out, err := a.drive(context.Background(), &jobs.Run{}, l, stepLimits{max: 20}); err != nil || out.Status != store.StatusComplete {
 		t.Fatalf("drive: %+v %v", out, err)
 	}
 	types := map[string]bool{}

@@ -50,7 +50,10 @@ type Loop struct {
 	// MaxOutput bounds each answer's tokens (0: the model's default).
 	MaxOutput int
 	Recall    *memory.Index
-	repeats   repeatTracker
+	// Seen is the seq of the last event of the job's log read for the
+	// user's messages (0 outside a job); each model event records it.
+	Seen    int64
+	repeats repeatTracker
 }
 
 // StepResult is what one step did.
@@ -159,7 +162,7 @@ func (l *Loop) account(resp llm.Response, begin time.Time) llm.Response {
 	var sb strings.Builder
 	renderMessage(&sb, resp.Message)
 	l.index("model", sb.String())
-	l.Emit(event.Model{Step: l.Steps, Message: resp.Message, StopReason: resp.StopReason,
+	l.Emit(event.Model{Step: l.Steps, Message: resp.Message, StopReason: resp.StopReason, Seen: l.Seen,
 		Usage: resp.Usage, DurationMS: time.Since(begin).Milliseconds()})
 	return resp
 }

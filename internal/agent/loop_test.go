@@ -159,7 +159,7 @@ func TestDriveStops(t *testing.T) {
 			l, _, _ := newLoop(t, llmtest.Script{Steps: []llmtest.Step{{Branches: []llmtest.Turn{tt.turn}, Repeat: true}}},
 				&fakeTool{name: "noop", res: tools.Result{Text: "ok"}})
 			a := New(tt.agent)
-			out, err := a.drive(context.Background(), &jobs.Run{}, l, a.cfg.MaxSteps, 0)
+			out, err := a.drive(context.Background(), &jobs.Run{}, l, stepLimits{max: a.cfg.MaxSteps})
 			if err != nil || out.Status != store.StatusError || !strings.Contains(out.Error, tt.want) {
 				t.Errorf("outcome %+v, %v; want error %q", out, err, tt.want)
 			}

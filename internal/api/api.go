@@ -215,6 +215,7 @@ func (s *server) routes() []route {
 		{"GET /v1/jobs/{id}", authBearer, s.get},
 		{"DELETE /v1/jobs/{id}", authBearer, s.deleteJob},
 		{"POST /v1/jobs/{id}/cancel", authBearer, s.cancel},
+		{"POST /v1/jobs/{id}/messages", authBearer, s.reply},
 		{"GET /v1/jobs/{id}/events", authBearer, s.events},
 		{"GET /v1/jobs/{id}/artifacts.zip", authBearer, s.artifacts},
 		{"GET /v1/jobs/{id}/files/{path...}", authBearer, s.file},

@@ -53,6 +53,8 @@ func errorStatus(err error) (status int, code, msg string, internal bool) {
 		return http.StatusNotFound, wire.CodeNotFound, "no such job", false
 	case errors.Is(err, store.ErrConflict):
 		return http.StatusUnprocessableEntity, wire.CodeIdempotencyConflict, "Idempotency-Key was already used with a different request", false
+	case errors.Is(err, jobs.ErrBadMessage):
+		return http.StatusBadRequest, wire.CodeBadRequest, err.Error(), false
 	case errors.Is(err, jobs.ErrOverCeiling):
 		return http.StatusBadRequest, wire.CodeOverCeiling, err.Error(), false
 	case errors.Is(err, jobs.ErrImageNotAllowed):

@@ -117,7 +117,7 @@ func (st *sseStream) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		done, err := st.send(evs)
+		done, err := st.send(ctx, evs)
 		if done || err != nil {
 			return err
 		}
@@ -137,8 +137,9 @@ func (st *sseStream) run(ctx context.Context) error {
 }
 
 // send writes evs up to and including a final state event, the stream's
-// last; done reports that it went out.
-func (st *sseStream) send(evs []store.Event) (done bool, err error) {
+// last unless the job's next turn follows it; done reports that it went
+// out.
+func (st *sseStream) send(ctx context.Context, evs []store.Event) (done bool, err error) {
 	for _, e := range evs {
 		data, err := json.Marshal(eventDTO(e))
 		if err != nil {
@@ -148,8 +149,14 @@ func (st *sseStream) send(evs []store.Event) (done bool, err error) {
 			return false, err
 		}
 		st.after = e.Seq
-		if done = isFinalState(e); done {
-			break
+		if isFinalState(e) {
+			next, err := st.nextTurn(ctx, e.Seq)
+			if err != nil {
+				return false, err
+			}
+			if done = !next; done {
+				break
+			}
 		}
 	}
 	if len(evs) > 0 {
@@ -157,6 +164,21 @@ func (st *sseStream) send(evs []store.Event) (done bool, err error) {
 		return done, st.flush()
 	}
 	return false, nil
+}
+
+// nextTurn reports whether the job's log goes on past its final state
+// event at seq with the job's next turn: a follow-up message, or the
+// pending state that starts the turn, comes within a few events (only
+// the host's own, such as git's, may come between).
+func (st *sseStream) nextTurn(ctx context.Context, seq int64) (bool, error) {
+	evs, err := st.s.svc.Events(ctx, st.id, seq, 16)
+	for _, e := range evs {
+		state, isState := event.As[event.State](e.Type, e.Payload)
+		if e.Type == event.TypeMessage || isState && state.Status == store.StatusPending {
+			return true, err
+		}
+	}
+	return false, err
 }
 
 // finalEventLag is how long a stream that saw its job ended waits, at the

@@ -1,8 +1,8 @@
 // Package client is the Go client of agentbox's HTTP API (internal/api),
 // speaking the wire types of internal/wire: jobs, their event stream
 // (followed over SSE, resuming after a dropped connection), and downloads
-// of their workspaces. The CLI's submit, status, list, logs, cancel and
-// download commands are built on it.
+// of their workspaces. The CLI's submit, status, list, logs, reply, cancel
+// and download commands are built on it.
 package client
 
 import (
@@ -160,6 +160,11 @@ func (c *Client) getJSON(ctx context.Context, method, path string, body any, hdr
 	if err != nil {
 		return err
 	}
+	return decodeAnswer(resp, method, path, out)
+}
+
+// decodeAnswer decodes a response's body into out and closes it.
+func decodeAnswer(resp *http.Response, method, path string, out any) error {
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
@@ -221,6 +226,31 @@ func (c *Client) Cancel(ctx context.Context, id string) (wire.Job, error) {
 	var out wire.Job
 	err := c.getJSON(ctx, "POST", jobPath(id)+"/cancel", nil, nil, http.StatusAccepted, &out)
 	return out, err
+}
+
+// Reply sends a message to a job: a follow-up that starts an ended job's
+// next turn, or a steer a running job's model reads at its next step. It
+// returns the job as it is then, and the seq just before the message's
+// event, from which Follow shows the message and what follows it.
+func (c *Client) Reply(ctx context.Context, id, message string) (wire.Job, int64, error) {
+	path := jobPath(id) + "/messages"
+	resp, err := c.do(ctx, "POST", path, wire.MessageRequest{Message: message}, nil, http.StatusAccepted)
+	if err != nil {
+		return wire.Job{}, 0, err
+	}
+	var out wire.Job
+	err = decodeAnswer(resp, "POST", path, &out)
+	return out, afterIn(resp.Header.Get("Location")), err
+}
+
+// afterIn reads the after parameter of an events URL (0 if none).
+func afterIn(location string) int64 {
+	u, err := url.Parse(location)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(u.Query().Get("after"), 10, 64)
+	return max(n, 0)
 }
 
 // Delete asks the server to remove an ended job's data (its workspace)

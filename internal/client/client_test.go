@@ -273,3 +273,33 @@ func TestTruncatedDownloadIsAnError(t *testing.T) {
 		t.Error("a truncated download succeeded")
 	}
 }
+
+// TestReplyAndFollowTheNextTurn: a reply to an ended job gives the seq to
+// follow from; following from it shows the message and the next turn to
+// its end.
+func TestReplyAndFollowTheNextTurn(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	c := newClient(t, e.URL, apitest.Token)
+	id := e.Submit("x").ID                 // 1
+	e.Start(id)                            // 2
+	e.Finish(id, store.StatusComplete, "") // 3
+	j, after, err := c.Reply(context.Background(), id, "and now the tests")
+	if err != nil || j.Status != "pending" || j.Turn != 2 || after != 3 {
+		t.Fatalf("reply: %+v, after %d, %v", j, after, err)
+	}
+	var types []string
+	err = c.Follow(context.Background(), id, after, func(ev wire.Event) error {
+		types = append(types, ev.Type)
+		if ev.Seq == 5 { // the pending state: the next turn runs
+			e.Start(id)
+			e.Finish(id, store.StatusComplete, "")
+		}
+		return nil
+	})
+	if got := strings.Join(types, " "); err != nil || got != "message state state state" {
+		t.Fatalf("follow: %s, %v", got, err)
+	}
+	if _, _, err := c.Reply(context.Background(), id, " "); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("a blank reply: %v", err)
+	}
+}

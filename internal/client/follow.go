@@ -35,9 +35,10 @@ func (e callbackError) Error() string { return e.err.Error() }
 
 // Follow calls fn for each event of the job with seq greater than after, as
 // the server streams them, and returns nil once the job has ended and its
-// final state event was delivered. A dropped connection is resumed with
-// Last-Event-ID, so fn sees each event once, in order. An error of fn stops
-// the stream and is returned as is.
+// final state event was the last delivered (the stream goes on past one
+// when a follow-up message started the job's next turn). A dropped
+// connection is resumed with Last-Event-ID, so fn sees each event once, in
+// order. An error of fn stops the stream and is returned as is.
 func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(wire.Event) error) error {
 	delay, failures := c.retryDelay(), 0
 	for {
@@ -45,10 +46,16 @@ func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(wir
 		var cbErr callbackError
 		var srvErr *Error
 		switch {
-		case final:
-			return nil
 		case errors.As(err, &cbErr):
 			return cbErr.err
+		case final && err == nil:
+			return nil
+		case final:
+			// Cut right after a turn's end: done, unless the job's next
+			// turn started (the stream would have gone on with it).
+			if ended, gerr := c.jobEnded(ctx, id); gerr != nil || ended {
+				return gerr
+			}
 		case errors.As(err, &srvErr) && srvErr.StatusCode < 500, ctx.Err() != nil:
 			return err // 4xx will not change by retrying; 5xx may (a restart)
 		case err == nil && got == 0:
@@ -105,7 +112,8 @@ func wait(ctx context.Context, d time.Duration) error {
 
 // followOnce reads one SSE connection to its end. It advances *after past
 // each delivered event and reports how many it delivered and whether the
-// final state event was among them.
+// last of them was a final state event, with the error that cut the
+// connection, if one did.
 func (c *Client) followOnce(ctx context.Context, id string, after *int64, fn func(wire.Event) error) (got int, final bool, err error) {
 	hdr := http.Header{"Accept": {"text/event-stream"}}
 	if *after > 0 {
@@ -135,11 +143,12 @@ func (c *Client) followOnce(ctx context.Context, id string, after *int64, fn fun
 		}
 		got++
 		*after = ev.Seq
-		_, isFinal := EventStatus(ev)
-		final = final || isFinal
+		// The stream goes on past a final state event with the job's next
+		// turn: only the last event delivered says whether it ended.
+		_, final = EventStatus(ev)
 	}
-	if err := sc.Err(); err != nil && !final {
-		return got, false, fmt.Errorf("event stream of job %s: %w", id, err)
+	if err := sc.Err(); err != nil {
+		return got, final, fmt.Errorf("event stream of job %s: %w", id, err)
 	}
 	return got, final, nil
 }

@@ -8,8 +8,10 @@ import (
 )
 
 // The types of event the model agent adds to a job's log. A job cut off by
-// a restart is resumed from them: Model, ToolResult and Notice (Said)
-// rebuild its conversation, Condensation its context state.
+// a restart, or continued by a follow-up message, is resumed from them:
+// Model, ToolResult and Notice (Said) rebuild its conversation, with the
+// user's messages (Message) where Model's Seen puts them; Condensation
+// rebuilds its context state.
 const (
 	TypeModel        = "model"
 	TypeToolCall     = "tool_call"
@@ -18,10 +20,14 @@ const (
 	TypeCondensation = "condensation"
 )
 
-// Model is the model's answer of one step.
+// Model is the model's answer of one step. Seen is the seq of the last
+// event of the job's log the agent had read for the user's messages
+// (Message) before it asked: every message up to it was in the request,
+// after the tool results of the step before. Rebuild places them there.
 type Model struct {
 	DurationMS int64       `json:"duration_ms"`
 	Message    llm.Message `json:"message"`
+	Seen       int64       `json:"seen,omitempty"`
 	Step       int         `json:"step"`
 	StopReason string      `json:"stop_reason"`
 	Usage      llm.Usage   `json:"usage"`

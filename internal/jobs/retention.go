@@ -143,7 +143,7 @@ func (j *Janitor) Sweep(ctx context.Context) (int, error) {
 
 // expire deletes the data of jobs due. A failed removal is logged and
 // retried next sweep; a job it could not mark deleted stops the sweep, as
-// the next query would return it again.
+// the next query would return it again, unless it was continued since.
 func (j *Janitor) expire(ctx context.Context, due []store.Job) (int, error) {
 	n := 0
 	for _, job := range due {
@@ -152,6 +152,10 @@ func (j *Janitor) expire(ctx context.Context, due []store.Job) (int, error) {
 		}
 		got, err := j.svc.deleteData(ctx, job.ID, DeletedByRetention)
 		switch {
+		case errors.Is(err, ErrNotEnded):
+			// A follow-up message started the job's next turn since the
+			// query: its data is in use again.
+			j.cfg.Log.Info("retention: job continued, its data is kept", "job_id", job.ID)
 		case err != nil && got.DeletedAt.IsZero():
 			return n, fmt.Errorf("retention: %w", err)
 		case err != nil:

@@ -90,6 +90,10 @@ type Outcome struct {
 	Error  string
 	Steps  int
 	Usage  store.Usage
+	// Seen is the seq of the last event the agent read for the user's
+	// messages (Run.Messages); 0 for an agent that reads none. A message
+	// after it came too late for the turn: it starts the next one.
+	Seen int64
 }
 
 // runJob runs one claimed job to its end. The heartbeat lasts until the
@@ -301,19 +305,23 @@ func (s *Scheduler) finish(ctx context.Context, j store.Job, out Outcome, runErr
 		s.release(ctx, j.ID, "its outcome could not be recorded; it will run again")
 		return
 	}
-	s.emit(ctx, j.ID, event.State{Status: status, Error: msg})
+	s.hub.notify(j.ID)
 	s.metrics.jobEnded(status, took)
-	log.Info("job ended", "status", status, "error", msg, "steps", j2.Steps, "took", durationText(took))
+	log.Info("job ended", "status", status, "error", msg, "steps", j2.Steps, "turn", j2.Turn, "took", durationText(took))
+	if out.Seen > 0 && status != store.StatusCanceled {
+		s.lateMessages(ctx, j2, out.Seen)
+	}
 }
 
-// record writes the outcome, retrying a failing store with backoff for about
-// 30s; ErrLeaseLost is final.
+// record writes the outcome, with its final state event in the same
+// write (so a reply or a follower never sees the end without it), retrying
+// a failing store with backoff for about 30s; ErrLeaseLost is final.
 func (s *Scheduler) record(ctx context.Context, j store.Job, status store.Status, msg string, out Outcome) (store.Job, error) {
 	delay := 100 * time.Millisecond
 	for try := 0; ; try++ {
-		j2, err := s.store.UpdateJob(ctx, j.ID, func(x *store.Job) error {
-			if x.LeaseOwner != s.cfg.WorkerID || x.Status != store.StatusRunning || x.Attempts != j.Attempts {
-				return store.ErrLeaseLost
+		j2, _, err := s.store.UpdateJobLogged(ctx, j.ID, func(x *store.Job) ([]store.Entry, error) {
+			if !holds(x, j, s.cfg.WorkerID) {
+				return nil, store.ErrLeaseLost
 			}
 			x.Status, x.Error, x.Result, x.EndedAt = status, msg, out.Result, time.Now().UTC()
 			// Totals are the job's as claimed plus this attempt's, so progress
@@ -321,7 +329,7 @@ func (s *Scheduler) record(ctx context.Context, j store.Job, status store.Status
 			x.Steps = j.Steps + out.Steps
 			x.Usage = addUsage(j.Usage, out.Usage)
 			x.LeaseOwner, x.LeaseUntil = "", time.Time{}
-			return nil
+			return entries(event.State{Status: status, Error: msg})
 		})
 		if err == nil || errors.Is(err, store.ErrLeaseLost) || try >= 8 {
 			return j2, err
@@ -335,7 +343,7 @@ func (s *Scheduler) record(ctx context.Context, j store.Job, status store.Status
 // progress records an attempt's totals so far, under this worker's lease.
 func (s *Scheduler) progress(ctx context.Context, j store.Job, p Progress) error {
 	_, err := s.store.UpdateJob(ctx, j.ID, func(x *store.Job) error {
-		if x.LeaseOwner != s.cfg.WorkerID || x.Status != store.StatusRunning || x.Attempts != j.Attempts {
+		if !holds(x, j, s.cfg.WorkerID) {
 			return store.ErrLeaseLost
 		}
 		x.Steps, x.Usage, x.ContextTokens = j.Steps+p.Steps, addUsage(j.Usage, p.Usage), p.ContextTokens
@@ -345,6 +353,12 @@ func (s *Scheduler) progress(ctx context.Context, j store.Job, p Progress) error
 		return fmt.Errorf("record progress: %w", err)
 	}
 	return nil
+}
+
+// holds reports whether worker still runs the attempt at job j it
+// claimed (attempts count from 1 in each turn).
+func holds(x *store.Job, j store.Job, worker string) bool {
+	return x.LeaseOwner == worker && x.Status == store.StatusRunning && x.Attempts == j.Attempts && x.Turn == j.Turn
 }
 
 // release hands a job back to pending (or canceled, if that was asked).

@@ -69,6 +69,8 @@ type Service struct {
 	ceilings  config.Ceilings
 	// images are the images a job may ask for, normalized.
 	images []string
+	// noMessages, when set, is why Reply refuses every message.
+	noMessages string
 }
 
 // NewService returns the service over st, whose jobs' workspaces ws keeps.
@@ -288,15 +290,22 @@ func (s *Service) emit(ctx context.Context, id string, p event.Payload) error {
 }
 
 func emit(ctx context.Context, st store.Store, h *hub, id string, p event.Payload) error {
+	_, err := appendEvent(ctx, st, h, id, p)
+	return err
+}
+
+// appendEvent is emit, returning the event as stored.
+func appendEvent(ctx context.Context, st store.Store, h *hub, id string, p event.Payload) (store.Event, error) {
 	typ, b, err := event.Marshal(p)
 	if err != nil {
-		return err
+		return store.Event{}, err
 	}
-	if _, err := st.AppendEvent(context.WithoutCancel(ctx), id, typ, b); err != nil {
-		return fmt.Errorf("event %s: %w", typ, err)
+	ev, err := st.AppendEvent(context.WithoutCancel(ctx), id, typ, b)
+	if err != nil {
+		return ev, fmt.Errorf("event %s: %w", typ, err)
 	}
 	h.notify(id)
-	return nil
+	return ev, nil
 }
 
 // NewID returns a new job ID: "job_" and 20 hex digits, sortable by time.

@@ -31,6 +31,9 @@ func Job(w io.Writer, j wire.Job) error {
 	row("ended", stamp(j.EndedAt))
 	row("attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts))
 	row("steps", fmt.Sprint(j.Steps))
+	if j.Turn > 1 {
+		row("turn", fmt.Sprint(j.Turn))
+	}
 	u := j.Usage
 	row("tokens", fmt.Sprintf("%d in, %d out, %d context", u.InputTokens, u.OutputTokens, j.ContextTokens))
 	row("cost", fmt.Sprintf("$%.4f", u.CostUSD))

@@ -58,6 +58,8 @@ func (s *Steps) Show(typ string, payload json.RawMessage) error {
 		_, err = fmt.Fprintf(s.errw, "[sandbox %s ready in %dms]\n", ev.SandboxID, ev.ReadyMS)
 	case event.Log:
 		_, err = fmt.Fprintf(s.errw, "[%s] %s\n", cmp.Or(ev.Level, "log"), ev.Message)
+	case event.Message:
+		_, err = fmt.Fprintf(s.errw, "» message (turn %d): %s\n", ev.Turn, printable(firstLine(ev.Text, 300)))
 	default:
 		_, err = fmt.Fprintf(s.errw, "[%s] %s\n", typ, firstLine(string(payload), 200))
 	}

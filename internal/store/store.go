@@ -173,6 +173,12 @@ type Event struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
+// Entry is an event to append to a job's log: its type and JSON payload.
+type Entry struct {
+	Type    string
+	Payload json.RawMessage
+}
+
 // ListOptions filters and pages ListJobs. Jobs come newest first.
 type ListOptions struct {
 	Status Status // empty: all
@@ -199,6 +205,10 @@ type Store interface {
 	// UpdateJob applies fn to the job inside a transaction and saves the result.
 	// If fn returns an error nothing is saved and that error is returned.
 	UpdateJob(ctx context.Context, id string, fn func(*Job) error) (Job, error)
+	// UpdateJobLogged is UpdateJob that also appends the entries fn returns
+	// to the job's log, in the same transaction: a reader sees the change
+	// with its events or neither. It returns the events as appended.
+	UpdateJobLogged(ctx context.Context, id string, fn func(*Job) ([]Entry, error)) (Job, []Event, error)
 	// ClaimJob takes the oldest pending job: status running, Attempts+1,
 	// StartedAt set if unset, leased to owner until now+lease. ErrNoJob if none.
 	ClaimJob(ctx context.Context, owner string, lease time.Duration) (Job, error)

@@ -88,6 +88,9 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 		j.service.SetCeilings(*jc.ceilings)
 	}
 	j.service.SetImages(cfg.Sandbox.AllowedImages())
+	if cfg.Agent.Kind == "shell" {
+		j.service.RefuseMessages("follow-up messages need the model agent; this server runs the shell agent (AGENTBOX_AGENT=shell), which runs the task as a script")
+	}
 	return j, nil
 }
 

@@ -19,22 +19,36 @@ const (
 // AppendEvent adds an event to job jobID's log with the next sequence
 // number, timestamped now. payload must be valid JSON or empty.
 func (s *Store) AppendEvent(ctx context.Context, jobID, typ string, payload json.RawMessage) (store.Event, error) {
-	if len(payload) > 0 && !json.Valid(payload) {
-		return store.Event{}, fmt.Errorf("append event to job %s: payload is not valid JSON", jobID)
-	}
-	ev := store.Event{JobID: jobID, Time: now(), Type: typ}
-	if len(payload) > 0 {
-		ev.Payload = append(json.RawMessage(nil), payload...)
-	}
+	var evs []store.Event
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		row := tx.StmtContext(ctx, s.stmts.appendEvent).QueryRowContext(ctx,
-			jobID, nanos(ev.Time), typ, nullable(ev.Payload))
-		return notFound(row.Scan(&ev.Seq))
+		var err error
+		evs, err = s.appendAll(ctx, tx, jobID, []store.Entry{{Type: typ, Payload: payload}})
+		return err
 	})
 	if err != nil {
 		return store.Event{}, fmt.Errorf("append event to job %s: %w", jobID, err)
 	}
-	return ev, nil
+	return evs[0], nil
+}
+
+// appendAll appends entries to job jobID's log inside tx.
+func (s *Store) appendAll(ctx context.Context, tx *sql.Tx, jobID string, entries []store.Entry) ([]store.Event, error) {
+	var evs []store.Event
+	for _, e := range entries {
+		if len(e.Payload) > 0 && !json.Valid(e.Payload) {
+			return nil, fmt.Errorf("payload of a %s event is not valid JSON", e.Type)
+		}
+		ev := store.Event{JobID: jobID, Time: now(), Type: e.Type}
+		if len(e.Payload) > 0 {
+			ev.Payload = append(json.RawMessage(nil), e.Payload...)
+		}
+		row := tx.StmtContext(ctx, s.stmts.appendEvent).QueryRowContext(ctx, jobID, nanos(ev.Time), e.Type, nullable(ev.Payload))
+		if err := notFound(row.Scan(&ev.Seq)); err != nil {
+			return nil, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
 }
 
 // nullable stores an empty payload as NULL.

@@ -100,30 +100,43 @@ func notFound(err error) error {
 // the database's write lock is held: it must be quick and must not write
 // through the store itself.
 func (s *Store) UpdateJob(ctx context.Context, id string, fn func(*store.Job) error) (store.Job, error) {
+	j, _, err := s.UpdateJobLogged(ctx, id, func(j *store.Job) ([]store.Entry, error) { return nil, fn(j) })
+	return j, err
+}
+
+// UpdateJobLogged is UpdateJob that appends the entries fn returns to the
+// job's log in the same transaction, each payload valid JSON or empty.
+func (s *Store) UpdateJobLogged(ctx context.Context, id string, fn func(*store.Job) ([]store.Entry, error)) (store.Job, []store.Event, error) {
 	var out store.Job
+	var evs []store.Event
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		j, err := s.load(ctx, tx, id)
 		if err != nil {
 			return err
 		}
 		next := j
-		if err := fn(&next); err != nil {
+		entries, err := fn(&next)
+		if err != nil {
 			return userError{err}
 		}
 		next.ID, next.CreatedAt, next.IdempotencyKey, next.RequestHash, next.Task =
 			j.ID, j.CreatedAt, j.IdempotencyKey, j.RequestHash, j.Task
 		next.UpdatedAt = now()
 		out = next
-		return s.save(ctx, tx, &out)
+		if err := s.save(ctx, tx, &out); err != nil {
+			return err
+		}
+		evs, err = s.appendAll(ctx, tx, id, entries)
+		return err
 	})
 	var ue userError
 	if errors.As(err, &ue) {
-		return store.Job{}, ue.err
+		return store.Job{}, nil, ue.err
 	}
 	if err != nil {
-		return store.Job{}, fmt.Errorf("update job %s: %w", id, err)
+		return store.Job{}, nil, fmt.Errorf("update job %s: %w", id, err)
 	}
-	return out, nil
+	return out, evs, nil
 }
 
 // userError carries an error of UpdateJob's fn out of the transaction

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -145,5 +146,50 @@ func testReopen(t *testing.T, h *harness) {
 	}
 	if ev := appendEvent(t, s2, jobs[0].ID, "log", `"more"`); ev.Seq != 4 {
 		t.Errorf("after reopen the next event has seq %d, want 4", ev.Seq)
+	}
+}
+
+// testUpdateLogged: UpdateJobLogged saves the job and appends its entries
+// in one go, numbered after the log's last event; when fn fails, or an
+// entry is not JSON, neither is stored.
+func testUpdateLogged(t *testing.T, h *harness) {
+	s := h.fresh(t)
+	create(t, s, newJob("job", base()))
+	appendEvent(t, s, "job", "state", `{"status":"complete"}`)
+	j, evs, err := s.UpdateJobLogged(t.Context(), "job", func(j *store.Job) ([]store.Entry, error) {
+		j.Status, j.Turn = store.StatusPending, 2
+		return []store.Entry{{Type: "message", Payload: json.RawMessage(`{"text":"more","turn":2}`)},
+			{Type: "state", Payload: json.RawMessage(`{"status":"pending"}`)}}, nil
+	})
+	if err != nil || j.Status != store.StatusPending || j.Turn != 2 {
+		t.Fatalf("UpdateJobLogged = %+v, %v", j, err)
+	}
+	if len(evs) != 2 || evs[0].Seq != 2 || evs[1].Seq != 3 || evs[0].Type != "message" || evs[0].JobID != "job" {
+		t.Fatalf("UpdateJobLogged appended %+v", evs)
+	}
+	all := allEvents(t, s, "job", 10)
+	checkSeqs(t, all)
+	sameEvent(t, all[1], evs[0])
+	sameEvent(t, all[2], evs[1])
+	if got := get(t, s, "job"); got.Status != store.StatusPending || got.Turn != 2 {
+		t.Errorf("job after UpdateJobLogged: %s turn %d", got.Status, got.Turn)
+	}
+	errStop := errors.New("stop")
+	for name, fn := range map[string]func(*store.Job) ([]store.Entry, error){
+		"fn fails": func(j *store.Job) ([]store.Entry, error) {
+			j.Turn = 9
+			return []store.Entry{{Type: "log", Payload: json.RawMessage(`{}`)}}, errStop
+		},
+		"entry not JSON": func(j *store.Job) ([]store.Entry, error) {
+			j.Turn = 9
+			return []store.Entry{{Type: "log", Payload: json.RawMessage(`{}`)}, {Type: "log", Payload: json.RawMessage(`{oops`)}}, nil
+		},
+	} {
+		if _, _, err := s.UpdateJobLogged(t.Context(), "job", fn); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+		if got := get(t, s, "job"); got.Turn != 2 || len(allEvents(t, s, "job", 10)) != 3 {
+			t.Errorf("%s: stored turn %d and %d events", name, got.Turn, len(allEvents(t, s, "job", 10)))
+		}
 	}
 }

@@ -39,6 +39,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListStatus", testListStatus},
 		{"UpdateConcurrent", testUpdateConcurrent},
 		{"UpdateAbort", testUpdateAbort},
+		{"UpdateLogged", testUpdateLogged},
 		{"ClaimOrder", testClaimOrder},
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"Heartbeat", testHeartbeat},
