@@ -19,7 +19,7 @@ func (h *Host) Snapshot(ctx context.Context, gitDir, workDir string) (string, er
 	if err := h.InitBare(ctx, gitDir); err != nil {
 		return "", err
 	}
-	tree, err := h.writeTree(ctx, gitDir, workDir, "")
+	tree, _, err := h.writeTree(ctx, gitDir, workDir, "")
 	if err != nil {
 		return "", fmt.Errorf("snapshot: %w", err)
 	}
@@ -40,7 +40,7 @@ func (h *Host) Snapshot(ctx context.Context, gitDir, workDir string) (string, er
 // if it does not exist. Call it only once nothing writes workDir any more
 // (the sandbox is gone).
 func (h *Host) Diff(ctx context.Context, gitDir, workDir, base string, w io.Writer) error {
-	from, tree, err := h.worktree(ctx, gitDir, workDir, base)
+	from, tree, _, err := h.worktree(ctx, gitDir, workDir, base)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (h *Host) Diff(ctx context.Context, gitDir, workDir, base string, w io.Writ
 // subject), authored by the host's Author: a mail git am applies. Nothing
 // is written when the tree is base's. The commit is left unreferenced.
 func (h *Host) FormatPatch(ctx context.Context, gitDir, workDir, base, message string, w io.Writer) error {
-	from, tree, err := h.worktree(ctx, gitDir, workDir, base)
+	from, tree, _, err := h.worktree(ctx, gitDir, workDir, base)
 	if err != nil {
 		return err
 	}
@@ -80,26 +80,21 @@ func (h *Host) FormatPatch(ctx context.Context, gitDir, workDir, base, message s
 }
 
 // worktree records workDir's tree in gitDir and returns it with base's
-// tree (the empty tree for "").
-func (h *Host) worktree(ctx context.Context, gitDir, workDir, base string) (from, tree string, err error) {
+// tree (the empty tree for "") and the notes of writeTree.
+func (h *Host) worktree(ctx context.Context, gitDir, workDir, base string) (from, tree string, notes []string, err error) {
 	if err := h.InitBare(ctx, gitDir); err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
-	if base != "" {
-		out, err := h.git(ctx, run{args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", base + "^{tree}"}, gitDir: gitDir})
-		if err != nil {
-			return "", "", fmt.Errorf("base %s: not a commit of %s", base, gitDir)
-		}
-		from = line(out)
-	} else {
-		out, err := h.git(ctx, run{args: []string{"mktree"}, gitDir: gitDir, stdin: strings.NewReader("")})
-		if err != nil {
-			return "", "", err
-		}
-		from = line(out)
+	r := run{args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", base + "^{tree}"}, gitDir: gitDir}
+	if base == "" {
+		r = run{args: []string{"mktree"}, gitDir: gitDir, stdin: strings.NewReader("")}
 	}
-	tree, err = h.writeTree(ctx, gitDir, workDir, base)
-	return from, tree, err
+	out, err := h.git(ctx, r)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("base %q of %s: %w", base, gitDir, err)
+	}
+	tree, notes, err = h.writeTree(ctx, gitDir, workDir, base)
+	return line(out), tree, notes, err
 }
 
 // commitTree makes a commit of tree on parent ("" for none), by the

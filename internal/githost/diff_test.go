@@ -265,3 +265,32 @@ func TestHostileWorktree(t *testing.T) {
 		mustNotContain(t, what, s, "b/fifo", "b/sock", "b/sub/.git", "nested/.git", "b/.git/")
 	}
 }
+
+// TestSparseFileIsNotRead: a 9 GiB sparse file costs the sandbox no disk
+// and would cost the host a minute of hashing; the diff names it instead.
+func TestSparseFileIsNotRead(t *testing.T) {
+	h := newHost(t, githost.Config{})
+	work, gitDir := t.TempDir(), filepath.Join(t.TempDir(), "job.git")
+	base, err := h.Snapshot(bg, gitDir, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(work, "big"))
+	if err == nil {
+		err = f.Truncate(9 << 30)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	write(t, work, "ok.txt", "ok\n", 0o644)
+	begin := time.Now()
+	d := diff(t, h, gitDir, work, base)
+	if took := time.Since(begin); took > 10*time.Second {
+		t.Errorf("diff took %v: the sparse file was read", took)
+	}
+	mustContain(t, "diff", d, "+++ b/big", "+agentbox left this file's content out: a sparse file of 9663676416 bytes", "+ok")
+	if _, _, err := h.Commit(bg, gitDir, work, "b", "x"); err == nil || !strings.Contains(err.Error(), "big: a sparse file") {
+		t.Errorf("commit of a workspace with a sparse file: %v", err)
+	}
+}

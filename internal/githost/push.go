@@ -3,13 +3,16 @@ package githost
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Commit records the tree workDir holds as a commit on branch in the
 // host's git dir: on the branch's last commit, or on BaseRef when the
 // branch does not exist yet, authored and committed by the host's Author
 // with message. It returns the branch's commit and whether it made one: a
-// tree equal to its parent's makes none. Call it only once nothing writes
+// tree equal to its parent's makes none. A workspace with files past the
+// bounds of one read (a sparse file, more than 2 GiB of content) is not
+// committed: an error names them. Call it only once nothing writes
 // workDir any more.
 func (h *Host) Commit(ctx context.Context, gitDir, workDir, branch, message string) (commit string, created bool, err error) {
 	if err := CheckBranch(branch); err != nil {
@@ -24,9 +27,12 @@ func (h *Host) Commit(ctx context.Context, gitDir, workDir, branch, message stri
 		}
 		old = ""
 	}
-	from, tree, err := h.worktree(ctx, gitDir, workDir, parent)
+	from, tree, notes, err := h.worktree(ctx, gitDir, workDir, parent)
 	if err != nil {
 		return "", false, fmt.Errorf("commit: %w", err)
+	}
+	if len(notes) > 0 {
+		return "", false, fmt.Errorf("commit: %d files were not read, so they cannot be committed: %s", len(notes), strings.Join(notes[:min(len(notes), 5)], "; "))
 	}
 	if tree == from {
 		if old == "" {
