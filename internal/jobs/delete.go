@@ -82,9 +82,14 @@ func deletable(j store.Job) error {
 	return nil
 }
 
-// removeData removes what the host keeps of a job: its workspace. (A
-// sandbox's state dir is removed when it is destroyed, before the job
-// ends.)
+// removeData removes what the host keeps of a job: its workspace and its
+// git dir. (A sandbox's state dir is removed when it is destroyed, before
+// the job ends.)
 func (s *Service) removeData(ctx context.Context, id string) error {
+	if s.repos != nil {
+		if err := s.repos.remove(id); err != nil {
+			return err
+		}
+	}
 	return s.ws.Remove(ctx, id)
 }

@@ -67,6 +67,8 @@ type Service struct {
 	// servers.
 	recovered recoveredGuests
 	ceilings  config.Ceilings
+	// repos holds the jobs' git dirs; nil on a node without git.
+	repos *Repos
 }
 
 // NewService returns the service over st, whose jobs' workspaces ws keeps.
@@ -94,6 +96,9 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (store.Job, boo
 		return store.Job{}, false, err
 	}
 	if err := CheckCeilings(req.Limits, s.ceilings); err != nil {
+		return store.Job{}, false, err
+	}
+	if err := s.checkRepo(req.Repo); err != nil {
 		return store.Job{}, false, err
 	}
 	now := time.Now().UTC()
