@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,8 +63,14 @@ func TestRunShowsStepsAndLeavesAZip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer zr.Close()
-	if len(zr.File) != 1 || zr.File[0].Name != "hello.py" {
+	if len(zr.File) != 2 || zr.File[0].Name != "agentbox.diff" || zr.File[1].Name != "hello.py" {
 		t.Errorf("zip holds %v", zr.File)
+	} else if rc, err := zr.File[0].Open(); err == nil {
+		diff, _ := io.ReadAll(rc)
+		rc.Close()
+		if !strings.Contains(string(diff), "+++ b/hello.py") {
+			t.Errorf("agentbox.diff:\n%s", diff)
+		}
 	}
 	assertNoSandboxes(t, instance)
 }
