@@ -63,11 +63,7 @@ func TestRunFromRepository(t *testing.T) {
 	if !strings.Contains(errOut, "[git clone "+repo+" ref main") || !strings.Contains(errOut, base[:12]) {
 		t.Errorf("stderr lacks the clone:\n%s", errOut)
 	}
-	i := strings.Index(errOut, "artifacts: ")
-	if i < 0 {
-		t.Fatalf("no artifacts path:\n%s", errOut)
-	}
-	zr, err := zip.OpenReader(strings.TrimSpace(strings.SplitN(errOut[i+len("artifacts: "):], "\n", 2)[0]))
+	zr, err := zip.OpenReader(artifactsPath(t, errOut))
 	if err != nil {
 		t.Fatal(err)
 	}

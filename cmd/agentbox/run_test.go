@@ -53,12 +53,7 @@ func TestRunShowsStepsAndLeavesAZip(t *testing.T) {
 	if !strings.Contains(out, "Hello, World!") {
 		t.Errorf("stdout lacks the command's output:\n%s", out)
 	}
-	i := strings.Index(errOut, "artifacts: ")
-	if i < 0 {
-		t.Fatalf("no artifacts path:\n%s", errOut)
-	}
-	path := strings.TrimSpace(strings.SplitN(errOut[i+len("artifacts: "):], "\n", 2)[0])
-	zr, err := zip.OpenReader(path)
+	zr, err := zip.OpenReader(artifactsPath(t, errOut))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +68,16 @@ func TestRunShowsStepsAndLeavesAZip(t *testing.T) {
 		}
 	}
 	assertNoSandboxes(t, instance)
+}
+
+// artifactsPath is the zip `agentbox run` says it left, in its stderr.
+func artifactsPath(t *testing.T, errOut string) string {
+	t.Helper()
+	i := strings.Index(errOut, "artifacts: ")
+	if i < 0 {
+		t.Fatalf("no artifacts path:\n%s", errOut)
+	}
+	return strings.TrimSpace(strings.SplitN(errOut[i+len("artifacts: "):], "\n", 2)[0])
 }
 
 func TestChatSession(t *testing.T) {

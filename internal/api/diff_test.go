@@ -24,16 +24,23 @@ func snapshotJob(t *testing.T, e *apitest.Env, r *jobs.Repos) string {
 	t.Helper()
 	id := e.Submit("write out.txt").ID
 	e.WriteFile(id, "start.txt", "before\n")
+	startFromSnapshot(t, e, r, id)
+	e.WriteFile(id, "start.txt", "after\n")
+	e.WriteFile(id, "out.txt", "result\n")
+	e.Finish(id, store.StatusComplete, "")
+	return id
+}
+
+// startFromSnapshot records job id's workspace as its base and starts it,
+// as a worker's first run does.
+func startFromSnapshot(t *testing.T, e *apitest.Env, r *jobs.Repos, id string) {
+	t.Helper()
 	base, err := r.Host.Snapshot(context.Background(), r.GitDir(id), e.Workspace(id))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.SetGit(id, store.Git{BaseCommit: base})
 	e.Start(id)
-	e.WriteFile(id, "start.txt", "after\n")
-	e.WriteFile(id, "out.txt", "result\n")
-	e.Finish(id, store.StatusComplete, "")
-	return id
 }
 
 func TestDiffRoute(t *testing.T) {
@@ -57,12 +64,7 @@ func TestDiffRoute(t *testing.T) {
 	// Nothing changed: an empty 200.
 	same := e.Submit("nothing").ID
 	e.WriteFile(same, "a.txt", "a\n")
-	base, err := r.Host.Snapshot(context.Background(), r.GitDir(same), e.Workspace(same))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.SetGit(same, store.Git{BaseCommit: base})
-	e.Start(same)
+	startFromSnapshot(t, e, r, same)
 	e.Finish(same, store.StatusError, "failed")
 	if b := getOK(t, e, "/v1/jobs/"+same+"/diff"); len(b) != 0 {
 		t.Errorf("diff of an unchanged workspace: %q", b)

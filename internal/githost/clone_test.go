@@ -253,19 +253,24 @@ func TestRedact(t *testing.T) {
 // under b.
 func assertNoSharedInodes(t *testing.T, a, b string) {
 	t.Helper()
-	inodes := map[uint64]string{}
-	_ = filepath.Walk(a, func(p string, fi os.FileInfo, err error) error {
+	inA := inodes(a)
+	for ino, p := range inodes(b) {
+		if inA[ino] != "" {
+			t.Errorf("%s is a hard link of %s", p, inA[ino])
+		}
+	}
+}
+
+// inodes maps the inode of each regular file under dir to its path.
+func inodes(dir string) map[uint64]string {
+	m := map[uint64]string{}
+	_ = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 		if err == nil && fi.Mode().IsRegular() {
-			inodes[inode(fi)] = p
+			m[inode(fi)] = p
 		}
 		return nil
 	})
-	_ = filepath.Walk(b, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && fi.Mode().IsRegular() && inodes[inode(fi)] != "" {
-			t.Errorf("%s is a hard link of %s", p, inodes[inode(fi)])
-		}
-		return nil
-	})
+	return m
 }
 
 func inode(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
