@@ -86,10 +86,11 @@ func deletable(j store.Job) error {
 // git dir. (A sandbox's state dir is removed when it is destroyed, before
 // the job ends.)
 func (s *Service) removeData(ctx context.Context, id string) error {
-	if s.repos != nil {
-		if err := s.repos.remove(id); err != nil {
-			return err
-		}
+	if err := s.ws.Remove(ctx, id); err != nil {
+		return err
 	}
-	return s.ws.Remove(ctx, id)
+	if s.repos != nil {
+		return s.repos.remove(id)
+	}
+	return nil
 }
