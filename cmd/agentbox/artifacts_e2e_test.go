@@ -48,8 +48,20 @@ func checkHostileZip(t *testing.T, b []byte) {
 		rc.Close()
 		bodies[f.Name] = string(body)
 	}
-	if bodies["ok.txt"] != "ok\n" || bodies["a_b_c"] != "x\n" || len(bodies) != 3 {
-		t.Errorf("entries %q, want ok.txt, a_b_c and the manifest", keys(bodies))
+	if bodies["ok.txt"] != "ok\n" || bodies["a_b_c"] != "x\n" || len(bodies) != 4 {
+		t.Errorf("entries %q, want ok.txt, a_b_c, the diff and the manifest", keys(bodies))
+	}
+	// The diff names the sparse file without reading it, shows the link
+	// as a link, never what it points to.
+	diff := bodies["agentbox.diff"]
+	for _, want := range []string{"+++ b/ok.txt", "+agentbox left this file's content out: a sparse file of 9663676416 bytes",
+		"+++ b/passwd", "+/etc/passwd", "+++ \"b/a\\\\b\\001c\""} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("agentbox.diff lacks %q:\n%s", want, diff)
+		}
+	}
+	if strings.Contains(diff, "root:") {
+		t.Errorf("agentbox.diff holds /etc/passwd:\n%s", diff)
 	}
 	manifest := bodies[artifact.ManifestName]
 	for _, want := range []string{`left out "big": sparse file of 9GiB`, `left out "passwd": symlink to "/etc/passwd", outside the workspace`,
@@ -130,11 +142,7 @@ func TestRunZipsAHostileWorkspace(t *testing.T) {
 	if !strings.Contains(errOut, "agentbox: 3 workspace entries left out of the zip or stored differently; "+artifact.ManifestName) {
 		t.Errorf("run does not say entries were left out:\n%s", errOut)
 	}
-	i := strings.Index(errOut, "artifacts: ")
-	if i < 0 {
-		t.Fatalf("no artifacts path:\n%s", errOut)
-	}
-	b, err := os.ReadFile(strings.TrimSpace(strings.SplitN(errOut[i+len("artifacts: "):], "\n", 2)[0]))
+	b, err := os.ReadFile(artifactsPath(t, errOut))
 	if err != nil {
 		t.Fatal(err)
 	}

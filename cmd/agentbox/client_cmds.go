@@ -27,6 +27,7 @@ func newClientCmds(a *app) []*cobra.Command {
 		newSubmitCmd(a), newStatusCmd(a), newListCmd(a),
 		newLogsCmd(a), newCancelCmd(a), newDeleteCmd(a), newDownloadCmd(a), newViewCmd(a),
 		newReplyCmd(a),
+		newDiffCmd(a),
 	}
 }
 
@@ -91,6 +92,7 @@ type submitFlags struct {
 	meta                              []string
 	follow, json                      bool
 	image                             string
+	repo, ref                         string
 }
 
 func newSubmitCmd(a *app) *cobra.Command {
@@ -124,6 +126,8 @@ created for that key instead of creating another.` + clientEnvHelp,
 	fl.StringVar(&f.key, "idempotency-key", "", "makes a retried submit return the same job")
 	fl.BoolVarP(&f.follow, "follow", "f", false, "stream the job's steps until it ends")
 	fl.BoolVar(&f.json, "json", false, "print JSON (with --follow: then one event per line)")
+	fl.StringVar(&f.repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned by the server with its own credentials")
+	fl.StringVar(&f.ref, "ref", "", "with --repo: the branch, tag or commit to start from (default: the remote's default branch)")
 	return cmd
 }
 
@@ -189,7 +193,20 @@ func (f submitFlags) request(stdin io.Reader, task string) (wire.SubmitRequest, 
 	}
 	meta, err := parseMeta(f.meta)
 	req.Metadata = meta
-	return req, errors.Join(append(errs, err)...)
+	errs = append(errs, err)
+	req.Repo = f.repoRequest()
+	if f.ref != "" && f.repo == "" {
+		errs = append(errs, errors.New("--ref needs --repo"))
+	}
+	return req, errors.Join(errs...)
+}
+
+// repoRequest is the job's repository, as --repo and --ref name it.
+func (f submitFlags) repoRequest() *wire.Repo {
+	if f.repo == "" {
+		return nil
+	}
+	return &wire.Repo{URL: f.repo, Ref: f.ref}
 }
 
 func flagErr(flag string, err error) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,20 +53,31 @@ func TestRunShowsStepsAndLeavesAZip(t *testing.T) {
 	if !strings.Contains(out, "Hello, World!") {
 		t.Errorf("stdout lacks the command's output:\n%s", out)
 	}
-	i := strings.Index(errOut, "artifacts: ")
-	if i < 0 {
-		t.Fatalf("no artifacts path:\n%s", errOut)
-	}
-	path := strings.TrimSpace(strings.SplitN(errOut[i+len("artifacts: "):], "\n", 2)[0])
-	zr, err := zip.OpenReader(path)
+	zr, err := zip.OpenReader(artifactsPath(t, errOut))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer zr.Close()
-	if len(zr.File) != 1 || zr.File[0].Name != "hello.py" {
+	if len(zr.File) != 2 || zr.File[0].Name != "agentbox.diff" || zr.File[1].Name != "hello.py" {
 		t.Errorf("zip holds %v", zr.File)
+	} else if rc, err := zr.File[0].Open(); err == nil {
+		diff, _ := io.ReadAll(rc)
+		rc.Close()
+		if !strings.Contains(string(diff), "+++ b/hello.py") {
+			t.Errorf("agentbox.diff:\n%s", diff)
+		}
 	}
 	assertNoSandboxes(t, instance)
+}
+
+// artifactsPath is the zip `agentbox run` says it left, in its stderr.
+func artifactsPath(t *testing.T, errOut string) string {
+	t.Helper()
+	i := strings.Index(errOut, "artifacts: ")
+	if i < 0 {
+		t.Fatalf("no artifacts path:\n%s", errOut)
+	}
+	return strings.TrimSpace(strings.SplitN(errOut[i+len("artifacts: "):], "\n", 2)[0])
 }
 
 func TestChatSession(t *testing.T) {

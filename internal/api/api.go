@@ -9,6 +9,7 @@ package api
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"path"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentbox/agentbox/internal/artifact"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
@@ -102,6 +104,8 @@ type Service interface {
 	Events(ctx context.Context, id string, after int64, limit int) ([]store.Event, error)
 	WaitEvents(ctx context.Context, id string, after int64, poll time.Duration) error
 	Workspace(ctx context.Context, id string) (workspace.Store, error)
+	Artifacts(ctx context.Context, id string, w io.Writer, opts artifact.Options) (artifact.Report, error)
+	Diff(ctx context.Context, id string, patch bool, w io.Writer) error
 	Sandboxes
 }
 
@@ -219,6 +223,7 @@ func (s *server) routes() []route {
 		{"GET /v1/jobs/{id}/events", authBearer, s.events},
 		{"GET /v1/jobs/{id}/artifacts.zip", authBearer, s.artifacts},
 		{"GET /v1/jobs/{id}/files/{path...}", authBearer, s.file},
+		{"GET /v1/jobs/{id}/diff", authBearer, s.diff},
 		{"POST /v1/jobs/{id}/viewer", authBearer, s.viewer},
 		{"POST /schedule", authBearer, s.legacySubmit},
 		{"POST /submit", authBearer, s.legacySubmit},

@@ -69,6 +69,10 @@ func errorStatus(err error) (status int, code, msg string, internal bool) {
 		return http.StatusConflict, wire.CodeAlreadyEnded, err.Error(), false
 	case errors.Is(err, jobs.ErrDeleted):
 		return http.StatusGone, wire.CodeDeleted, err.Error(), false
+	case errors.Is(err, jobs.ErrBadRepo), errors.Is(err, jobs.ErrNotRepo):
+		return http.StatusBadRequest, wire.CodeBadRequest, err.Error(), false
+	case errors.Is(err, jobs.ErrNoDiff):
+		return http.StatusNotFound, wire.CodeNotFound, err.Error(), false
 	case errors.Is(err, jobs.ErrNoSandbox):
 		return http.StatusConflict, wire.CodeNoSandbox, err.Error(), false
 	case errors.Is(err, guest.ErrService):

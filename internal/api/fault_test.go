@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/artifact"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
@@ -42,6 +44,10 @@ func (f fakeService) Workspace(context.Context, string) (workspace.Store, error)
 	panic("not used")
 }
 func (f fakeService) Guest(context.Context, string) (*guest.Client, error) { panic("not used") }
+func (f fakeService) Artifacts(context.Context, string, io.Writer, artifact.Options) (artifact.Report, error) {
+	panic("not used")
+}
+func (f fakeService) Diff(context.Context, string, bool, io.Writer) error { panic("not used") }
 
 func TestServerFaultsAreGenericLogged500s(t *testing.T) {
 	var logs testenv.Buffer

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -62,28 +63,69 @@ func (s *server) file(w http.ResponseWriter, r *http.Request) error {
 // artifacts handles GET /v1/jobs/{id}/artifacts.zip: the ended job's whole
 // workspace as a zip, streamed and bounded by the artifact package: links
 // inside kept as links, links out, sparse files, devices, sockets and FIFOs
-// left out, names made safe, and AGENTBOX-OMITTED.txt saying what and why.
+// left out, names made safe, and AGENTBOX-OMITTED.txt saying what and why;
+// the job's diff at its root as agentbox.diff.
 func (s *server) artifacts(w http.ResponseWriter, r *http.Request) error {
-	ws, err := s.workspace(r)
-	if err != nil {
+	if _, err := s.workspace(r); err != nil {
 		return err
 	}
 	id := pathID(r)
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": id + ".zip"}))
-	_, err = ws.Zip(r.Context(), id, w, artifact.Options{Skip: func(name string, err error) {
+	cw := &countWriter{w: w}
+	_, err := s.svc.Artifacts(r.Context(), id, cw, artifact.Options{Skip: func(name string, err error) {
 		s.log.Warn("artifacts: skipping unreadable entry", "job_id", id, "path", name, "err", err)
 	}})
-	if errors.Is(err, workspace.ErrNotFound) { // removed since the check; nothing was written
-		return fmt.Errorf("open workspace: %w", err)
+	return s.endStream(r, cw, "artifacts: zip stream failed", err)
+}
+
+// endStream ends a streamed answer that err ended: an error answer if
+// nothing was sent yet (the workspace removed since the check), else a
+// cut connection, so that the client does not take what it got for whole.
+func (s *server) endStream(r *http.Request, cw *countWriter, what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case cw.n == 0:
+		return err
+	case r.Context().Err() == nil:
+		s.log.Error(what, "job_id", pathID(r), "err", err)
 	}
-	if err != nil {
-		if r.Context().Err() == nil {
-			s.log.Error("artifacts: zip stream failed", "job_id", id, "err", err)
-		}
-		panic(http.ErrAbortHandler) // cut the connection: the client must not take a truncated zip for whole
+	panic(http.ErrAbortHandler)
+}
+
+// countWriter counts what is written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// diff handles GET /v1/jobs/{id}/diff: what the ended job changed against
+// where it started, as a unified diff, or with ?format=patch as git
+// format-patch output (repository jobs). Streamed as git writes it.
+func (s *server) diff(w http.ResponseWriter, r *http.Request) error {
+	patch := false
+	switch f := r.URL.Query().Get("format"); f {
+	case "", "diff":
+	case "patch":
+		patch = true
+	default:
+		return badRequest("format %q: want diff (the default) or patch", f)
 	}
-	return nil
+	h := w.Header()
+	h.Set("Content-Type", "text/x-diff; charset=utf-8")
+	if patch {
+		h.Set("Content-Type", "text/x-patch; charset=utf-8")
+	}
+	h.Set("X-Content-Type-Options", "nosniff")
+	cw := &countWriter{w: w}
+	return s.endStream(r, cw, "diff stream failed", s.svc.Diff(r.Context(), pathID(r), patch, cw))
 }
 
 // workspace checks that the request's job has a workspace to read and

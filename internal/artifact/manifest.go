@@ -83,6 +83,8 @@ func (z *zipper) stored(p, entry string) {
 		z.note(Note{Path: p, Entry: entry, Why: "not a safe name on every system"})
 	case path.Dir(p) == "." && foldName(base) == foldName(ManifestName):
 		z.note(Note{Path: p, Entry: entry, Why: "the zip keeps this name for its manifest"})
+	case path.Dir(p) == "." && z.isExtra(base):
+		z.note(Note{Path: p, Entry: entry, Why: "the zip keeps this name for agentbox's own " + base})
 	default:
 		z.note(Note{Path: p, Entry: entry, Why: "another entry has the same name, ignoring case"})
 	}

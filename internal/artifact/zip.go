@@ -78,6 +78,8 @@ type Options struct {
 	MaxNameBytes int64
 	// Skip, if set, is told of each entry that could not be read.
 	Skip func(name string, err error)
+	// Extra are files of agentbox's own the zip holds at its root.
+	Extra []Extra
 }
 
 // WriteZip writes the tree under root to w as a zip with the default
@@ -101,7 +103,10 @@ func WriteZipFile(path, dir string) error {
 // taken for whole.
 func (o Options) Write(w io.Writer, root *os.Root) (Report, error) {
 	z := newZipper(o, root, w)
-	err := z.dir(".", "")
+	err := z.writeExtras()
+	if err == nil {
+		err = z.dir(".", "")
+	}
 	if err == nil {
 		err = z.finish()
 	}
@@ -174,7 +179,7 @@ func (z *zipper) dir(path, entry string) error {
 	}
 	var reserved []string
 	if path == "." {
-		reserved = []string{ManifestName}
+		reserved = z.reserved()
 	}
 	for i, name := range siblingNames(names, reserved) {
 		if err := z.add(join(path, ents[i].Name()), join(entry, name), ents[i]); err != nil {

@@ -83,3 +83,14 @@ func WriteFile(name string, force bool, write func(io.Writer) (int64, error)) (i
 	}
 	return n, nil
 }
+
+// Diff writes what the ended job changed, as a unified diff (format ""
+// or "diff") or as git format-patch output ("patch", repository jobs),
+// to w and returns the bytes written.
+func (c *Client) Diff(ctx context.Context, id, format string, w io.Writer) (int64, error) {
+	p := jobPath(id) + "/diff"
+	if format != "" {
+		p += "?format=" + url.QueryEscape(format)
+	}
+	return c.download(ctx, p, w)
+}

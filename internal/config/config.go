@@ -29,6 +29,7 @@ type Config struct {
 	Server  Server
 	Client  Client
 	Agent   Agent
+	Git     Git
 }
 
 // Agent configures how jobs are worked on.
@@ -207,6 +208,7 @@ func Default() Config {
 		},
 		Client: Client{URL: "http://127.0.0.1:8080"},
 		Agent:  Agent{Kind: "model", MaxSteps: 100},
+		Git:    defaultGit(),
 	}
 }
 
@@ -263,6 +265,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 		durEnv(lookup, "AGENTBOX_GRACE", &c.Server.Grace),
 		durEnv(lookup, "AGENTBOX_RETENTION", &c.Server.Retention))
 	errs = append(errs, sandboxEnv(lookup, &c.Sandbox)...)
+	errs = append(errs, gitEnv(lookup, &c.Git)...)
 	str("AGENTBOX_AGENT", &c.Agent.Kind)
 	errs = append(errs, intEnv(lookup, "AGENTBOX_MAX_STEPS", &c.Agent.MaxSteps),
 		intEnv(lookup, "AGENTBOX_CONTEXT_WINDOW", &c.Agent.ContextWindow))
@@ -338,7 +341,7 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir: empty (set AGENTBOX_DATA_DIR)"))
 	}
-	errs = append(errs, c.Sandbox.Validate(), c.Server.Validate(), c.Agent.Validate())
+	errs = append(errs, c.Sandbox.Validate(), c.Server.Validate(), c.Agent.Validate(), c.Git.Validate())
 	return errors.Join(errs...)
 }
 

@@ -82,9 +82,15 @@ func deletable(j store.Job) error {
 	return nil
 }
 
-// removeData removes what the host keeps of a job: its workspace. (A
-// sandbox's state dir is removed when it is destroyed, before the job
-// ends.)
+// removeData removes what the host keeps of a job: its workspace and its
+// git dir. (A sandbox's state dir is removed when it is destroyed, before
+// the job ends.)
 func (s *Service) removeData(ctx context.Context, id string) error {
-	return s.ws.Remove(ctx, id)
+	if err := s.ws.Remove(ctx, id); err != nil {
+		return err
+	}
+	if s.repos != nil {
+		return s.repos.remove(id)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -190,13 +191,22 @@ func (j *Janitor) retryFailed(ctx context.Context) {
 	}
 }
 
-// leftovers removes the workspaces of jobs marked deleted: a removal that
-// a crash interrupted, or that failed. Entries of no job, or of a job not
-// deleted, are left alone.
+// leftovers removes the workspaces and git dirs of jobs marked deleted: a
+// removal that a crash interrupted, or that failed. Entries of no job, or
+// of a job not deleted, are left alone.
 func (j *Janitor) leftovers(ctx context.Context) error {
 	ids, err := j.svc.ws.List(ctx)
 	if err != nil {
 		return err
+	}
+	if j.svc.repos != nil {
+		more, err := j.svc.repos.list()
+		if err != nil {
+			return err
+		}
+		ids = append(ids, more...)
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
 	}
 	for _, id := range ids {
 		if ctx.Err() != nil {

@@ -159,6 +159,9 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	if err != nil {
 		return Outcome{}, err, context.Cause(ctx)
 	}
+	if j, err = s.startFrom(ctx, j, ws); err != nil {
+		return Outcome{}, err, context.Cause(ctx)
+	}
 	begin := time.Now()
 	sb, recovered, err := s.sandboxFor(ctx, j, ws)
 	if err != nil {

@@ -54,7 +54,11 @@ type SchedulerConfig struct {
 	// Workspaces keeps the jobs' workspaces; a worker (Concurrency > 0)
 	// needs it.
 	Workspaces workspace.Store
-	Log        *slog.Logger
+	// Repos keeps the jobs' git dirs: a job's first run clones its
+	// repository or snapshots its starting workspace there. Nil: no
+	// snapshot, and a repository job ends in error.
+	Repos *Repos
+	Log   *slog.Logger
 }
 
 func (c *SchedulerConfig) defaults() {

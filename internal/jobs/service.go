@@ -71,6 +71,8 @@ type Service struct {
 	images []string
 	// noMessages, when set, is why Reply refuses every message.
 	noMessages string
+	// repos holds the jobs' git dirs; nil on a node without git.
+	repos *Repos
 }
 
 // NewService returns the service over st, whose jobs' workspaces ws keeps.
@@ -105,6 +107,9 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (store.Job, boo
 		return store.Job{}, false, err
 	}
 	req.Image = image
+	if err := s.checkRepo(req.Repo); err != nil {
+		return store.Job{}, false, err
+	}
 	now := time.Now().UTC()
 	j := store.Job{
 		ID: NewID(), Task: req.Task, Model: req.Model, Limits: req.Limits, Metadata: req.Metadata,

@@ -39,8 +39,16 @@ func Job(w io.Writer, j wire.Job) error {
 	row("cost", fmt.Sprintf("$%.4f", u.CostUSD))
 	row("error", j.Error)
 	row("result", j.Result)
+	if r := j.Repo; r != nil {
+		row("repo", strings.TrimSpace(r.URL+" "+r.Ref))
+		if g := j.Git; g != nil {
+			row("branch", g.Branch)
+			row("base", g.BaseCommit)
+		}
+	}
 	if j.Status == "complete" || j.Status == "error" || j.Status == "canceled" {
 		row("download", "agentbox download "+j.JobID)
+		row("diff", "agentbox diff "+j.JobID)
 	}
 	return tw.Flush()
 }

@@ -60,10 +60,28 @@ func (s *Steps) Show(typ string, payload json.RawMessage) error {
 		_, err = fmt.Fprintf(s.errw, "[%s] %s\n", cmp.Or(ev.Level, "log"), ev.Message)
 	case event.Message:
 		_, err = fmt.Fprintf(s.errw, "» message (turn %d): %s\n", ev.Turn, printable(firstLine(ev.Text, 300)))
+	case event.Git:
+		_, err = fmt.Fprintln(s.errw, gitLine(ev))
 	default:
 		_, err = fmt.Fprintf(s.errw, "[%s] %s\n", typ, firstLine(string(payload), 200))
 	}
 	return err
+}
+
+// gitLine is what the host did with a job's repository, on one line:
+// "[git clone https://host/r.git ref main branch agentbox/job_… 1a2b3c4d5e6f]".
+func gitLine(ev event.Git) string {
+	parts := []string{"git", ev.Action}
+	for _, p := range []string{ev.URL, prefixed("ref ", ev.Ref), prefixed("branch ", ev.Branch), ev.Commit[:min(len(ev.Commit), 12)]} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	line := strings.Join(parts, " ")
+	if ev.Error != "" {
+		line += " failed: " + firstLine(ev.Error, 300)
+	}
+	return "[" + printable(line) + "]"
 }
 
 // Payload prints an event as it is emitted, before it is stored.

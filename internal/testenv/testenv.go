@@ -6,6 +6,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -47,6 +48,25 @@ func unavailable(t testing.TB, why string) {
 		t.Fatalf("%s (Docker is required here: CI=true or AGENTBOX_REQUIRE_DOCKER=1)", why)
 	}
 	t.Skipf("skipping: needs Docker: %s", why)
+}
+
+// Tool returns the path of the program a test needs (an absolute path,
+// or a name looked up on PATH). Without it the test skips, or fails where
+// Docker is required: CI's setup installs every program the tests use
+// (scripts/setup.sh), so those tests never pass vacuously there. install
+// says how to get it, e.g. "apt-get install openssh-server".
+func Tool(t testing.TB, name, install string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	why := fmt.Sprintf("no %s (%s)", name, install)
+	if DockerRequired() {
+		t.Fatalf("%s (it is required here: CI=true or AGENTBOX_REQUIRE_DOCKER=1)", why)
+	}
+	t.Skipf("skipping: needs %s: %s", name, why)
+	return ""
 }
 
 // DockerWithImage is Docker that also has the sandbox image (Image()); it

@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -52,6 +53,8 @@ type RunRequest struct {
 	Memory, CPUs, Disk string
 	// Image is the sandbox image, one AGENTBOX_IMAGES allows; "" for the default.
 	Image string
+	// Repo and Ref start the job from a clone of a git repository.
+	Repo, Ref string
 }
 
 // submitRequest reads the task and checks that the model opens before it
@@ -68,6 +71,12 @@ func (r RunRequest) submitRequest(cfg config.Config) (jobs.SubmitRequest, error)
 	}
 	req := jobs.SubmitRequest{Task: task, Model: r.Model, Limits: store.Limits{MaxSteps: r.MaxSteps, Timeout: r.Timeout}}
 	req.Image = r.Image
+	if r.Repo != "" || r.Ref != "" {
+		if r.Repo == "" {
+			return jobs.SubmitRequest{}, errors.New("--ref needs --repo")
+		}
+		req.Repo = &store.Repo{URL: r.Repo, Ref: r.Ref}
+	}
 	l, err := SandboxFlags{Memory: r.Memory, CPUs: r.CPUs, Disk: r.Disk, Timeout: time.Minute}.limits()
 	req.Limits.MemoryBytes, req.Limits.NanoCPUs, req.Limits.DiskBytes = l.MemoryBytes, l.NanoCPUs, l.DiskBytes
 	return req, err
@@ -163,11 +172,11 @@ func follow(ctx context.Context, svc *jobs.Service, id string, w RunIO) (store.J
 	}
 }
 
-// report zips the ended job's workspace into dir.
+// report zips the ended job's workspace, with its diff, into dir.
 func report(ctx context.Context, j *jobSide, job store.Job, dir string) RunReport {
 	r := RunReport{Job: job, Workspace: j.workspaces.Dir(job.ID), Zip: filepath.Join(dir, "artifacts.zip")}
 	rep, err := artifact.CreateFile(r.Zip, func(f io.Writer) (artifact.Report, error) {
-		return j.workspaces.Zip(ctx, job.ID, f, artifact.Options{})
+		return j.service.Artifacts(ctx, job.ID, f, artifact.Options{})
 	})
 	if err != nil {
 		r.Zip, r.ZipErr = "", err

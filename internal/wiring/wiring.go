@@ -12,12 +12,15 @@ package wiring
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
 	"github.com/agentbox/agentbox/internal/workspace"
@@ -49,6 +52,7 @@ func (c *closers) Close() error {
 type jobSide struct {
 	store      *sqlite.Store
 	workspaces *workspace.Local
+	repos      *jobs.Repos
 	scheduler  *jobs.Scheduler // nil without workers
 	service    *jobs.Service
 	closers
@@ -77,6 +81,10 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 	}
 	j := &jobSide{store: st, workspaces: workspace.NewLocal(jc.dir)}
 	j.add(st.Close)
+	if j.repos, err = newRepos(cfg, jc.dir); err != nil {
+		j.Close()
+		return nil, err
+	}
 	if jc.workers {
 		if err := j.startWorkers(cfg, log, jc); err != nil {
 			j.Close()
@@ -84,6 +92,7 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 		}
 	}
 	j.service = jobs.NewService(st, j.workspaces, jc.maxAttempts, j.scheduler)
+	j.service.SetRepos(j.repos)
 	if jc.ceilings != nil {
 		j.service.SetCeilings(*jc.ceilings)
 	}
@@ -105,7 +114,26 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 	if jc.metrics != nil {
 		m = jobs.NewMetrics(jc.metrics, j.store)
 	}
-	jc.sched.Workspaces = j.workspaces
+	jc.sched.Workspaces, jc.sched.Repos = j.workspaces, j.repos
 	j.scheduler = jobs.NewScheduler(jc.sched, j.store, d, NewJobAgent(cfg), m)
 	return nil
+}
+
+// newRepos is the host's git as cfg.Git says, over the git dirs in dir:
+// local remotes in the data dir refused, first-seen SSH host keys kept in
+// <data dir>/ssh_known_hosts.
+func newRepos(cfg config.Config, dir string) (*jobs.Repos, error) {
+	g := cfg.Git
+	if g.SSHKey != "" {
+		if _, err := os.Stat(g.SSHKey); err != nil {
+			return nil, fmt.Errorf("AGENTBOX_GIT_SSH_KEY: %w", err)
+		}
+	}
+	h, err := githost.New(githost.Config{Token: g.Token, TokenUser: g.TokenUser, TokenHosts: g.TokenHosts,
+		SSHKey: g.SSHKey, SSHKnownHosts: g.SSHKnownHosts, KnownHostsFile: filepath.Join(cfg.DataDir, "ssh_known_hosts"),
+		Author: g.Author, AllowLocal: g.AllowLocal, Forbidden: []string{cfg.DataDir}, Timeout: g.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	return &jobs.Repos{Host: h, Dir: filepath.Join(dir, "git")}, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
@@ -171,4 +172,25 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+// Repos gives the service the host's git (local repositories allowed,
+// none in DataDir), as a server has it, and returns it: the diff routes
+// and artifacts.zip's agentbox.diff work from then on.
+func (e *Env) Repos() *jobs.Repos {
+	e.t.Helper()
+	h, err := githost.New(githost.Config{AllowLocal: true, Forbidden: []string{e.DataDir}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r := &jobs.Repos{Host: h, Dir: filepath.Join(e.DataDir, "git")}
+	e.Svc.SetRepos(r)
+	return r
+}
+
+// SetGit records what the host did with a job's repository (its base
+// commit, its branch), as a worker's first run would.
+func (e *Env) SetGit(id string, g store.Git) {
+	e.t.Helper()
+	e.update(id, func(j *store.Job) { j.Git = g })
 }

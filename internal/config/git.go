@@ -1,0 +1,93 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/githost"
+)
+
+// Git configures how the host reaches job repositories: it clones and
+// pushes them itself, with these credentials, which never enter a sandbox.
+type Git struct {
+	// Token is the password of HTTPS remotes (AGENTBOX_GIT_TOKEN), with
+	// the user name TokenUser (AGENTBOX_GIT_TOKEN_USER, default
+	// x-access-token) or the URL's. Empty: the host's credential helper.
+	Token     string
+	TokenUser string
+	// TokenHosts limits the hosts the token is sent to
+	// (AGENTBOX_GIT_TOKEN_HOSTS, comma-separated host[:port]); empty
+	// sends it to every HTTPS remote a job names.
+	TokenHosts []string
+	// SSHKey is a private key file for SSH remotes (AGENTBOX_GIT_SSH_KEY);
+	// empty: the host's ssh agent and config.
+	SSHKey string
+	// SSHKnownHosts is the known_hosts file SSH remotes are checked
+	// against (AGENTBOX_GIT_SSH_KNOWN_HOSTS); empty: <data dir>/ssh_known_hosts,
+	// where a host's key is recorded on first use.
+	SSHKnownHosts string
+	// Author is "Name <email>", the author of the host's commits
+	// (AGENTBOX_GIT_AUTHOR).
+	Author string
+	// AllowLocal allows local paths and file:// as job repositories
+	// (AGENTBOX_GIT_ALLOW_LOCAL, default true); paths in the data dir
+	// never are.
+	AllowLocal bool
+	// Timeout bounds each git run of the host (AGENTBOX_GIT_TIMEOUT).
+	Timeout time.Duration
+}
+
+func defaultGit() Git {
+	return Git{TokenUser: githost.DefaultTokenUser, Author: githost.DefaultAuthor, AllowLocal: true, Timeout: githost.DefaultTimeout}
+}
+
+// gitEnv reads the AGENTBOX_GIT_ variables into g.
+func gitEnv(lookup func(string) (string, bool), g *Git) []error {
+	str := func(key string, dst *string) {
+		if v, ok := lookup(key); ok && v != "" {
+			*dst = v
+		}
+	}
+	str("AGENTBOX_GIT_TOKEN", &g.Token)
+	str("AGENTBOX_GIT_TOKEN_USER", &g.TokenUser)
+	str("AGENTBOX_GIT_SSH_KEY", &g.SSHKey)
+	str("AGENTBOX_GIT_SSH_KNOWN_HOSTS", &g.SSHKnownHosts)
+	str("AGENTBOX_GIT_AUTHOR", &g.Author)
+	if v, ok := lookup("AGENTBOX_GIT_TOKEN_HOSTS"); ok && v != "" {
+		g.TokenHosts = nil
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				g.TokenHosts = append(g.TokenHosts, h)
+			}
+		}
+	}
+	var errs []error
+	if v, ok := lookup("AGENTBOX_GIT_ALLOW_LOCAL"); ok && v != "" {
+		switch v {
+		case "1", "true":
+			g.AllowLocal = true
+		case "0", "false":
+			g.AllowLocal = false
+		default:
+			errs = append(errs, fmt.Errorf("AGENTBOX_GIT_ALLOW_LOCAL %q: want true or false", v))
+		}
+	}
+	return append(errs, durEnv(lookup, "AGENTBOX_GIT_TIMEOUT", &g.Timeout))
+}
+
+// Validate checks the git settings.
+func (g Git) Validate() error {
+	var errs []error
+	if _, _, err := githost.ParseAuthor(g.Author); err != nil {
+		errs = append(errs, fmt.Errorf("%w (AGENTBOX_GIT_AUTHOR)", err))
+	}
+	if strings.IndexFunc(g.Token+g.TokenUser, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		errs = append(errs, errors.New("git token and token user: no spaces or control characters (AGENTBOX_GIT_TOKEN, AGENTBOX_GIT_TOKEN_USER)"))
+	}
+	if g.Timeout < time.Second {
+		errs = append(errs, fmt.Errorf("git timeout %v: at least 1s (AGENTBOX_GIT_TIMEOUT)", g.Timeout))
+	}
+	return errors.Join(errs...)
+}

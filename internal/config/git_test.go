@@ -1,0 +1,43 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestGitFromEnv(t *testing.T) {
+	c, err := fromLookup(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := c.Git; g.Author != "agentbox <agentbox@localhost>" || !g.AllowLocal || g.Timeout != 10*time.Minute || g.TokenUser != "x-access-token" || g.Token != "" {
+		t.Errorf("defaults %+v", g)
+	}
+	c, err = fromLookup(lookup(map[string]string{
+		"AGENTBOX_GIT_TOKEN": "ghp_x", "AGENTBOX_GIT_TOKEN_USER": "bot", "AGENTBOX_GIT_TOKEN_HOSTS": "github.com, git.example.com:8443",
+		"AGENTBOX_GIT_SSH_KEY": "/etc/agentbox/id_ed25519", "AGENTBOX_GIT_SSH_KNOWN_HOSTS": "/etc/agentbox/known_hosts",
+		"AGENTBOX_GIT_AUTHOR": "Bot <bot@example.com>", "AGENTBOX_GIT_ALLOW_LOCAL": "false", "AGENTBOX_GIT_TIMEOUT": "2m",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.Git
+	if g.Token != "ghp_x" || g.TokenUser != "bot" || !slices.Equal(g.TokenHosts, []string{"github.com", "git.example.com:8443"}) ||
+		g.SSHKey != "/etc/agentbox/id_ed25519" || g.SSHKnownHosts != "/etc/agentbox/known_hosts" || g.Author != "Bot <bot@example.com>" ||
+		g.AllowLocal || g.Timeout != 2*time.Minute {
+		t.Errorf("git %+v", g)
+	}
+	for env, want := range map[string]string{
+		"AGENTBOX_GIT_AUTHOR":      "AGENTBOX_GIT_AUTHOR",
+		"AGENTBOX_GIT_ALLOW_LOCAL": "AGENTBOX_GIT_ALLOW_LOCAL",
+		"AGENTBOX_GIT_TIMEOUT":     "AGENTBOX_GIT_TIMEOUT",
+		"AGENTBOX_GIT_TOKEN":       "AGENTBOX_GIT_TOKEN",
+	} {
+		bad := map[string]string{"AGENTBOX_GIT_AUTHOR": "nobody", "AGENTBOX_GIT_ALLOW_LOCAL": "maybe", "AGENTBOX_GIT_TIMEOUT": "1ms", "AGENTBOX_GIT_TOKEN": "a b"}[env]
+		if _, err := fromLookup(lookup(map[string]string{env: bad})); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s=%q: %v", env, bad, err)
+		}
+	}
+}

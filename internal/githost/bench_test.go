@@ -1,0 +1,117 @@
+package githost_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/githost"
+	"github.com/agentbox/agentbox/internal/githost/gittest"
+)
+
+// benchRepo makes a bare repository of files files of size bytes each
+// (text that compresses about as source does), in dir, and returns it.
+func benchRepo(b *testing.B, dir string, files, size int) string {
+	b.Helper()
+	work := filepath.Join(dir, "work")
+	gittest.Git(b, dir, "init", "--quiet", "--initial-branch=main", work)
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := strings.Fields("func return if err nil else for range package import type struct string int byte error context fmt the a of to")
+	for i := range files {
+		var sb strings.Builder
+		for sb.Len() < size {
+			sb.WriteString(words[rng.IntN(len(words))])
+			if rng.IntN(8) == 0 {
+				sb.WriteString(fmt.Sprintf(" %d\n", rng.Int64()))
+			} else {
+				sb.WriteByte(' ')
+			}
+		}
+		p := filepath.Join(work, fmt.Sprintf("pkg%02d/sub%02d/file%04d.go", i%50, i%7, i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(sb.String()[:size]), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	gittest.Git(b, work, "add", "-A")
+	gittest.Git(b, work, "commit", "--quiet", "-m", "a big repository")
+	bare := filepath.Join(dir, "repos", "big.git")
+	gittest.Git(b, dir, "clone", "--quiet", "--bare", "--no-local", work, bare)
+	gittest.Git(b, bare, "repack", "-a", "-d", "-q") // packed, as a served repository is
+	return bare
+}
+
+// BenchmarkClone clones a repository of 5,000 files and 50 MB through
+// agentbox's path (Host.Clone: a bare clone with the host's credentials,
+// then a workspace checkout with a .git of its own, objects copied)
+// against a plain `git clone` of the same URL, alternately in the same
+// run, over file:// and over the loopback smart-HTTP server.
+//
+//	go test -run x -bench Clone -benchtime 5x ./internal/githost/
+func BenchmarkClone(b *testing.B) {
+	dir := b.TempDir()
+	bare := benchRepo(b, dir, 5000, 10_000)
+	web := gittest.StartHTTP(b, githost.DefaultTokenUser, "")
+	if err := os.Rename(bare, web.Path("big.git")); err != nil {
+		b.Fatal(err)
+	}
+	bare = web.Path("big.git")
+	for _, c := range []struct {
+		name, url string
+		cfg       githost.Config
+		plain     []string
+	}{
+		{"file", "file://" + bare, githost.Config{AllowLocal: true}, nil},
+		{"http", web.URL("big.git"), githost.Config{Token: web.Password},
+			[]string{"-c", `credential.helper=!f() { echo username=` + web.User + `; echo password=` + web.Password + `; }; f`}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			h, err := githost.New(c.cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var ours, plain time.Duration
+			for i := 0; i < b.N; i++ {
+				ours += timeIt(b, func(d string) {
+					ws := filepath.Join(d, "ws")
+					if err := os.Mkdir(ws, 0o755); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := h.Clone(bg, githost.CloneRequest{URL: c.url, Branch: "agentbox/job", GitDir: filepath.Join(d, "job.git"), WorkDir: ws}); err != nil {
+						b.Fatal(err)
+					}
+				})
+				plain += timeIt(b, func(d string) {
+					cmd := exec.Command("git", append(append([]string{}, c.plain...), "clone", "--quiet", c.url, filepath.Join(d, "ws"))...)
+					cmd.Env = gittest.Env()
+					if out, err := cmd.CombinedOutput(); err != nil {
+						b.Fatalf("git clone: %v\n%s", err, out)
+					}
+				})
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(ours.Milliseconds())/n, "agentbox-ms/op")
+			b.ReportMetric(float64(plain.Milliseconds())/n, "git-clone-ms/op")
+			b.ReportMetric(float64(ours)/float64(plain), "ratio")
+		})
+	}
+}
+
+// timeIt times f on a fresh directory, removed after (not timed).
+func timeIt(b *testing.B, f func(dir string)) time.Duration {
+	d, err := os.MkdirTemp("", "clonebench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(d)
+	begin := time.Now()
+	f(d)
+	return time.Since(begin)
+}

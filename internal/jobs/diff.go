@@ -1,0 +1,124 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/artifact"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// DiffName is the diff's name in a job's artifacts.zip.
+const DiffName = "agentbox.diff"
+
+var (
+	// ErrNoDiff means an ended job has no diff to give: it has no
+	// workspace, or its repository was never cloned.
+	ErrNoDiff = errors.New("no diff")
+	// ErrNotRepo means what was asked is for repository jobs only.
+	ErrNotRepo = errors.New("not a repository job")
+)
+
+// SetRepos gives the service the host's git and its jobs' git dirs, for
+// the diffs of ended jobs and the check of submitted repositories.
+func (s *Service) SetRepos(r *Repos) { s.repos = r }
+
+// Diff writes to w what ended job id changed in its workspace since it
+// started: a unified diff against its base commit (the cloned one, or the
+// snapshot of its starting workspace), or with patch the git
+// format-patch mail of it (repository jobs only: ErrNotRepo otherwise).
+// An unchanged workspace writes nothing. ErrNotEnded while the job runs:
+// its sandbox could swap a file for a link to a host file between git's
+// look at a path and its read of it, so the workspace is read only once
+// the sandbox is gone. ErrDeleted once its data was removed, ErrNoDiff
+// when there is nothing to take a diff of.
+func (s *Service) Diff(ctx context.Context, id string, patch bool, w io.Writer) error {
+	j, dir, err := s.diffable(ctx, id, patch)
+	if err != nil {
+		return err
+	}
+	gitDir, h := s.repos.GitDir(id), s.repos.Host
+	if patch {
+		return h.FormatPatch(ctx, gitDir, dir, j.Git.BaseCommit, patchMessage(j), w)
+	}
+	return h.Diff(ctx, gitDir, dir, j.Git.BaseCommit, w)
+}
+
+// diffable checks that job id has a diff to give, and returns the job and
+// its workspace's directory.
+func (s *Service) diffable(ctx context.Context, id string, patch bool) (store.Job, string, error) {
+	j, err := s.store.GetJob(ctx, id)
+	switch {
+	case err != nil:
+		return j, "", err
+	case s.repos == nil:
+		return j, "", errors.New("diff: git is not configured")
+	case !j.Status.Final():
+		return j, "", fmt.Errorf("%w: job %s is %s; its diff is made once it has ended and its sandbox is gone, "+
+			"as a running sandbox could swap the files git reads for links", ErrNotEnded, id, j.Status)
+	case !j.DeletedAt.IsZero():
+		return j, "", fmt.Errorf("%w: the workspace of job %s was removed at %s; its diff with it",
+			ErrDeleted, id, j.DeletedAt.UTC().Format(time.RFC3339))
+	case patch && j.Repo == nil:
+		return j, "", fmt.Errorf("%w: format=patch is for jobs that started from a repository; job %s did not", ErrNotRepo, id)
+	case j.Repo != nil && j.Git.BaseCommit == "":
+		return j, "", fmt.Errorf("%w: job %s has no diff: its repository was never cloned", ErrNoDiff, id)
+	}
+	if ok, err := s.ws.Exists(ctx, id); err != nil || !ok {
+		return j, "", fmt.Errorf("%w: job %s has no workspace: it ended before its sandbox started", ErrNoDiff, id)
+	}
+	dir, err := s.ws.Prepare(ctx, id)
+	return j, dir, err
+}
+
+// patchMessage is the commit message of a job's patch: the task's first
+// line as the subject, the job and its result below.
+func patchMessage(j store.Job) string {
+	subject, _, _ := strings.Cut(strings.TrimSpace(j.Task), "\n")
+	if len(subject) > 72 {
+		subject = strings.TrimSpace(subject[:69]) + "..."
+	}
+	msg := subject + "\n\nagentbox job " + j.ID + "."
+	if j.Result != "" {
+		msg += "\n\n" + j.Result
+	}
+	return msg + "\n"
+}
+
+// Artifacts writes ended job id's workspace to w as a zip bounded by
+// opts, with its diff (Diff) at its root as DiffName; the manifest says
+// why when there is none.
+func (s *Service) Artifacts(ctx context.Context, id string, w io.Writer, opts artifact.Options) (artifact.Report, error) {
+	ws, err := s.Workspace(ctx, id)
+	if err != nil {
+		return artifact.Report{}, err
+	}
+	if s.repos != nil {
+		opts.Extra = append(opts.Extra, artifact.Extra{Name: DiffName, Open: func() (io.ReadCloser, error) { return s.diffFile(ctx, id) }})
+	}
+	return ws.Zip(ctx, id, w, opts)
+}
+
+// diffFile makes job id's diff in an unnamed temporary file, so that a
+// zip gets it whole or not at all.
+func (s *Service) diffFile(ctx context.Context, id string) (io.ReadCloser, error) {
+	f, err := os.CreateTemp("", "agentbox-diff-")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name()) // the open file lives on, named by nothing
+	if err := s.Diff(ctx, id, false, f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
