@@ -101,6 +101,10 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (store.Job, boo
 	if err := s.checkRepo(req.Repo); err != nil {
 		return store.Job{}, false, err
 	}
+	var err error
+	if req.Repo, err = checkHandBack(req.Repo); err != nil {
+		return store.Job{}, false, err
+	}
 	now := time.Now().UTC()
 	j := store.Job{
 		ID: NewID(), Task: req.Task, Model: req.Model, Limits: req.Limits, Metadata: req.Metadata,
