@@ -32,9 +32,10 @@ const (
 
 // checkHandBack refuses a hand-back a job could not do, and returns the
 // repository with Push set when it asks for a pull request (which needs
-// the push): a pull request of a repository that is not on a hosting
-// service (a local path), onto the branch it starts from, or with a
-// title or body over the services' bounds.
+// the push): a pull request of a local repository (a path, file://), onto
+// the branch it starts from, or with a title or body over the services'
+// bounds. A remote whose host or path no service serves is found out at
+// the pull request, and stated then.
 func checkHandBack(r *store.Repo) (*store.Repo, error) {
 	if r == nil || r.PullRequest == nil {
 		return r, nil
@@ -42,10 +43,10 @@ func checkHandBack(r *store.Repo) (*store.Repo, error) {
 	bad := func(format string, a ...any) (*store.Repo, error) {
 		return r, fmt.Errorf("%w: repo.pull_request: "+format, append([]any{ErrBadRepo}, a...)...)
 	}
-	p := r.PullRequest
-	switch _, _, _, err := forge.ParseRemote(r.URL); {
-	case err != nil:
-		return bad("needs a repository on a git hosting service (https://host/owner/repo, ssh://git@host/owner/repo.git, git@host:owner/repo.git): %v", err)
+	p, url := r.PullRequest, strings.ToLower(strings.TrimSpace(r.URL))
+	switch {
+	case strings.HasPrefix(url, "/") || strings.HasPrefix(url, "file:"):
+		return bad("needs a repository on a git hosting service (https://host/owner/repo, git@host:owner/repo.git), not a local one")
 	case r.Branch != "" && strings.TrimPrefix(r.Ref, "refs/heads/") == r.Branch:
 		return bad("repo.branch %q is the branch the job starts from, which the pull request would merge into", r.Branch)
 	case utf8.RuneCountInString(p.Title) > maxTitle:

@@ -352,6 +352,7 @@ func TestSubmitChecksHandBack(t *testing.T) {
 	pr := &store.PullRequest{}
 	for _, repo := range []store.Repo{
 		{URL: filepath.Join(t.TempDir(), "r.git"), PullRequest: pr},
+		{URL: "file:///srv/acme/widgets.git", PullRequest: pr},
 		{URL: "https://github.com/acme/widgets.git", Ref: "main", Branch: "main", PullRequest: pr},
 		{URL: "https://github.com/acme/widgets.git", Ref: "refs/heads/fix", Branch: "fix", PullRequest: pr},
 		{URL: "https://github.com/acme/widgets.git", PullRequest: &store.PullRequest{Title: strings.Repeat("t", 257)}},
