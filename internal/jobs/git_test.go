@@ -270,16 +270,24 @@ func TestRestartDoesNotCloneAgain(t *testing.T) {
 	gitEvent(t, svc, j.ID, "clone") // one clone, not two
 }
 
-func TestSubmitRefusesBadRepositories(t *testing.T) {
+// submitOnly is a service without workers (no Docker needed) whose
+// host git is configured by cfg, for what Submit checks.
+func submitOnly(t *testing.T, cfg githost.Config) *jobs.Service {
+	t.Helper()
 	e := &env{dir: t.TempDir()}
 	st, err := sqlite.Open(bg, filepath.Join(e.dir, "agentbox.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	r, _ := e.withRepos(t, githost.Config{AllowLocal: false})
+	t.Cleanup(func() { st.Close() })
+	r, _ := e.withRepos(t, cfg)
 	svc := jobs.NewService(st, workspace.NewLocal(e.dir), 3, nil)
 	svc.SetRepos(r)
+	return svc
+}
+
+func TestSubmitRefusesBadRepositories(t *testing.T) {
+	svc := submitOnly(t, githost.Config{AllowLocal: false})
 	for _, repo := range []store.Repo{
 		{}, {URL: "ext::sh -c id"}, {URL: "https://u:p@example.com/r.git"}, {URL: "/srv/r.git"}, {URL: "relative"},
 		{URL: "https://example.com/r.git", Ref: "-x"}, {URL: "https://example.com/r.git", Ref: "a..b"},

@@ -131,6 +131,7 @@ func (h *handBack) fail(ev event.Git, err error) {
 	h.got.Error = fmt.Sprintf("%s: %v", ev.Action, err)
 	ev.Error = err.Error()
 	h.emit(ev)
+	h.s.log.Warn("hand back: the job stays complete", "job_id", h.j.ID, "step", ev.Action, "err", err)
 }
 
 // emit logs ev, even once ctx ended: a step that was stopped says so.

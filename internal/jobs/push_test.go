@@ -19,8 +19,6 @@ import (
 	"github.com/agentbox/agentbox/internal/githost/gittest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
-	"github.com/agentbox/agentbox/internal/store/sqlite"
-	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // The pull-request calls of these tests go to forgetest's stand-in for
@@ -47,12 +45,12 @@ func (summaryAgent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) 
 
 // startPush runs a scheduler with summaryAgent and a host git of cfg
 // (author pushAuthor) that opens pull requests through prs.
-func (e *env) startPush(t *testing.T, cfg githost.Config, prs jobs.PullRequests) (*jobs.Service, *jobs.Repos) {
+func (e *env) startPush(t *testing.T, cfg githost.Config, prs jobs.PullRequests, mods ...func(*jobs.SchedulerConfig)) (*jobs.Service, *jobs.Repos) {
 	t.Helper()
 	cfg.Author = pushAuthor
 	r, mod := e.withRepos(t, cfg)
-	r.Forge, r.Timeout = prs, time.Minute
-	svc, _ := e.start(t, summaryAgent{}, mod)
+	r.Forge, r.Timeout = prs, cfg.Timeout
+	svc, _ := e.start(t, summaryAgent{}, append([]func(*jobs.SchedulerConfig){mod}, mods...)...)
 	svc.SetRepos(r)
 	return svc, r
 }
@@ -284,12 +282,7 @@ func TestFailedHandBackLeavesTheJobComplete(t *testing.T) {
 	}{
 		{"pre-receive hook", func(t *testing.T, _ gitHTTP, bare string) {
 			hook := "#!/bin/sh\necho 'pushes to agentbox/ are closed today' >&2\nexit 1\n"
-			if err := os.MkdirAll(filepath.Join(bare, "hooks"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(bare, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			preReceive(t, bare, hook)
 		}, "", "push", []string{"push", "pushes to agentbox/ are closed today", "pre-receive hook declined"}, false},
 		{"not a fast-forward", func(t *testing.T, _ gitHTTP, bare string) {
 			gittest.Commit(t, bare, "fix/parser", gittest.Files("theirs.txt", "someone else's\n"))
@@ -340,15 +333,7 @@ func TestFailedHandBackLeavesTheJobComplete(t *testing.T) {
 // TestSubmitChecksHandBack: a pull request needs a hosted repository and
 // a branch other than its base, and implies the push.
 func TestSubmitChecksHandBack(t *testing.T) {
-	e := &env{dir: t.TempDir()}
-	st, err := sqlite.Open(bg, filepath.Join(e.dir, "agentbox.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	r, _ := e.withRepos(t, githost.Config{AllowLocal: true})
-	svc := jobs.NewService(st, workspace.NewLocal(e.dir), 3, nil)
-	svc.SetRepos(r)
+	svc := submitOnly(t, githost.Config{AllowLocal: true})
 	pr := &store.PullRequest{}
 	for _, repo := range []store.Repo{
 		{URL: filepath.Join(t.TempDir(), "r.git"), PullRequest: pr},
@@ -365,5 +350,46 @@ func TestSubmitChecksHandBack(t *testing.T) {
 	j, _, err := svc.Submit(bg, jobs.SubmitRequest{Task: "t", Repo: &store.Repo{URL: "git@github.com:acme/widgets.git", Ref: "main", PullRequest: pr}})
 	if err != nil || !j.Repo.Push {
 		t.Errorf("a pull request without push: %+v, %v", j.Repo, err)
+	}
+}
+
+// preReceive makes hook the pre-receive hook of bare, a repository on
+// the server.
+func preReceive(t *testing.T, bare, hook string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(bare, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bare, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSlowPush: the lease outlives a push slower than it (the heartbeat
+// runs until the outcome is recorded, while the reaper looks for expired
+// leases), and a push slower than the step's bound is stopped and stated.
+func TestSlowPush(t *testing.T) {
+	e := newEnv(t)
+	web := startGitHTTP(t)
+	bare := web.Path("acme/widgets.git")
+	gittest.Commit(t, bare, "main", gittest.Files("README.md", "hello\n"))
+	preReceive(t, bare, "#!/bin/sh\nwhile read old new ref; do case $ref in */slower) sleep 5;; *) sleep 1.5;; esac; done\n")
+	short := func(c *jobs.SchedulerConfig) {
+		c.Lease, c.Heartbeat, c.ReapInterval = 500*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	}
+	svc, _ := e.startPush(t, githost.Config{Token: web.Password, Timeout: 3 * time.Second}, nil, short)
+	for branch, pushed := range map[string]bool{"slow": true, "slower": false} {
+		j, _, err := svc.Submit(bg, jobs.SubmitRequest{Task: "echo fixed >> README.md",
+			Repo: &store.Repo{URL: web.URL("acme/widgets.git"), Branch: branch, Push: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j = await(t, svc, j.ID)
+		if j.Status != store.StatusComplete || j.Attempts != 1 || j.Git.Pushed != pushed {
+			t.Fatalf("%s: job %s after %d attempts, git %+v", branch, j.Status, j.Attempts, j.Git)
+		}
+		if !pushed && (!strings.Contains(j.Git.Error, "push") || !strings.Contains(j.Git.Error, "timed out")) {
+			t.Errorf("%s: git.error %q", branch, j.Git.Error)
+		}
 	}
 }
