@@ -61,10 +61,10 @@ func checkHandBack(r *store.Repo) (*store.Repo, error) {
 
 // handBack hands the result of a completed turn (out) of repository job
 // id back: it commits what the workspace holds on the job's branch in the
-// host's git dir (message from the turn's summary), then, as the job's repo asks,
-// pushes the branch with the host's credentials and opens its pull
-// request. Each step is an event and is bounded by Repos.Timeout; ctx
-// ending (a cancel, a lost lease, shutdown) stops it. It returns what to
+// host's git dir (message from the turn's summary), then, as the job's
+// repo asks, pushes the branch with the host's credentials and opens its
+// pull request. Each step is an event and is bounded by Repos.Timeout;
+// ctx ending (a cancel, a lost lease, shutdown) stops it. It returns what to
 // record on the job with its end, nil for a job without a repository. A
 // failure is stated there, never returned: the turn's work is done, and
 // its diff stays what it is.
@@ -83,7 +83,8 @@ func (s *Scheduler) handBack(ctx context.Context, id string, out Outcome) *store
 	got.Branch, got.Error = cmp.Or(j.Git.Branch, j.Repo.Branch, DefaultBranch(j.ID)), ""
 	hb := &handBack{s: s, r: r, j: j, ctx: ctx, got: got}
 	if out.left != nil {
-		hb.fail(event.Git{Action: "commit", Branch: got.Branch}, fmt.Errorf("the turn's sandbox could not be removed, so its workspace is not read: %w", out.left))
+		hb.fail(event.Git{Action: "commit", Branch: got.Branch},
+			fmt.Errorf("the turn's sandbox could not be removed, so its workspace is not read: %w", out.left))
 	} else {
 		hb.run(out.Result)
 	}
