@@ -93,6 +93,7 @@ type submitFlags struct {
 	follow, json                      bool
 	image                             string
 	repo, ref                         string
+	handBack                          handBackFlags
 }
 
 func newSubmitCmd(a *app) *cobra.Command {
@@ -128,6 +129,7 @@ created for that key instead of creating another.` + clientEnvHelp,
 	fl.BoolVar(&f.json, "json", false, "print JSON (with --follow: then one event per line)")
 	fl.StringVar(&f.repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned by the server with its own credentials")
 	fl.StringVar(&f.ref, "ref", "", "with --repo: the branch, tag or commit to start from (default: the remote's default branch)")
+	f.handBack.add(fl)
 	return cmd
 }
 
@@ -198,6 +200,8 @@ func (f submitFlags) request(stdin io.Reader, task string) (wire.SubmitRequest, 
 	if f.ref != "" && f.repo == "" {
 		errs = append(errs, errors.New("--ref needs --repo"))
 	}
+	f.handBack.toWire(req.Repo)
+	errs = append(errs, f.handBack.check(f.repo))
 	return req, errors.Join(errs...)
 }
 

@@ -11,11 +11,13 @@ import (
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 func newRunCmd(a *app) *cobra.Command {
 	var f wiring.RunRequest
+	var hb handBackFlags
 	cmd := &cobra.Command{
 		Use:   "run [flags] TASK",
 		Short: "Do one task end to end in the foreground, showing each step, without a server",
@@ -38,6 +40,10 @@ it was canceled.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Task, f.Stdin = args[0], cmd.InOrStdin()
+			if err := hb.check(f.Repo); err != nil {
+				return err
+			}
+			hb.toRun(&f)
 			return exitWith(a.runTask(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
 	}
@@ -51,6 +57,7 @@ it was canceled.`,
 	fl.StringVar(&f.Image, "image", "", "sandbox image, one AGENTBOX_IMAGES lists (default AGENTBOX_IMAGE, else "+config.DefaultImage+")")
 	fl.StringVar(&f.Repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned with the host's credentials (AGENTBOX_GIT_*)")
 	fl.StringVar(&f.Ref, "ref", "", "with --repo: the branch, tag or commit to start from (default: the remote's default branch)")
+	hb.add(fl)
 	a.driverFlag(cmd)
 	return cmd
 }
@@ -90,6 +97,9 @@ func printRun(w io.Writer, r wiring.RunReport) int {
 	}
 	if j.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", j.Error)
+	}
+	if j.Repo != nil {
+		_ = render.GitOutcome(w, j.Repo.Push, wire.Git(j.Git))
 	}
 	if r.Zip != "" {
 		fmt.Fprintf(w, "workspace: %s\nartifacts: %s\n", r.Workspace, r.Zip)

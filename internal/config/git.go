@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/forge"
 	"github.com/agentbox/agentbox/internal/githost"
 )
 
@@ -35,8 +36,13 @@ type Git struct {
 	// (AGENTBOX_GIT_ALLOW_LOCAL, default true); paths in the data dir
 	// never are.
 	AllowLocal bool
-	// Timeout bounds each git run of the host (AGENTBOX_GIT_TIMEOUT).
+	// Timeout bounds each git run of the host (AGENTBOX_GIT_TIMEOUT), and
+	// each step of a job's hand-back: its commit, its push, its pull request.
 	Timeout time.Duration
+	// Hosts are the services pull requests are opened on
+	// (AGENTBOX_GIT_HOSTS, see forge.ParseHosts); github.com is always
+	// one. Their tokens are left empty: Token is set on those it may go to.
+	Hosts []forge.Host
 }
 
 func defaultGit() Git {
@@ -74,7 +80,22 @@ func gitEnv(lookup func(string) (string, bool), g *Git) []error {
 			errs = append(errs, fmt.Errorf("AGENTBOX_GIT_ALLOW_LOCAL %q: want true or false", v))
 		}
 	}
+	errs = append(errs, hostsEnv(lookup, g))
 	return append(errs, durEnv(lookup, "AGENTBOX_GIT_TIMEOUT", &g.Timeout))
+}
+
+// hostsEnv reads AGENTBOX_GIT_HOSTS into g.Hosts.
+func hostsEnv(lookup func(string) (string, bool), g *Git) error {
+	v, ok := lookup("AGENTBOX_GIT_HOSTS")
+	if !ok || strings.TrimSpace(v) == "" {
+		return nil
+	}
+	hosts, err := forge.ParseHosts(v)
+	if err != nil {
+		return err
+	}
+	g.Hosts = hosts
+	return nil
 }
 
 // Validate checks the git settings.

@@ -19,6 +19,7 @@ func TestGitFromEnv(t *testing.T) {
 		"AGENTBOX_GIT_TOKEN": "ghp_x", "AGENTBOX_GIT_TOKEN_USER": "bot", "AGENTBOX_GIT_TOKEN_HOSTS": "github.com, git.example.com:8443",
 		"AGENTBOX_GIT_SSH_KEY": "/etc/agentbox/id_ed25519", "AGENTBOX_GIT_SSH_KNOWN_HOSTS": "/etc/agentbox/known_hosts",
 		"AGENTBOX_GIT_AUTHOR": "Bot <bot@example.com>", "AGENTBOX_GIT_ALLOW_LOCAL": "false", "AGENTBOX_GIT_TIMEOUT": "2m",
+		"AGENTBOX_GIT_HOSTS": "gitea=git.example.com:8443",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +27,7 @@ func TestGitFromEnv(t *testing.T) {
 	g := c.Git
 	if g.Token != "ghp_x" || g.TokenUser != "bot" || !slices.Equal(g.TokenHosts, []string{"github.com", "git.example.com:8443"}) ||
 		g.SSHKey != "/etc/agentbox/id_ed25519" || g.SSHKnownHosts != "/etc/agentbox/known_hosts" || g.Author != "Bot <bot@example.com>" ||
-		g.AllowLocal || g.Timeout != 2*time.Minute {
+		g.AllowLocal || g.Timeout != 2*time.Minute || len(g.Hosts) != 2 || g.Hosts[0].APIBase != "https://git.example.com:8443/api/v1" {
 		t.Errorf("git %+v", g)
 	}
 	for env, want := range map[string]string{
@@ -34,8 +35,10 @@ func TestGitFromEnv(t *testing.T) {
 		"AGENTBOX_GIT_ALLOW_LOCAL": "AGENTBOX_GIT_ALLOW_LOCAL",
 		"AGENTBOX_GIT_TIMEOUT":     "AGENTBOX_GIT_TIMEOUT",
 		"AGENTBOX_GIT_TOKEN":       "AGENTBOX_GIT_TOKEN",
+		"AGENTBOX_GIT_HOSTS":       "AGENTBOX_GIT_HOSTS",
 	} {
-		bad := map[string]string{"AGENTBOX_GIT_AUTHOR": "nobody", "AGENTBOX_GIT_ALLOW_LOCAL": "maybe", "AGENTBOX_GIT_TIMEOUT": "1ms", "AGENTBOX_GIT_TOKEN": "a b"}[env]
+		bad := map[string]string{"AGENTBOX_GIT_AUTHOR": "nobody", "AGENTBOX_GIT_ALLOW_LOCAL": "maybe", "AGENTBOX_GIT_TIMEOUT": "1ms", "AGENTBOX_GIT_TOKEN": "a b",
+			"AGENTBOX_GIT_HOSTS": "github=ghe.example.com=http://ghe.example.com/api/v3"}[env]
 		if _, err := fromLookup(lookup(map[string]string{env: bad})); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s=%q: %v", env, bad, err)
 		}

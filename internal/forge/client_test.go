@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/internal/forge"
+	"github.com/agentbox/agentbox/internal/forge/forgetest"
 )
 
 // TestOpenRemotes reaches the service and the repository from each form of
@@ -30,15 +31,15 @@ func TestOpenRemotes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStandIn(t, forge.KindGitHub, testToken)
-			s.reply = func(map[string]any) (int, any) { return http.StatusCreated, s.pull(5, "acme", testBranch, "main") }
+			s := forgetest.New(t, forge.KindGitHub, testToken)
+			s.Reply = func(map[string]any) (int, any) { return http.StatusCreated, s.Pull(5, "acme", testBranch, "main") }
 			pr := basePR()
 			pr.Owner, pr.Repo = tc.owner, tc.repo
-			got, err := forge.New([]forge.Host{s.host()}, nil).Open(ctxTimeout(t), tc.remote, pr)
+			got, err := forge.New([]forge.Host{s.Host("git.example.com")}, nil).Open(ctxTimeout(t), tc.remote, pr)
 			if err != nil || got.Number != 5 {
 				t.Fatalf("Open = %+v, %v", got, err)
 			}
-			if paths := s.createPaths(); len(paths) != 1 || paths[0] != "/api/v3"+tc.wantPath {
+			if paths := s.CreatePaths(); len(paths) != 1 || paths[0] != "/api/v3"+tc.wantPath {
 				t.Errorf("paths %q, want /api/v3%s", paths, tc.wantPath)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/forge"
+	"github.com/agentbox/agentbox/internal/forge/forgetest"
 )
 
 const (
@@ -22,7 +23,7 @@ type openCase struct {
 	name  string
 	pr    func(*forge.PullRequest) // changes the default pull request
 	reply func(map[string]any) (int, any)
-	open  func(*standIn) []map[string]any
+	open  func(*forgetest.StandIn) []map[string]any
 	want  forge.Opened
 	// wantBody are fields the create's body must hold.
 	wantBody map[string]any
@@ -47,17 +48,17 @@ func ctxTimeout(t *testing.T) context.Context {
 func runOpen(t *testing.T, kind forge.Kind, cases []openCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStandIn(t, kind, testToken)
-			s.reply = tc.reply
+			s := forgetest.New(t, kind, testToken)
+			s.Reply = tc.reply
 			if tc.open != nil {
-				s.open = tc.open(s)
+				s.Open = tc.open(s)
 			}
 			pr := basePR()
 			if tc.pr != nil {
 				tc.pr(&pr)
 			}
-			got, err := forge.New([]forge.Host{s.host()}, nil).Open(ctxTimeout(t), testRemote, pr)
-			creates, lists := s.recorded()
+			got, err := forge.New([]forge.Host{s.Host("git.example.com")}, nil).Open(ctxTimeout(t), testRemote, pr)
+			creates, lists := s.Recorded()
 			checkOpen(t, tc, got, err)
 			if len(creates) != 1 || len(lists) != tc.wantLists {
 				t.Fatalf("%d creates, %d lists; want 1, %d", len(creates), len(lists), tc.wantLists)
@@ -121,8 +122,8 @@ func TestOpenGitHub(t *testing.T) {
 	}, {
 		name:  "already exists returns the open one",
 		reply: reply(http.StatusUnprocessableEntity, exists),
-		open: func(s *standIn) []map[string]any {
-			return []map[string]any{s.pull(41, "acme", "other", "main"), s.pull(42, "acme", testBranch, "main")}
+		open: func(s *forgetest.StandIn) []map[string]any {
+			return []map[string]any{s.Pull(41, "acme", "other", "main"), s.Pull(42, "acme", testBranch, "main")}
 		},
 		want:      forge.Opened{URL: "https://git.example.com/acme/widgets/pull/42", Number: 42},
 		wantLists: 1,
@@ -130,8 +131,8 @@ func TestOpenGitHub(t *testing.T) {
 		name:  "already exists from a fork",
 		pr:    func(pr *forge.PullRequest) { pr.Head = "fork:" + testBranch },
 		reply: reply(http.StatusUnprocessableEntity, exists),
-		open: func(s *standIn) []map[string]any {
-			return []map[string]any{s.pull(42, "acme", testBranch, "main"), s.pull(43, "fork", testBranch, "main")}
+		open: func(s *forgetest.StandIn) []map[string]any {
+			return []map[string]any{s.Pull(42, "acme", testBranch, "main"), s.Pull(43, "fork", testBranch, "main")}
 		},
 		want:      forge.Opened{URL: "https://git.example.com/fork/widgets/pull/43", Number: 43},
 		wantBody:  map[string]any{"head": "fork:" + testBranch},
@@ -195,19 +196,21 @@ func TestOpenGitea(t *testing.T) {
 	}, {
 		name:  "already exists returns the open one from a later page",
 		reply: reply(http.StatusConflict, exists),
-		open: func(s *standIn) []map[string]any {
+		open: func(s *forgetest.StandIn) []map[string]any {
 			var open []map[string]any
 			for i := range 25 {
-				open = append(open, s.pull(100+i, "acme", "feature", "main"))
+				open = append(open, s.Pull(100+i, "acme", "feature", "main"))
 			}
-			return append(open, s.pull(41, "acme", testBranch, "release"), s.pull(42, "acme", testBranch, "main"))
+			return append(open, s.Pull(41, "acme", testBranch, "release"), s.Pull(42, "acme", testBranch, "main"))
 		},
 		want:      forge.Opened{URL: "https://git.example.com/acme/widgets/pulls/42", Number: 42},
 		wantLists: 2,
 	}, {
-		name:      "already exists but none open",
-		reply:     reply(http.StatusConflict, exists),
-		open:      func(s *standIn) []map[string]any { return []map[string]any{s.pull(7, "acme", "feature", "main")} },
+		name:  "already exists but none open",
+		reply: reply(http.StatusConflict, exists),
+		open: func(s *forgetest.StandIn) []map[string]any {
+			return []map[string]any{s.Pull(7, "acme", "feature", "main")}
+		},
 		wantErr:   []string{"HTTP 409", "pull request already exists"},
 		wantIs:    forge.ErrAlreadyExists,
 		wantLists: 2,

@@ -26,9 +26,10 @@ type CloneRequest struct {
 }
 
 // Clone clones r.URL into the host's git dir with the host's credentials,
-// resolves r.Ref there, and gives r.WorkDir a checkout of it on branch
-// r.Branch with a .git of its own: a copy of the host's objects (no
-// hard links, which would let the sandbox write the host's), remote
+// resolves r.Ref there, points the git dir's branch r.Branch at it, and
+// gives r.WorkDir a checkout of it on branch r.Branch with a .git of its
+// own: a copy of the host's objects (no hard links, which would let the
+// sandbox write the host's), remote
 // origin the URL without user information, no credential helper, hooks
 // or anything of the host's config; user.name and user.email the host's
 // Author, so the agent can commit. It returns the base commit.
@@ -53,8 +54,13 @@ func (h *Host) Clone(ctx context.Context, r CloneRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := h.git(ctx, run{args: []string{"update-ref", BaseRef, base}, gitDir: r.GitDir}); err != nil {
-		return "", err
+	// The branch starts at base here as in the checkout, whatever branch
+	// of that name the remote has: Commit builds on it, and a push over
+	// someone else's branch is refused, never a silent rewrite of theirs.
+	for _, ref := range []string{BaseRef, "refs/heads/" + r.Branch} {
+		if _, err := h.git(ctx, run{args: []string{"update-ref", ref, base}, gitDir: r.GitDir}); err != nil {
+			return "", err
+		}
 	}
 	if err := h.checkout(ctx, r, base); err != nil {
 		return "", err

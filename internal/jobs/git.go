@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/githost"
@@ -24,6 +25,11 @@ var ErrBadRepo = errors.New("bad repository")
 type Repos struct {
 	Host *githost.Host
 	Dir  string
+	// Forge opens the pull requests of pushed branches; nil: none is.
+	Forge PullRequests
+	// Timeout bounds each step of a job's hand-back (its commit, its
+	// push, its pull request); githost.DefaultTimeout if zero.
+	Timeout time.Duration
 }
 
 // GitDir is the host's git dir of job id.

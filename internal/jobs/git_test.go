@@ -43,20 +43,32 @@ func (e *env) startWithRepos(t *testing.T, cfg githost.Config) (*jobs.Service, *
 }
 
 // secretsScript is a task that fails unless git works in the sandbox on
-// a clean checkout and none of secrets is anywhere the sandbox can read:
-// the environment, any process's, the workspace (its .git too), home,
-// /tmp. The secrets are in the script base64-encoded, and never exported.
+// a clean checkout and none of secrets is anywhere the sandbox can read
+// (noSecretsScript).
 func secretsScript(secrets ...string) string {
-	var enc []string
-	for _, s := range secrets {
-		enc = append(enc, base64.StdEncoding.EncodeToString([]byte(s)))
-	}
 	return `set -u
 git log --oneline -1 || { echo "git log failed"; exit 3; }
 st=$(git status --porcelain) || exit 4
 [ -z "$st" ] || { echo "not clean: $st"; exit 5; }
 git branch --show-current
-found=0
+` + noSecretsScript(secrets...) + `
+echo changed >> README.md
+rm gone.txt
+mkdir -p src && echo 'print("new")' > src/new.py
+printf '\x00\x01' > blob.bin
+echo secrets-checked`
+}
+
+// noSecretsScript is a script that exits 6 if one of secrets is anywhere
+// the sandbox can read: the environment, any process's, the workspace
+// (its .git too), home, /tmp. The secrets are in the script
+// base64-encoded, and never exported.
+func noSecretsScript(secrets ...string) string {
+	var enc []string
+	for _, s := range secrets {
+		enc = append(enc, base64.StdEncoding.EncodeToString([]byte(s)))
+	}
+	return `found=0
 for b in ` + strings.Join(enc, " ") + `; do
   s=$(printf %s "$b" | base64 -d)
   if env | grep -qF -- "$s"; then echo "a secret is in the environment"; found=1; fi
@@ -65,12 +77,7 @@ for b in ` + strings.Join(enc, " ") + `; do
   done
   if grep -rqsF -- "$s" /workspace "$HOME" /tmp; then echo "a secret is in a file: $(grep -rlsF -- "$s" /workspace "$HOME" /tmp)"; found=1; fi
 done
-[ $found = 0 ] || exit 6
-echo changed >> README.md
-rm gone.txt
-mkdir -p src && echo 'print("new")' > src/new.py
-printf '\x00\x01' > blob.bin
-echo secrets-checked`
+[ $found = 0 ] || exit 6`
 }
 
 // TestRepoJobsKeepCredentialsOnTheHost clones over SSH with a key file,
@@ -263,16 +270,24 @@ func TestRestartDoesNotCloneAgain(t *testing.T) {
 	gitEvent(t, svc, j.ID, "clone") // one clone, not two
 }
 
-func TestSubmitRefusesBadRepositories(t *testing.T) {
+// submitOnly is a service without workers (no Docker needed) whose
+// host git is configured by cfg, for what Submit checks.
+func submitOnly(t *testing.T, cfg githost.Config) *jobs.Service {
+	t.Helper()
 	e := &env{dir: t.TempDir()}
 	st, err := sqlite.Open(bg, filepath.Join(e.dir, "agentbox.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	r, _ := e.withRepos(t, githost.Config{AllowLocal: false})
+	t.Cleanup(func() { st.Close() })
+	r, _ := e.withRepos(t, cfg)
 	svc := jobs.NewService(st, workspace.NewLocal(e.dir), 3, nil)
 	svc.SetRepos(r)
+	return svc
+}
+
+func TestSubmitRefusesBadRepositories(t *testing.T) {
+	svc := submitOnly(t, githost.Config{AllowLocal: false})
 	for _, repo := range []store.Repo{
 		{}, {URL: "ext::sh -c id"}, {URL: "https://u:p@example.com/r.git"}, {URL: "/srv/r.git"}, {URL: "relative"},
 		{URL: "https://example.com/r.git", Ref: "-x"}, {URL: "https://example.com/r.git", Ref: "a..b"},

@@ -99,9 +99,15 @@ func (e *env) start(t *testing.T, agent jobs.Agent, mod ...func(*jobs.SchedulerC
 // event, which the worker appends just after recording the status.
 func await(t *testing.T, svc *jobs.Service, id string) store.Job {
 	t.Helper()
+	return awaitAfter(t, svc, id, 0)
+}
+
+// awaitAfter is await for the first final state event after seq after
+// (the end of a later turn).
+func awaitAfter(t *testing.T, svc *jobs.Service, id string, after int64) store.Job {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(bg, 2*time.Minute)
 	defer cancel()
-	var after int64
 	for {
 		evs, err := svc.Events(ctx, id, after, 1000)
 		if err != nil {

@@ -94,10 +94,19 @@ type Outcome struct {
 	// messages (Run.Messages); 0 for an agent that reads none. A message
 	// after it came too late for the turn: it starts the next one.
 	Seen int64
+
+	// git is what the host did with the job's repository once the turn
+	// completed (handBack), recorded with the outcome.
+	git *store.Git
+	// left is why the turn's sandbox could not be destroyed: nothing may
+	// read its workspace then.
+	left error
 }
 
 // runJob runs one claimed job to its end. The heartbeat lasts until the
-// outcome is recorded, so the lease cannot lapse while a sandbox is torn down.
+// outcome is recorded, so the lease cannot lapse while a sandbox is torn
+// down or a completed turn is pushed (under the job's life, not its
+// timeout: the turn is done).
 func (s *Scheduler) runJob(ctx context.Context, cancel context.CancelCauseFunc, j store.Job) {
 	log := s.log.With("job_id", j.ID, "attempt", j.Attempts)
 	begin := time.Now()
@@ -118,11 +127,15 @@ func (s *Scheduler) runJob(ctx context.Context, cancel context.CancelCauseFunc, 
 	if timeout <= 0 {
 		timeout = s.cfg.DefaultTimeout
 	}
+	life := ctx
 	ctx, stop := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%w after %s", errTimeout, durationText(timeout)))
 	defer stop()
 	s.emit(ctx, j.ID, event.State{Status: store.StatusRunning, Attempt: j.Attempts, Worker: s.cfg.WorkerID})
 	log.Info("job started")
 	out, runErr, cause := s.execute(ctx, cancel, j)
+	if status, _ := outcomeOf(out, runErr, cause); status == store.StatusComplete {
+		out.git = s.handBack(life, j.ID, out)
+	}
 	s.finish(context.WithoutCancel(ctx), j, out, runErr, cause, time.Since(begin))
 }
 
@@ -175,6 +188,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		s.untrack(j.ID)
 		if err := sb.Destroy(context.WithoutCancel(ctx)); err != nil {
 			s.log.Error("destroy sandbox", "job_id", j.ID, "sandbox_id", sb.Handle().ID, "err", err)
+			out.left = err
 		}
 	}()
 	s.metrics.sandboxStarted(time.Since(begin))
@@ -327,6 +341,7 @@ func (s *Scheduler) record(ctx context.Context, j store.Job, status store.Status
 				return nil, store.ErrLeaseLost
 			}
 			x.Status, x.Error, x.Result, x.EndedAt = status, msg, out.Result, time.Now().UTC()
+			applyGit(&x.Git, out.git)
 			// Totals are the job's as claimed plus this attempt's, so progress
 			// reported along the way is not counted twice.
 			x.Steps = j.Steps + out.Steps

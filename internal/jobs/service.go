@@ -102,12 +102,8 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (store.Job, boo
 	if err := CheckCeilings(req.Limits, s.ceilings); err != nil {
 		return store.Job{}, false, err
 	}
-	image, err := CheckImage(req.Image, s.images)
+	req, err := s.checkSources(req)
 	if err != nil {
-		return store.Job{}, false, err
-	}
-	req.Image = image
-	if err := s.checkRepo(req.Repo); err != nil {
 		return store.Job{}, false, err
 	}
 	now := time.Now().UTC()
@@ -128,6 +124,22 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (store.Job, boo
 		}
 	}
 	return j, created, nil
+}
+
+// checkSources checks what the job starts from and runs in, and returns
+// the request as it is recorded: the image normalized, a pull request
+// implying a push.
+func (s *Service) checkSources(req SubmitRequest) (SubmitRequest, error) {
+	image, err := CheckImage(req.Image, s.images)
+	if err != nil {
+		return req, err
+	}
+	req.Image = image
+	if err := s.checkRepo(req.Repo); err != nil {
+		return req, err
+	}
+	req.Repo, err = checkHandBack(req.Repo)
+	return req, err
 }
 
 func validate(req SubmitRequest) error {

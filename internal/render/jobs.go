@@ -42,8 +42,9 @@ func Job(w io.Writer, j wire.Job) error {
 	if r := j.Repo; r != nil {
 		row("repo", strings.TrimSpace(r.URL+" "+r.Ref))
 		if g := j.Git; g != nil {
-			row("branch", g.Branch)
-			row("base", g.BaseCommit)
+			for _, kv := range gitRows(r.Push || r.PullRequest != nil, *g) {
+				row(kv[0], kv[1])
+			}
 		}
 	}
 	if j.Status == "complete" || j.Status == "error" || j.Status == "canceled" {
@@ -51,6 +52,37 @@ func Job(w io.Writer, j wire.Job) error {
 		row("diff", "agentbox diff "+j.JobID)
 	}
 	return tw.Flush()
+}
+
+// gitRows are what the host did with a repository job's result, as
+// (key, value) rows: the branch and whether it is pushed, the base, the
+// commit, the pull request and why a step failed. push says whether the
+// job asked for the push.
+func gitRows(push bool, g wire.Git) [][2]string {
+	branch := g.Branch
+	switch {
+	case branch == "":
+	case g.Pushed:
+		branch += " (pushed)"
+	case push:
+		branch += " (not pushed)"
+	}
+	return [][2]string{{"branch", branch}, {"base", g.BaseCommit}, {"commit", g.Commit},
+		{"pull request", g.PullRequestURL}, {"git error", g.Error}}
+}
+
+// GitOutcome prints what the host did with a repository job's result
+// (gitRows) as "key: value" lines, leaving out empty ones: the end of
+// `agentbox run`.
+func GitOutcome(w io.Writer, push bool, g wire.Git) error {
+	for _, kv := range gitRows(push, g) {
+		if kv[1] != "" && kv[0] != "base" {
+			if _, err := fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Jobs prints a table of jobs, one a line, under a header.

@@ -55,6 +55,10 @@ type RunRequest struct {
 	Image string
 	// Repo and Ref start the job from a clone of a git repository.
 	Repo, Ref string
+	// Branch, Push and PullRequest are the repository's hand-back (store.Repo).
+	Branch      string
+	Push        bool
+	PullRequest *store.PullRequest
 }
 
 // submitRequest reads the task and checks that the model opens before it
@@ -75,7 +79,7 @@ func (r RunRequest) submitRequest(cfg config.Config) (jobs.SubmitRequest, error)
 		if r.Repo == "" {
 			return jobs.SubmitRequest{}, errors.New("--ref needs --repo")
 		}
-		req.Repo = &store.Repo{URL: r.Repo, Ref: r.Ref}
+		req.Repo = &store.Repo{URL: r.Repo, Ref: r.Ref, Branch: r.Branch, Push: r.Push, PullRequest: r.PullRequest}
 	}
 	l, err := SandboxFlags{Memory: r.Memory, CPUs: r.CPUs, Disk: r.Disk, Timeout: time.Minute}.limits()
 	req.Limits.MemoryBytes, req.Limits.NanoCPUs, req.Limits.DiskBytes = l.MemoryBytes, l.NanoCPUs, l.DiskBytes

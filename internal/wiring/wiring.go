@@ -16,10 +16,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/forge"
 	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
@@ -135,5 +138,23 @@ func newRepos(cfg config.Config, dir string) (*jobs.Repos, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &jobs.Repos{Host: h, Dir: filepath.Join(dir, "git")}, nil
+	return &jobs.Repos{Host: h, Dir: filepath.Join(dir, "git"), Forge: forge.New(forgeHosts(g), nil), Timeout: g.Timeout}, nil
+}
+
+// forgeHosts are the pull-request services of g (AGENTBOX_GIT_HOSTS, and
+// github.com), each with the token if it may go to that host
+// (AGENTBOX_GIT_TOKEN_HOSTS).
+func forgeHosts(g config.Git) []forge.Host {
+	hosts := g.Hosts
+	if len(hosts) == 0 {
+		hosts, _ = forge.ParseHosts("") // github.com alone
+	}
+	out := make([]forge.Host, 0, len(hosts))
+	for _, h := range hosts {
+		if len(g.TokenHosts) == 0 || slices.ContainsFunc(g.TokenHosts, func(t string) bool { return strings.EqualFold(t, h.Host) }) {
+			h.Token = g.Token
+		}
+		out = append(out, h)
+	}
+	return out
 }

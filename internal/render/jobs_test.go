@@ -1,0 +1,37 @@
+package render
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/internal/wire"
+)
+
+func TestJobShowsTheGitOutcome(t *testing.T) {
+	j := wire.Job{JobID: "job_1", Status: "complete", Repo: &wire.Repo{URL: "https://h/o/r.git", Push: true},
+		Git: &wire.Git{BaseCommit: "b0", Branch: "agentbox/job_1", Commit: "c1", Error: "push: git push: rejected"}}
+	var b strings.Builder
+	if err := Job(&b, j); err != nil {
+		t.Fatal(err)
+	}
+	status := regexp.MustCompile(`: +`).ReplaceAllString(b.String(), ": ")
+	for _, want := range []string{"\nbranch: agentbox/job_1 (not pushed)\n", "\nbase: b0\n", "\ncommit: c1\n", "\ngit error: push: git push: rejected\n"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("status lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	g := wire.Git{Branch: "fix", Commit: "c2", Pushed: true, PullRequestURL: "https://h/o/r/pull/1", BaseCommit: "b0"}
+	if err := GitOutcome(&b, true, g); err != nil {
+		t.Fatal(err)
+	}
+	if want := "branch: fix (pushed)\ncommit: c2\npull request: https://h/o/r/pull/1\n"; b.String() != want {
+		t.Errorf("GitOutcome:\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	_ = GitOutcome(&b, false, wire.Git{Branch: "agentbox/job_2", Commit: "c3"})
+	if want := "branch: agentbox/job_2\ncommit: c3\n"; b.String() != want {
+		t.Errorf("GitOutcome without a push:\n%s", b.String())
+	}
+}
