@@ -20,8 +20,11 @@ type remote struct {
 	url  string // as git is given it
 	kind string
 	host string // host[:port] of an http or ssh remote
-	user string // the URL's user name, if any
-	path string // the local path of a local remote
+	// scheme and hostname (host without port) of an http remote, as git
+	// names them to a credential helper (the scheme in lower case).
+	scheme, hostname string
+	user             string // the URL's user name, if any
+	path             string // the local path of a local remote
 }
 
 // ParseURL checks that raw is a remote URL git may be given: https://,
@@ -80,7 +83,7 @@ func parseSchemeURL(raw string, refuse func(string) (remote, error)) (remote, er
 	if _, ok := u.User.Password(); ok {
 		return refuse("has a password; the host's credentials are used (AGENTBOX_GIT_TOKEN, its credential helper or ssh key), never the URL's")
 	}
-	r := remote{url: raw, host: u.Host, user: u.User.Username()}
+	r := remote{url: raw, host: u.Host, user: u.User.Username(), scheme: strings.ToLower(u.Scheme), hostname: u.Hostname()}
 	switch strings.ToLower(u.Scheme) {
 	case "https", "http":
 		r.kind = kindHTTP
