@@ -108,7 +108,7 @@ func parseSchemeURL(raw string, refuse func(string) (remote, error)) (remote, er
 
 // CheckURL is ParseURL and the host's policy: a local remote (path or
 // file://) must be allowed (Config.AllowLocal) and lie outside every
-// Forbidden directory, also once its links are resolved.
+// Forbidden directory, also once its links are resolved, and outside /proc.
 func (h *Host) CheckURL(raw string) error {
 	_, err := h.remote(raw)
 	return err
@@ -125,6 +125,15 @@ func (h *Host) remote(raw string) (remote, error) {
 	paths := []string{r.path}
 	if p, err := filepath.EvalSymlinks(r.path); err == nil {
 		paths = append(paths, p)
+	}
+	// /proc/PID/root and /proc/PID/cwd lead into the mount namespace of
+	// process PID (a sandbox, any container), where the data dir may be
+	// mounted under another path; their links resolve in ours, to the
+	// wrong path, so no path check can follow them.
+	for _, p := range paths {
+		if within(p, "/proc") {
+			return r, fmt.Errorf("%w: repository %q is under /proc", ErrRefused, raw)
+		}
 	}
 	for _, dir := range h.cfg.Forbidden {
 		roots := []string{filepath.Clean(dir)}
