@@ -1,9 +1,12 @@
 package githost_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -274,3 +277,33 @@ func inodes(dir string) map[uint64]string {
 }
 
 func inode(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
+
+// A process in another mount namespace (a sandbox, any container) may
+// have the data dir mounted under another path: /proc/PID/root leads
+// there, and its link resolves in our namespace, to a path that is not
+// the data dir.
+func TestCloneRefusesProcPaths(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and unshare(1) to make another mount namespace")
+	}
+	dataDir, alias := t.TempDir(), t.TempDir()
+	inData := filepath.Join(dataDir, "git", "job_x.git")
+	gittest.Commit(t, inData, "main", gittest.Files("README.md", "hello\n"))
+	cmd := exec.Command(unshare, "-m", "sh", "-c", `mount --bind "$0" "$1" && echo ready && exec sleep 600`, dataDir, alias)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Skipf("unshare: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if l, err := bufio.NewReader(out).ReadString('\n'); err != nil || l != "ready\n" {
+		t.Skipf("no bind mount in another namespace: %q %v", l, err)
+	}
+	h := newHost(t, githost.Config{AllowLocal: true, Forbidden: []string{dataDir}})
+	viaProc := fmt.Sprintf("/proc/%d/root%s/git/job_x.git", cmd.Process.Pid, alias)
+	for _, url := range []string{viaProc, "file://" + viaProc, "/proc/self/root" + inData, "/dev/fd/../../.." + inData} {
+		if _, _, _, err := clone(t, h, url, ""); !errors.Is(err, githost.ErrRefused) {
+			t.Errorf("%s: %v, want refused", url, err)
+		}
+	}
+}

@@ -11,7 +11,8 @@ import (
 // branch does not exist yet, authored and committed by the host's Author
 // with message. It returns the branch's commit and whether it made one: a
 // tree equal to its parent's makes none. A workspace with files past the
-// bounds of one read (a sparse file, more than 2 GiB of content) is not
+// bounds of one read (a sparse file, more than 2 GiB of content, more
+// than 500,000 files and links, a path of 4096 bytes) is not
 // committed: an error names them. Call it only once nothing writes
 // workDir any more.
 func (h *Host) Commit(ctx context.Context, gitDir, workDir, branch, message string) (commit string, created bool, err error) {
@@ -32,7 +33,7 @@ func (h *Host) Commit(ctx context.Context, gitDir, workDir, branch, message stri
 		return "", false, fmt.Errorf("commit: %w", err)
 	}
 	if len(notes) > 0 {
-		return "", false, fmt.Errorf("commit: %d files were not read, so they cannot be committed: %s", len(notes), strings.Join(notes[:min(len(notes), 5)], "; "))
+		return "", false, fmt.Errorf("commit: %d files were not read or left out, so the workspace cannot be committed: %s", len(notes), strings.Join(notes[:min(len(notes), 5)], "; "))
 	}
 	if tree == from {
 		if old == "" {

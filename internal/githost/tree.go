@@ -25,9 +25,11 @@ const (
 	// maxHoleBytes is how much of a file may be holes before it is taken
 	// for sparse and recorded as a note: holes cost the sandbox no disk.
 	maxHoleBytes = 8 << 20
-	// maxTreeEntries is how many files and links one tree records.
-	maxTreeEntries = 500_000
 )
+
+// maxTreeEntries is how many files and links one tree records (a
+// variable for tests).
+var maxTreeEntries = 500_000
 
 // openFlags open workspace entries without following a final link or
 // blocking on a FIFO.
@@ -46,8 +48,12 @@ type treeWalk struct {
 	// maxTreeEntries.
 	bytesLeft   int64
 	entriesLeft int
-	// notes are the files recorded as a note of why they were not read.
+	// notes say which files were not read (recorded as a note of why) or
+	// left out (past the bounds on entries and path lengths): a tree with
+	// notes is not the workspace's, and is never committed.
 	notes []string
+	// overEntries says entries were left out past maxTreeEntries.
+	overEntries bool
 }
 
 // writeTree records the tree of workDir in gitDir and returns its id, as
@@ -150,7 +156,11 @@ func (t *treeWalk) dir(p string, ignoring bool) error {
 	for _, e := range ents {
 		name := e.Name()
 		q := path.Join(p, name)
-		if strings.EqualFold(name, ".git") || len(q) >= maxPathBytes {
+		if strings.EqualFold(name, ".git") {
+			continue
+		}
+		if len(q) >= maxPathBytes {
+			t.leftOut(fmt.Sprintf("%.200s…: a path of %d bytes or more, left out with what is under it", q, maxPathBytes))
 			continue
 		}
 		if _, tracked := t.tracked[q]; !tracked && ignoring {
@@ -252,8 +262,15 @@ func (t *treeWalk) note(mode, p, why string) error {
 	return nil
 }
 
+// leftOut notes that what note says was left out of the tree.
+func (t *treeWalk) leftOut(note string) { t.notes = append(t.notes, note) }
+
 func (t *treeWalk) add(mode, id, p string) {
 	if t.entriesLeft <= 0 {
+		if !t.overEntries {
+			t.overEntries = true
+			t.leftOut(fmt.Sprintf("%s and what follows: over the %d files and links one tree records", p, maxTreeEntries))
+		}
 		return
 	}
 	t.entriesLeft--

@@ -20,8 +20,11 @@ type remote struct {
 	url  string // as git is given it
 	kind string
 	host string // host[:port] of an http or ssh remote
-	user string // the URL's user name, if any
-	path string // the local path of a local remote
+	// scheme and hostname (host without port) of an http remote, as git
+	// names them to a credential helper (the scheme in lower case).
+	scheme, hostname string
+	user             string // the URL's user name, if any
+	path             string // the local path of a local remote
 }
 
 // ParseURL checks that raw is a remote URL git may be given: https://,
@@ -80,7 +83,7 @@ func parseSchemeURL(raw string, refuse func(string) (remote, error)) (remote, er
 	if _, ok := u.User.Password(); ok {
 		return refuse("has a password; the host's credentials are used (AGENTBOX_GIT_TOKEN, its credential helper or ssh key), never the URL's")
 	}
-	r := remote{url: raw, host: u.Host, user: u.User.Username()}
+	r := remote{url: raw, host: u.Host, user: u.User.Username(), scheme: strings.ToLower(u.Scheme), hostname: u.Hostname()}
 	switch strings.ToLower(u.Scheme) {
 	case "https", "http":
 		r.kind = kindHTTP
@@ -105,7 +108,7 @@ func parseSchemeURL(raw string, refuse func(string) (remote, error)) (remote, er
 
 // CheckURL is ParseURL and the host's policy: a local remote (path or
 // file://) must be allowed (Config.AllowLocal) and lie outside every
-// Forbidden directory, also once its links are resolved.
+// Forbidden directory, also once its links are resolved, and outside /proc.
 func (h *Host) CheckURL(raw string) error {
 	_, err := h.remote(raw)
 	return err
@@ -122,6 +125,15 @@ func (h *Host) remote(raw string) (remote, error) {
 	paths := []string{r.path}
 	if p, err := filepath.EvalSymlinks(r.path); err == nil {
 		paths = append(paths, p)
+	}
+	// /proc/PID/root and /proc/PID/cwd lead into the mount namespace of
+	// process PID (a sandbox, any container), where the data dir may be
+	// mounted under another path; their links resolve in ours, to the
+	// wrong path, so no path check can follow them.
+	for _, p := range paths {
+		if within(p, "/proc") {
+			return r, fmt.Errorf("%w: repository %q is under /proc", ErrRefused, raw)
+		}
 	}
 	for _, dir := range h.cfg.Forbidden {
 		roots := []string{filepath.Clean(dir)}
