@@ -3,6 +3,7 @@ package githost
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"syscall"
 )
+
+// errIgnorer is why asking which paths are ignored failed.
+var errIgnorer = errors.New("git check-ignore")
 
 // maxIgnoreBytes bounds a .gitignore the walk copies; a larger one is
 // taken as absent.

@@ -3,7 +3,6 @@ package githost
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -276,6 +275,3 @@ func (t *treeWalk) add(mode, id, p string) {
 	t.entriesLeft--
 	fmt.Fprintf(&t.index, "%s %s\t%s\x00", mode, id, p)
 }
-
-// errIgnorer is why asking which paths are ignored failed.
-var errIgnorer = errors.New("git check-ignore")
