@@ -194,3 +194,21 @@ func notFound(err error) error {
 	}
 	return err
 }
+
+// Unpack makes workspace id from an archive (see the package function
+// Unpack); ErrExists if the workspace is there already.
+func (l *Local) Unpack(ctx context.Context, id string, r io.Reader, f Format, lim Limits) error {
+	parent, _, err := l.entry(id)
+	if err != nil {
+		return err
+	}
+	made := !present(parent)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("unpack workspace: %w", err)
+	}
+	err = Unpack(ctx, l.Dir(id), r, f, lim)
+	if err != nil && made && l.sub != "" {
+		os.Remove(parent) // a session's directory made for nothing; kept if not empty
+	}
+	return err
+}

@@ -34,6 +34,7 @@ func Run(t *testing.T, open Opener) {
 		{"LinksOut", testLinksOut},
 		{"Zip", testZip},
 		{"RemoveTwice", testRemoveTwice},
+		{"Unpack", testUnpack},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -216,5 +217,67 @@ func testRemoveTwice(t *testing.T, s workspace.Store) {
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "secret.txt")); err != nil || string(b) != "not the job's" {
 		t.Errorf("Remove followed a link out: secret.txt = %q, %v", b, err)
+	}
+}
+
+// zipOf is a zip of files (name → content), symlinks ("->target") among them.
+func zipOf(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, content := range files {
+		fh := &zip.FileHeader{Name: name, Method: zip.Deflate}
+		fh.SetMode(0o644)
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			fh.SetMode(os.ModeSymlink | 0o777)
+			content = target
+		}
+		w, err := zw.CreateHeader(fh)
+		if err == nil {
+			_, err = io.WriteString(w, content)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// testUnpack: an archive becomes a workspace a sandbox can be prepared on;
+// a workspace that is there is kept; a bad archive leaves no workspace and
+// nothing List shows.
+func testUnpack(t *testing.T, s workspace.Store) {
+	ctx := t.Context()
+	good := zipOf(t, map[string]string{"hello.txt": "hello\n", "src/main.py": "print(1)\n", "link": "->hello.txt"})
+	if err := s.Unpack(ctx, "job_a", bytes.NewReader(good), workspace.FormatZip, workspace.Limits{}); err != nil {
+		t.Fatalf("Unpack: %v", err)
+	}
+	if _, err := s.Prepare(ctx, "job_a"); err != nil {
+		t.Fatalf("Prepare after Unpack: %v", err)
+	}
+	for name, want := range map[string]string{"hello.txt": "hello\n", "src/main.py": "print(1)\n", "link": "hello\n"} {
+		if got, err := read(t, s, "job_a", name); err != nil || got != want {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	other := zipOf(t, map[string]string{"other.txt": "x"})
+	if err := s.Unpack(ctx, "job_a", bytes.NewReader(other), workspace.FormatZip, workspace.Limits{}); !errors.Is(err, workspace.ErrExists) {
+		t.Errorf("Unpack over a workspace: %v, want ErrExists", err)
+	}
+	bad := zipOf(t, map[string]string{"ok.txt": "x", "etc": "->/etc"})
+	if err := s.Unpack(ctx, "job_b", bytes.NewReader(bad), workspace.FormatZip, workspace.Limits{}); !errors.Is(err, workspace.ErrBadArchive) {
+		t.Errorf("Unpack of a link out: %v, want ErrBadArchive", err)
+	}
+	if ok, err := s.Exists(ctx, "job_b"); ok || err != nil {
+		t.Errorf("Exists after a bad Unpack = %v, %v; want false", ok, err)
+	}
+	if ids, err := s.List(ctx); !slices.Equal(ids, []string{"job_a"}) || err != nil {
+		t.Errorf("List = %v, %v; want job_a", ids, err)
+	}
+	if err := s.Unpack(ctx, "../x", bytes.NewReader(good), workspace.FormatZip, workspace.Limits{}); err == nil {
+		t.Error("Unpack took a bad id")
 	}
 }
