@@ -13,7 +13,14 @@ import (
 
 // submitRequest turns the wire request into the service's.
 func submitRequest(in wire.SubmitRequest, key string) jobs.SubmitRequest {
-	req := jobs.SubmitRequest{Task: in.Task, Model: in.Model, Metadata: in.Metadata, IdempotencyKey: key}
+	req := jobs.SubmitRequest{Task: in.Task, Model: in.Model, Metadata: in.Metadata, IdempotencyKey: key,
+		Image: in.Image, WorkspaceFrom: in.WorkspaceFrom}
+	if r := in.Repo; r != nil {
+		req.Repo = &store.Repo{URL: r.URL, Ref: r.Ref, Branch: r.Branch, Push: r.Push}
+		if pr := r.PullRequest; pr != nil {
+			req.Repo.PullRequest = &store.PullRequest{Title: pr.Title, Body: pr.Body, Draft: pr.Draft}
+		}
+	}
 	if in.Limits != nil {
 		req.Limits = store.Limits{
 			Timeout:       time.Duration(in.Limits.Timeout),
@@ -60,8 +67,28 @@ func (s *server) jobDTO(j store.Job) wire.Job {
 		CancelRequested: j.CancelRequested,
 		CreatedAt:       utc(j.CreatedAt), UpdatedAt: utc(j.UpdatedAt),
 		StartedAt: utc(j.StartedAt), EndedAt: utc(j.EndedAt), DeletedAt: utc(j.DeletedAt),
-		Links: s.links(j.ID),
+		Image: j.Image, WorkspaceFrom: j.WorkspaceFrom, Repo: repoDTO(j.Repo), Git: gitDTO(j.Git),
+		Turn: max(j.Turn, 1), Links: s.links(j.ID),
 	}
+}
+
+func repoDTO(r *store.Repo) *wire.Repo {
+	if r == nil {
+		return nil
+	}
+	out := &wire.Repo{URL: r.URL, Ref: r.Ref, Branch: r.Branch, Push: r.Push}
+	if pr := r.PullRequest; pr != nil {
+		out.PullRequest = &wire.PullRequest{Title: pr.Title, Body: pr.Body, Draft: pr.Draft}
+	}
+	return out
+}
+
+func gitDTO(g store.Git) *wire.Git {
+	if g == (store.Git{}) {
+		return nil
+	}
+	out := wire.Git(g)
+	return &out
 }
 
 func utc(t time.Time) time.Time {
@@ -73,7 +100,8 @@ func utc(t time.Time) time.Time {
 
 func (s *server) links(id string) wire.Links {
 	self := s.cfg.BaseURL + "/v1/jobs/" + url.PathEscape(id)
-	return wire.Links{Self: self, Events: self + "/events", Artifacts: self + "/artifacts.zip", Files: self + "/files/"}
+	return wire.Links{Self: self, Events: self + "/events", Artifacts: self + "/artifacts.zip", Files: self + "/files/",
+		Diff: self + "/diff", Messages: self + "/messages"}
 }
 
 func eventDTO(e store.Event) wire.Event {

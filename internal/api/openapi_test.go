@@ -86,6 +86,8 @@ func TestOpenAPISchemasMatchDTOs(t *testing.T) {
 		"ErrorResponse": reflect.TypeFor[wire.ErrorResponse](), "ErrorDetail": reflect.TypeFor[wire.ErrorDetail](),
 		"LegacySubmitResponse": reflect.TypeFor[wire.LegacySubmitResponse](), "LegacyStatus": reflect.TypeFor[wire.LegacyStatus](),
 		"Health": reflect.TypeFor[wire.Health](), "ViewerLinks": reflect.TypeFor[wire.ViewerLinks](),
+		"Repo": reflect.TypeFor[wire.Repo](), "PullRequest": reflect.TypeFor[wire.PullRequest](),
+		"Git": reflect.TypeFor[wire.Git](), "MessageRequest": reflect.TypeFor[wire.MessageRequest](),
 	}
 	maps.Copy(dtos, eventSchemas())
 	notDTOs := []string{"Status"} // an enum, not a struct

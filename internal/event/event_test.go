@@ -47,6 +47,13 @@ var legacy = []struct {
 		map[string]any{"exit_code": 137, "duration_ms": int64(3001), "timed_out": true, "truncated": false, "oom_killed": true}},
 	{"log", event.Log{Level: "warn", Message: "slow"}, map[string]any{"level": "warn", "message": "slow"}},
 	{"deleted", event.Deleted{Reason: "retention"}, map[string]string{"reason": "retention"}},
+	// git and message are new in issue 12: their "legacy" map is the JSON
+	// the API documents, which a change of the struct must not change.
+	{"git push failed", event.Git{Action: "push", Branch: "agentbox/j1", Commit: "c0ffee", Error: "denied"},
+		map[string]any{"action": "push", "branch": "agentbox/j1", "commit": "c0ffee", "error": "denied"}},
+	{"git clone", event.Git{Action: "clone", Ref: "main", URL: "https://example.com/o/r.git", Commit: "b0"},
+		map[string]any{"action": "clone", "ref": "main", "url": "https://example.com/o/r.git", "commit": "b0"}},
+	{"message", event.Message{Text: "now add a test", Turn: 2}, map[string]any{"text": "now add a test", "turn": 2}},
 	{"model", event.Model{Step: 3, Message: message, StopReason: "tool_use", Usage: usage, DurationMS: 950},
 		map[string]any{"step": 3, "message": message, "stop_reason": "tool_use", "usage": usage, "duration_ms": int64(950)}},
 	{"tool_call", event.ToolCall{Step: 3, ID: "toolu_1", Name: "bash", Input: json.RawMessage(`{"command": "ls"}`)},

@@ -12,6 +12,8 @@ const (
 	TypeExit    = "exit"
 	TypeLog     = "log"
 	TypeDeleted = "deleted"
+	TypeGit     = "git"
+	TypeMessage = "message"
 )
 
 // State records a job changing state.
@@ -64,6 +66,34 @@ type Log struct {
 type Deleted struct {
 	Reason string `json:"reason"`
 }
+
+// Git records what the host did with the job's repository or starting
+// state. Action is "clone", "snapshot", "commit", "push" or
+// "pull_request"; Error is set when it failed (a failed push or pull
+// request leaves the job complete).
+type Git struct {
+	Action string `json:"action"`
+	Branch string `json:"branch,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Ref    string `json:"ref,omitempty"`
+	URL    string `json:"url,omitempty"`
+}
+
+// Message is a user's message to the job after its task: a follow-up
+// that starts a new turn of an ended job, or a steer delivered to a
+// running one at its next step boundary. The agent's conversation holds
+// it as a user message.
+type Message struct {
+	Text string `json:"text"`
+	Turn int    `json:"turn"`
+}
+
+// EventType returns TypeGit.
+func (Git) EventType() string { return TypeGit }
+
+// EventType returns TypeMessage.
+func (Message) EventType() string { return TypeMessage }
 
 // EventType returns TypeState.
 func (State) EventType() string { return TypeState }

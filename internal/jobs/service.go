@@ -50,6 +50,10 @@ type SubmitRequest struct {
 	Limits         store.Limits
 	Metadata       map[string]string
 	IdempotencyKey string
+	// Image, WorkspaceFrom and Repo say what the job starts from.
+	Image         string
+	WorkspaceFrom string
+	Repo          *store.Repo
 }
 
 // Service is what the API and the CLI's local mode call.
@@ -95,6 +99,7 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (store.Job, boo
 	now := time.Now().UTC()
 	j := store.Job{
 		ID: NewID(), Task: req.Task, Model: req.Model, Limits: req.Limits, Metadata: req.Metadata,
+		Image: req.Image, WorkspaceFrom: req.WorkspaceFrom, Repo: req.Repo, Turn: 1,
 		Status: store.StatusPending, MaxAttempts: s.maxAtt, IdempotencyKey: req.IdempotencyKey,
 		RequestHash: requestHash(req), CreatedAt: now, UpdatedAt: now,
 	}
@@ -162,10 +167,12 @@ func validate(req SubmitRequest) error {
 // requestHash fingerprints the parts of a submission an Idempotency-Key covers.
 func requestHash(req SubmitRequest) string {
 	b, _ := json.Marshal(struct {
-		Task, Model string
-		Limits      store.Limits
-		Metadata    map[string]string
-	}{req.Task, req.Model, req.Limits, req.Metadata})
+		Task, Model          string
+		Limits               store.Limits
+		Metadata             map[string]string
+		Image, WorkspaceFrom string      `json:",omitempty"`
+		Repo                 *store.Repo `json:",omitempty"`
+	}{req.Task, req.Model, req.Limits, req.Metadata, req.Image, req.WorkspaceFrom, req.Repo})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

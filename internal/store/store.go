@@ -74,6 +74,47 @@ type Usage struct {
 	CostUSD          float64 `json:"cost_usd"`
 }
 
+// Repo is a repository job's code: where the host clones it from, and
+// where it hands the result back.
+type Repo struct {
+	URL string `json:"url"`
+	// Ref is the branch, tag or commit to start from; empty for the
+	// remote's default branch.
+	Ref string `json:"ref,omitempty"`
+	// Branch is the branch the host commits the result on
+	// ("agentbox/<job id>" when empty).
+	Branch string `json:"branch,omitempty"`
+	// Push pushes Branch when the job completes.
+	Push bool `json:"push,omitempty"`
+	// PullRequest opens a pull request of Branch after the push.
+	PullRequest *PullRequest `json:"pull_request,omitempty"`
+}
+
+// PullRequest is the pull request a repository job opens.
+type PullRequest struct {
+	Title string `json:"title,omitempty"`
+	Body  string `json:"body,omitempty"`
+	Draft bool   `json:"draft,omitempty"`
+}
+
+// Git is what the host did with a job's repository, and where the job's
+// changes are measured from.
+type Git struct {
+	// BaseCommit is the commit the job started from, on the host's side:
+	// the cloned one, or a snapshot of the starting workspace.
+	BaseCommit string `json:"base_commit,omitempty"`
+	// Branch and Commit are the branch the result was committed on and
+	// its last commit.
+	Branch string `json:"branch,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	// Pushed is true once Commit is on the remote.
+	Pushed bool `json:"pushed,omitempty"`
+	// PullRequestURL is the opened pull request.
+	PullRequestURL string `json:"pull_request_url,omitempty"`
+	// Error says why the last commit, push or pull request failed.
+	Error string `json:"error,omitempty"`
+}
+
 // Job is one task and everything known about its execution.
 type Job struct {
 	ID       string
@@ -81,7 +122,18 @@ type Job struct {
 	Model    string
 	Limits   Limits
 	Metadata map[string]string
-	Status   Status
+	// Image is the sandbox image the job asked for; empty for the default.
+	Image string
+	// WorkspaceFrom is the job whose final workspace this one starts from.
+	WorkspaceFrom string
+	// Repo is the repository the job starts from; nil for none.
+	Repo *Repo
+	// Git is what the host did with the job's repository or starting state.
+	Git Git
+	// Turn counts the job's turns: 1 for the task, one more for each
+	// follow-up message that started it again after it ended.
+	Turn   int
+	Status Status
 	// Attempts counts the runs started; MaxAttempts bounds them.
 	Attempts    int
 	MaxAttempts int
@@ -137,7 +189,8 @@ type JobPage struct {
 
 // Store is agentbox's durable state.
 type Store interface {
-	// CreateJob inserts j (ID, Task, ... set by the caller; Status pending).
+	// CreateJob inserts j (ID, Task, ... set by the caller; Status pending;
+	// a Turn of 0 is stored as 1).
 	// When j.IdempotencyKey is set and a job with that key exists, it returns
 	// that job and created=false if its RequestHash matches, ErrConflict if not.
 	CreateJob(ctx context.Context, j Job) (job Job, created bool, err error)

@@ -19,6 +19,56 @@ type SubmitRequest struct {
 	Model    string            `json:"model,omitempty"`
 	Limits   *Limits           `json:"limits,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Image is the sandbox image, one the operator allows
+	// (AGENTBOX_IMAGES); empty for the default.
+	Image string `json:"image,omitempty"`
+	// WorkspaceFrom starts the job from another job's final workspace.
+	WorkspaceFrom string `json:"workspace_from,omitempty"`
+	// Repo starts the job from a clone of a git repository.
+	Repo *Repo `json:"repo,omitempty"`
+}
+
+// Repo is a repository job's code: where the host clones it from with its
+// own credentials, and where it hands the result back.
+type Repo struct {
+	URL string `json:"url"`
+	// Ref is the branch, tag or commit to start from; empty for the
+	// remote's default branch.
+	Ref string `json:"ref,omitempty"`
+	// Branch is the branch the result is committed on; empty for
+	// "agentbox/<job id>".
+	Branch string `json:"branch,omitempty"`
+	// Push pushes Branch when the job completes.
+	Push bool `json:"push,omitempty"`
+	// PullRequest opens a pull request of Branch after the push.
+	PullRequest *PullRequest `json:"pull_request,omitempty"`
+}
+
+// PullRequest is the pull request a repository job opens.
+type PullRequest struct {
+	Title string `json:"title,omitempty"`
+	Body  string `json:"body,omitempty"`
+	Draft bool   `json:"draft,omitempty"`
+}
+
+// Git is what the host did with a job's repository.
+type Git struct {
+	// BaseCommit is the commit the job's diff is taken against.
+	BaseCommit string `json:"base_commit,omitempty"`
+	Branch     string `json:"branch,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+	Pushed     bool   `json:"pushed,omitempty"`
+	// PullRequestURL is the pull request opened for Branch.
+	PullRequestURL string `json:"pull_request_url,omitempty"`
+	// Error says why the last commit, push or pull request failed; the
+	// job stays complete and its diff intact.
+	Error string `json:"error,omitempty"`
+}
+
+// MessageRequest is the body of POST /v1/jobs/{id}/messages: a follow-up
+// to an ended job (a new turn) or a steer to a running one.
+type MessageRequest struct {
+	Message string `json:"message"`
 }
 
 // Limits bound one job. Zero or absent fields take the server's defaults.
@@ -51,6 +101,8 @@ type Links struct {
 	Events    string `json:"events"`
 	Artifacts string `json:"artifacts"`
 	Files     string `json:"files"`
+	Diff      string `json:"diff"`
+	Messages  string `json:"messages"`
 }
 
 // Job is a job as the API shows it.
@@ -76,7 +128,16 @@ type Job struct {
 	// DeletedAt is when the job's workspace was removed (DELETE, or the
 	// server's retention period); its files then answer 410.
 	DeletedAt time.Time `json:"deleted_at,omitzero"`
-	Links     Links     `json:"links"`
+	// Image is the job's sandbox image when it asked for one.
+	Image         string `json:"image,omitempty"`
+	WorkspaceFrom string `json:"workspace_from,omitempty"`
+	Repo          *Repo  `json:"repo,omitempty"`
+	// Git is what the host did with the job's repository: the branch,
+	// the commit, the pull request, and why any of them failed.
+	Git *Git `json:"git,omitempty"`
+	// Turn counts the job's turns: 1, and one more per follow-up message.
+	Turn  int   `json:"turn"`
+	Links Links `json:"links"`
 }
 
 // Usage is what a job consumed from its model, and what that cost.

@@ -18,7 +18,8 @@ var jobColumns = []string{
 	"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd",
 	"error", "result", "context_tokens", "cancel_requested", "lease_owner",
 	"lease_until", "sandbox", "updated_at", "started_at", "ended_at",
-	"limit_context_window", "deleted_at", "limit_disk_bytes",
+	"limit_context_window", "deleted_at", "limit_disk_bytes", "image", "workspace_from",
+	"repo", "git", "turn",
 }
 
 const immutableColumns = 5
@@ -37,6 +38,14 @@ func jobArgs(j *store.Job) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	repo, err := encodeJSON(j.Repo, j.Repo == nil)
+	if err != nil {
+		return nil, fmt.Errorf("repo: %w", err)
+	}
+	git, err := encodeJSON(j.Git, j.Git == store.Git{})
+	if err != nil {
+		return nil, fmt.Errorf("git: %w", err)
+	}
 	if len(j.Sandbox) > 0 && !json.Valid(j.Sandbox) {
 		return nil, fmt.Errorf("sandbox handle is not valid JSON")
 	}
@@ -48,7 +57,8 @@ func jobArgs(j *store.Job) ([]any, error) {
 		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD,
 		j.Error, j.Result, j.ContextTokens, j.CancelRequested, j.LeaseOwner,
 		nanos(j.LeaseUntil), string(j.Sandbox), nanos(j.UpdatedAt), nanos(j.StartedAt), nanos(j.EndedAt),
-		int64(l.ContextWindow), nanos(j.DeletedAt), l.DiskBytes,
+		int64(l.ContextWindow), nanos(j.DeletedAt), l.DiskBytes, j.Image, j.WorkspaceFrom,
+		repo, git, int64(max(j.Turn, 1)),
 	}, nil
 }
 
@@ -70,8 +80,8 @@ func scanJob(sc scanner) (store.Job, error) {
 		j                                     store.Job
 		created, leaseUntil, updated, started int64
 		ended, timeout, maxSteps, att, maxAtt int64
-		steps, window, deleted                int64
-		meta, status, sandbox                 string
+		steps, window, deleted, turn          int64
+		meta, status, sandbox, repo, git      string
 		l                                     = &j.Limits
 		u                                     = &j.Usage
 	)
@@ -82,7 +92,8 @@ func scanJob(sc scanner) (store.Job, error) {
 		&u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.CostUSD,
 		&j.Error, &j.Result, &j.ContextTokens, &j.CancelRequested, &j.LeaseOwner,
 		&leaseUntil, &sandbox, &updated, &started, &ended,
-		&window, &deleted, &l.DiskBytes,
+		&window, &deleted, &l.DiskBytes, &j.Image, &j.WorkspaceFrom,
+		&repo, &git, &turn,
 	)
 	if err != nil {
 		return j, err
@@ -91,14 +102,34 @@ func scanJob(sc scanner) (store.Job, error) {
 	j.Status, j.Attempts, j.MaxAttempts, j.Steps = store.Status(status), int(att), int(maxAtt), int(steps)
 	j.CreatedAt, j.UpdatedAt = fromNanos(created), fromNanos(updated)
 	j.StartedAt, j.EndedAt, j.LeaseUntil = fromNanos(started), fromNanos(ended), fromNanos(leaseUntil)
-	j.DeletedAt = fromNanos(deleted)
+	j.DeletedAt, j.Turn = fromNanos(deleted), int(turn)
 	if sandbox != "" {
 		j.Sandbox = json.RawMessage(sandbox)
 	}
 	if j.Metadata, err = decodeMetadata(meta); err != nil {
 		return j, fmt.Errorf("job %s: %w", j.ID, err)
 	}
+	if repo != "" {
+		j.Repo = new(store.Repo)
+		if err := json.Unmarshal([]byte(repo), j.Repo); err != nil {
+			return j, fmt.Errorf("job %s: repo: %w", j.ID, err)
+		}
+	}
+	if git != "" {
+		if err := json.Unmarshal([]byte(git), &j.Git); err != nil {
+			return j, fmt.Errorf("job %s: git: %w", j.ID, err)
+		}
+	}
 	return j, nil
+}
+
+// encodeJSON is v as JSON, or "" when empty.
+func encodeJSON(v any, empty bool) (string, error) {
+	if empty {
+		return "", nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
 }
 
 func encodeMetadata(m map[string]string) (string, error) {
@@ -150,4 +181,5 @@ func normalize(j *store.Job) {
 	if len(j.Sandbox) == 0 {
 		j.Sandbox = nil
 	}
+	j.Turn = max(j.Turn, 1)
 }
