@@ -21,12 +21,12 @@ const (
 	FormatTarGz Format = "tar.gz"
 )
 
-// Errors of Unpack. An API answers ErrTooLarge with 413 and ErrBadArchive
+// Errors of Unpack and Copy. An API answers ErrTooLarge with 413 and ErrBadArchive
 // with 400; the error's text says which entry and why.
 var (
-	// ErrTooLarge means the archive unpacks to more bytes or entries than
-	// Limits allow.
-	ErrTooLarge = errors.New("archive too large")
+	// ErrTooLarge means the archive unpacks (or the tree Copy copies) to
+	// more bytes or entries than Limits allow.
+	ErrTooLarge = errors.New("workspace too large")
 	// ErrBadArchive means the archive is not one Unpack takes: unreadable,
 	// or an entry that leads out of the workspace, a device, a FIFO, a
 	// clash, or a compression ratio only a zip bomb has.
@@ -87,19 +87,36 @@ func Unpack(ctx context.Context, dir string, r io.Reader, f Format, lim Limits) 
 	if f != FormatZip && f != FormatTarGz {
 		return fmt.Errorf("unpack: %w: format %q, want zip or tar.gz", ErrBadArchive, f)
 	}
-	if _, err := os.Lstat(dir); err == nil {
-		return fmt.Errorf("unpack %s: %w", dir, ErrExists)
-	}
-	parent := filepath.Dir(dir)
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".unpack-")
-	if err != nil {
+	if err := build(dir, tempUnpack, func(tmp string) error { return unpackInto(ctx, tmp, r, f, lim) }); err != nil {
 		return fmt.Errorf("unpack: %w", err)
 	}
-	if err := unpackInto(ctx, tmp, r, f, lim); err != nil {
-		return errors.Join(fmt.Errorf("unpack: %w", err), removeTree(tmp))
+	return nil
+}
+
+// The kinds of the temporary directories a workspace is made in, beside
+// its place: ".<id>.<kind>-<random>". A crash leaves them behind;
+// RemovePartial removes them.
+const (
+	tempUnpack = "unpack"
+	tempCopy   = "copy"
+)
+
+// build makes the directory dir, which must not exist (ErrExists), with
+// fill, which writes into a new directory beside dir; that directory
+// becomes dir only once fill succeeded, and is removed otherwise.
+func build(dir, kind string, fill func(tmp string) error) error {
+	if _, err := os.Lstat(dir); err == nil {
+		return fmt.Errorf("%s: %w", dir, ErrExists)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+"."+kind+"-")
+	if err != nil {
+		return err
+	}
+	if err := fill(tmp); err != nil {
+		return errors.Join(err, removeTree(tmp))
 	}
 	if err := renameNoReplace(tmp, dir); err != nil {
-		return errors.Join(fmt.Errorf("unpack: %w", err), removeTree(tmp))
+		return errors.Join(err, removeTree(tmp))
 	}
 	return nil
 }

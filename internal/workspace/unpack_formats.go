@@ -11,6 +11,10 @@ import (
 	"os"
 )
 
+// zipSpool is the name of the temporary file an uploaded zip is spooled
+// to, a pattern of os.CreateTemp and of filepath.Glob.
+const zipSpool = ".upload-*.zip"
+
 // zipEntryCost bounds the bytes of archive one entry may add to its files'
 // content (headers, name, central directory) when the archive is spooled.
 const zipEntryCost = 1 << 10
@@ -19,7 +23,7 @@ const zipEntryCost = 1 << 10
 // copied into a temporary file in spool (the directory beside the
 // workspace), no larger than the limits allow an archive to be.
 func (u *unpacker) zip(r io.Reader, spool string) error {
-	f, err := os.CreateTemp(spool, ".upload-*.zip")
+	f, err := os.CreateTemp(spool, zipSpool)
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ type unpacker struct {
 	entries int64 // the directories made for entries beneath them too
 	names   int64 // bytes of paths and link targets held
 	written int64
-	in      func() int64 // bytes of archive read so far, for the ratio
+	in      func() int64 // bytes of archive read so far, for the ratio; nil: no ratio
 	made    map[string]kind
 	links   []pending
 	dirs    []pending
@@ -168,6 +168,11 @@ func (u *unpacker) dir(name string, mode fs.FileMode, mtime time.Time) error {
 	if err != nil {
 		return err
 	}
+	return u.mkdir(p, mode, mtime)
+}
+
+// mkdir makes the directory at the clean path p.
+func (u *unpacker) mkdir(p string, mode fs.FileMode, mtime time.Time) error {
 	skip, err := u.begin(p, kindDir)
 	if err != nil || p == "" {
 		return err
@@ -189,6 +194,11 @@ func (u *unpacker) file(name string, mode fs.FileMode, mtime time.Time, r io.Rea
 	if err != nil {
 		return err
 	}
+	return u.writeFile(p, mode, mtime, r)
+}
+
+// writeFile writes the regular file at the clean path p from r.
+func (u *unpacker) writeFile(p string, mode fs.FileMode, mtime time.Time, r io.Reader) error {
 	if _, err := u.begin(p, kindFile); err != nil {
 		return err
 	}
@@ -218,9 +228,9 @@ func (u *unpacker) copy(f *os.File, r io.Reader, p string) error {
 		}
 		n, rerr := r.Read(u.buf)
 		if u.written += int64(n); u.written > u.lim.maxBytes() {
-			return fmt.Errorf("%w: more than %d bytes unpacked", ErrTooLarge, u.lim.maxBytes())
+			return fmt.Errorf("%w: more than %d bytes of files", ErrTooLarge, u.lim.maxBytes())
 		}
-		if u.written > ratioFloor && u.written > u.lim.maxRatio()*u.in() {
+		if u.in != nil && u.written > ratioFloor && u.written > u.lim.maxRatio()*u.in() {
 			return badf("entry %q: more than %d bytes unpacked per byte of archive: a zip bomb", p, u.lim.maxRatio())
 		}
 		if _, err := f.Write(u.buf[:n]); err != nil {
@@ -268,19 +278,34 @@ func (u *unpacker) symlink(name, target string) error {
 	if err != nil {
 		return err
 	}
-	switch to := path.Join(path.Dir(p), target); {
+	switch {
 	case target == "" || len(target) > maxTargetBytes || strings.ContainsRune(target, 0):
 		return badf("symlink %q: an empty, too long or NUL-holding target", p)
-	case path.IsAbs(target) || to == ".." || strings.HasPrefix(to, "../"):
+	case LinkLeadsOut(p, target):
 		return badf("symlink %q: to %q, outside the workspace", p, target)
 	}
+	return u.link(p, path.Clean(target))
+}
+
+// link keeps the symlink at the clean path p, to target as it is, for the
+// end.
+func (u *unpacker) link(p, target string) error {
 	if _, err := u.begin(p, kindLink); err != nil {
 		return err
 	}
 	u.made[p] = kindLink
 	u.names += int64(len(target))
-	u.links = append(u.links, pending{path: p, target: path.Clean(target)})
+	u.links = append(u.links, pending{path: p, target: target})
 	return nil
+}
+
+// LinkLeadsOut reports whether a symlink at the slash-separated path p
+// within a tree, pointing to target, leads out of the tree, judged from
+// p's directory alone: an absolute target, or one whose ".." climb above
+// the tree's root. Unpack refuses such links; a packer can say so first.
+func LinkLeadsOut(p, target string) bool {
+	to := path.Join(path.Dir(p), target)
+	return path.IsAbs(target) || to == ".." || strings.HasPrefix(to, "../")
 }
 
 // finish makes the symlinks, then applies the directories' modes and

@@ -36,6 +36,12 @@ type Store interface {
 	// does not take. No entry is written outside the workspace, nor through
 	// a link.
 	Unpack(ctx context.Context, id string, r io.Reader, f Format, lim Limits) error
+	// Copy makes workspace id a copy of the tree under src within lim's
+	// bytes and entries, or fails leaving nothing behind: ErrExists if the
+	// workspace is there already, ErrTooLarge. No link in src is followed;
+	// symlinks are copied as they are. What it does not copy (FIFOs,
+	// sockets, devices) skipped names, with why.
+	Copy(ctx context.Context, id string, src *os.Root, lim Limits) (skipped []string, err error)
 	// Open opens workspace id for reading; ErrNotFound if there is none.
 	// Nothing read through the root reaches outside the workspace: not
 	// "..", an absolute path, nor a symlink. The caller closes it.
