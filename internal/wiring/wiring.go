@@ -84,6 +84,7 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 		}
 	}
 	j.service = jobs.NewService(st, j.workspaces, jc.maxAttempts, j.scheduler)
+	j.service.SetMaxUpload(cfg.Server.MaxUpload)
 	if jc.ceilings != nil {
 		j.service.SetCeilings(*jc.ceilings)
 	}
