@@ -140,6 +140,9 @@ func (m *multipartSubmit) workspace(p *multipart.Part) error {
 		return err
 	}
 	m.staged, err = m.up.Stage(m.ctx, jobs.Upload{R: br, Format: f})
+	if errors.Is(err, io.ErrUnexpectedEOF) { // the client's doing, not the server's
+		return badRequest("the request body ended before the upload did: %v", err)
+	}
 	return err
 }
 
