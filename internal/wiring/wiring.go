@@ -66,6 +66,9 @@ type jobsConfig struct {
 	maxAttempts int
 	// ceilings bounds the limits of submitted jobs; nil sets none.
 	ceilings *config.Ceilings
+	// inPlace, if set, is a person's directory every job works in
+	// itself (agentbox run --in-place), mounted as it is.
+	inPlace string
 }
 
 // openJobs assembles the job side jc describes; log receives the driver's
@@ -76,6 +79,9 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 		return nil, err
 	}
 	j := &jobSide{store: st, workspaces: workspace.NewLocal(jc.dir)}
+	if jc.inPlace != "" {
+		j.workspaces = workspace.NewInPlace(jc.inPlace)
+	}
 	j.add(st.Close)
 	if jc.workers {
 		if err := j.startWorkers(cfg, log, jc); err != nil {
@@ -103,6 +109,9 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 		m = jobs.NewMetrics(jc.metrics, j.store)
 	}
 	jc.sched.Workspaces = j.workspaces
+	if jc.inPlace != "" {
+		d = personalWorkspaces{d}
+	}
 	j.scheduler = jobs.NewScheduler(jc.sched, j.store, d, NewJobAgent(cfg), m)
 	return nil
 }
