@@ -130,11 +130,7 @@ func TestRunZipsAHostileWorkspace(t *testing.T) {
 	if !strings.Contains(errOut, "agentbox: 3 workspace entries left out of the zip or stored differently; "+artifact.ManifestName) {
 		t.Errorf("run does not say entries were left out:\n%s", errOut)
 	}
-	i := strings.Index(errOut, "artifacts: ")
-	if i < 0 {
-		t.Fatalf("no artifacts path:\n%s", errOut)
-	}
-	b, err := os.ReadFile(strings.TrimSpace(strings.SplitN(errOut[i+len("artifacts: "):], "\n", 2)[0]))
+	b, err := os.ReadFile(artifactsPath(t, errOut))
 	if err != nil {
 		t.Fatal(err)
 	}

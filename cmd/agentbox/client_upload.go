@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/docker/go-units"
@@ -47,7 +45,7 @@ func (f submitFlags) send(cmd *cobra.Command, c *client.Client, req wire.SubmitR
 	prog.SetTotal(tree.Bytes)
 	opts.Progress = prog
 	begin := time.Now()
-	sr, err := upload(cmd, c, req, f.key, root, opts)
+	sr, err := c.SubmitDir(cmd.Context(), req, f.key, root, opts)
 	prog.Done()
 	if err != nil {
 		return sr, err
@@ -55,15 +53,4 @@ func (f submitFlags) send(cmd *cobra.Command, c *client.Client, req wire.SubmitR
 	fmt.Fprintf(cmd.ErrOrStderr(), "uploaded %s: %d files, %s, in %s\n", f.workspace, tree.Files,
 		units.BytesSize(float64(tree.Bytes)), time.Since(begin).Round(10*time.Millisecond))
 	return sr, nil
-}
-
-// upload packs the tree under root as it streams it to the server.
-func upload(cmd *cobra.Command, c *client.Client, req wire.SubmitRequest, key string, root *os.Root, opts workspace.PackOptions) (wire.SubmitResponse, error) {
-	pr, pw := io.Pipe()
-	var wg sync.WaitGroup
-	wg.Go(func() { pw.CloseWithError(workspace.Pack(cmd.Context(), pw, root, opts)) })
-	sr, err := c.SubmitWorkspace(cmd.Context(), req, key, pr)
-	pr.CloseWithError(errors.New("the upload ended")) // a packer still packing stops
-	wg.Wait()
-	return sr, err
 }

@@ -52,12 +52,7 @@ func TestRunShowsStepsAndLeavesAZip(t *testing.T) {
 	if !strings.Contains(out, "Hello, World!") {
 		t.Errorf("stdout lacks the command's output:\n%s", out)
 	}
-	i := strings.Index(errOut, "artifacts: ")
-	if i < 0 {
-		t.Fatalf("no artifacts path:\n%s", errOut)
-	}
-	path := strings.TrimSpace(strings.SplitN(errOut[i+len("artifacts: "):], "\n", 2)[0])
-	zr, err := zip.OpenReader(path)
+	zr, err := zip.OpenReader(artifactsPath(t, errOut))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,11 +65,7 @@ func TestRunWorkspaceCopy(t *testing.T) {
 	if !strings.Contains(errOut, "(a copy of "+dir+", which is unchanged)") {
 		t.Errorf("run does not say where the result is:\n%s", errOut)
 	}
-	i := strings.Index(errOut, "artifacts: ")
-	if i < 0 {
-		t.Fatalf("no artifacts path:\n%s", errOut)
-	}
-	zr, err := zip.OpenReader(strings.TrimSpace(strings.SplitN(errOut[i+len("artifacts: "):], "\n", 2)[0]))
+	zr, err := zip.OpenReader(artifactsPath(t, errOut))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,4 +154,14 @@ func TestRunWorkspaceRefused(t *testing.T) {
 			t.Errorf("agentbox %s: no error", strings.Join(args, " "))
 		}
 	}
+}
+
+// artifactsPath is the zip run's summary names.
+func artifactsPath(t *testing.T, errOut string) string {
+	t.Helper()
+	i := strings.Index(errOut, "artifacts: ")
+	if i < 0 {
+		t.Fatalf("no artifacts path:\n%s", errOut)
+	}
+	return strings.TrimSpace(strings.SplitN(errOut[i+len("artifacts: "):], "\n", 2)[0])
 }

@@ -9,9 +9,11 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
+	"os"
 	"sync"
 
 	"github.com/agentbox/agentbox/internal/wire"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // errAnswered ends the writing of a request body the server answered
@@ -53,6 +55,19 @@ func (c *Client) SubmitWorkspace(ctx context.Context, req wire.SubmitRequest, id
 		return out, fmt.Errorf("decode answer of POST /v1/jobs: %w", err)
 	}
 	return out, nil
+}
+
+// SubmitDir submits a job that starts from the tree under root, packed as
+// a tar.gz (workspace.Pack, with opts) as it is sent. Run workspace.Survey
+// first to have what Pack refuses said before anything is sent.
+func (c *Client) SubmitDir(ctx context.Context, req wire.SubmitRequest, idempotencyKey string, root *os.Root, opts workspace.PackOptions) (wire.SubmitResponse, error) {
+	pr, pw := io.Pipe()
+	var wg sync.WaitGroup
+	wg.Go(func() { pw.CloseWithError(workspace.Pack(ctx, pw, root, opts)) })
+	sr, err := c.SubmitWorkspace(ctx, req, idempotencyKey, pr)
+	pr.CloseWithError(errAnswered) // a packer still packing stops
+	wg.Wait()
+	return sr, err
 }
 
 // writeSubmission writes the job part, then the workspace part, and closes

@@ -76,7 +76,10 @@ func Survey(ctx context.Context, root *os.Root, o PackOptions) (Tree, error) {
 // It reads through root and follows no link. A file that changes size
 // while it is packed is an error.
 func Pack(ctx context.Context, w io.Writer, root *os.Root, o PackOptions) error {
-	gz := gzip.NewWriter(w)
+	// An upload is sent once and unpacked at once: the fastest level
+	// costs a little size and saves most of the CPU (source shrinks ~4x
+	// either way; random data not at all).
+	gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
 	tw := tar.NewWriter(gz)
 	p := packer{root: root, tw: tw, progress: o.Progress}
 	if err := walkPack(ctx, root, o, p.add); err != nil {
