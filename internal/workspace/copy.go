@@ -34,6 +34,7 @@ func Copy(ctx context.Context, src *os.Root, dir string, lim Limits) (skipped []
 		}
 		defer root.Close()
 		c := &copier{u: newUnpacker(ctx, root, lim), src: src}
+		defer c.u.closeDir()
 		if err := c.tree(); err != nil {
 			return err
 		}

@@ -129,6 +129,7 @@ func unpackInto(ctx context.Context, dir string, r io.Reader, f Format, lim Limi
 	}
 	defer root.Close()
 	u := newUnpacker(ctx, root, lim)
+	defer u.closeDir()
 	if f == FormatZip {
 		err = u.zip(r, filepath.Dir(dir))
 	} else {

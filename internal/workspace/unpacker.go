@@ -53,6 +53,8 @@ type unpacker struct {
 	links   []pending
 	dirs    []pending
 	buf     []byte
+	last    *os.Root // over lastDir, the directory of the last file written
+	lastDir string
 }
 
 func newUnpacker(ctx context.Context, root *os.Root, lim Limits) *unpacker {
@@ -202,7 +204,11 @@ func (u *unpacker) writeFile(p string, mode fs.FileMode, mtime time.Time, r io.R
 	if _, err := u.begin(p, kindFile); err != nil {
 		return err
 	}
-	f, err := u.root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	dir, name, err := u.dirOf(p)
+	if err != nil {
+		return u.fsErr(p, err)
+	}
+	f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return u.fsErr(p, err)
 	}
@@ -215,9 +221,38 @@ func (u *unpacker) writeFile(p string, mode fs.FileMode, mtime time.Time, r io.R
 		err = fmt.Errorf("entry %q: %w", p, cerr)
 	}
 	if err == nil && !mtime.IsZero() {
-		err = u.root.Chtimes(p, mtime, mtime)
+		err = dir.Chtimes(name, mtime, mtime)
 	}
 	return err
+}
+
+// dirOf returns a root over the directory holding p, and p's name in it.
+// The last one is kept open: entries mostly come a directory at a time,
+// and each path looked up beneath root costs a lookup per directory. The
+// unpacker made every directory, and makes no symlink before finish, so
+// nothing on the way is a link.
+func (u *unpacker) dirOf(p string) (*os.Root, string, error) {
+	dir, name := path.Split(p)
+	if dir == "" {
+		return u.root, name, nil
+	}
+	if dir != u.lastDir {
+		u.closeDir()
+		r, err := u.root.OpenRoot(dir)
+		if err != nil {
+			return nil, "", err
+		}
+		u.last, u.lastDir = r, dir
+	}
+	return u.last, name, nil
+}
+
+// closeDir closes the directory dirOf kept open.
+func (u *unpacker) closeDir() {
+	if u.last != nil {
+		u.last.Close()
+		u.last, u.lastDir = nil, ""
+	}
 }
 
 // copy copies r to f within the limits on bytes and on the ratio.
@@ -311,6 +346,7 @@ func LinkLeadsOut(p, target string) bool {
 // finish makes the symlinks, then applies the directories' modes and
 // times, deepest first: making an entry changes its directory's time.
 func (u *unpacker) finish() error {
+	u.closeDir()
 	for _, l := range u.links {
 		if err := u.root.Symlink(l.target, l.path); err != nil {
 			return u.fsErr(l.path, err)
