@@ -62,7 +62,8 @@ const countTask = "find /workspace -type f | wc -l"
 // and o.Bytes bytes, mostly incompressible: from the submit (packing,
 // sending, unpacking) to the job's first tool call, and to the 201;
 // against docker cp of the same tree into a running container, and into
-// one started for it.
+// one started for it. The three are taken in turn, sample after sample,
+// so that a busy machine weighs on each alike.
 func Upload(ctx context.Context, o UploadOptions) ([]Row, error) {
 	o = o.withDefaults()
 	dir, err := os.MkdirTemp("", "abupload")
@@ -74,60 +75,81 @@ func Upload(ctx context.Context, o UploadOptions) ([]Row, error) {
 		return nil, err
 	}
 	fmt.Fprintf(o.Log, "upload of a %s, %d-file project: %d times each, after a warm-up\n", units.HumanSize(float64(o.Bytes)), o.Files, o.Samples)
-	first, created, err := uploads(ctx, o, dir)
+	s, err := newUploadSampler(ctx, o, dir)
 	if err != nil {
 		return nil, err
+	}
+	defer s.close()
+	var first, created, cp, runCp []time.Duration
+	for i := range o.Samples + 1 {
+		f, c, err := s.upload(ctx)
+		if err != nil {
+			return nil, err
+		}
+		d, err := s.cp(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r, err := s.runCp(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 { // the first is the warm-up
+			first, created, cp, runCp = append(first, f), append(created, c), append(cp, d), append(runCp, r)
+		}
 	}
 	name := fmt.Sprintf("%s, %d-file project", units.HumanSize(float64(o.Bytes)), o.Files)
-	cp, err := dockerCp(ctx, o, dir)
-	if err != nil {
-		return nil, err
-	}
-	runCp, err := dockerRunCp(ctx, o, dir)
 	return []Row{
-		{Name: name + ": submit → 201 (packed, sent, unpacked)", Baseline: "docker cp DIR CONTAINER:/workspace (running)", Ours: created, Base: cp},
-		{Name: name + ": submit → first tool call", Baseline: "docker cp DIR CONTAINER:/workspace (running)", Ours: first, Base: cp},
-		{Name: name + ": submit → first tool call", Baseline: "docker run -d IMAGE; docker cp DIR CONTAINER:/workspace", Ours: first, Base: runCp},
-	}, err
+		{Name: name + ": submit → 201 (packed, sent, unpacked)", Baseline: "docker cp DIR CONTAINER:/workspace (running)", Ours: summarize(created), Base: summarize(cp)},
+		{Name: name + ": submit → first tool call", Baseline: "docker cp DIR CONTAINER:/workspace (running)", Ours: summarize(first), Base: summarize(cp)},
+		{Name: name + ": submit → first tool call", Baseline: "docker run -d IMAGE; docker cp DIR CONTAINER:/workspace", Ours: summarize(first), Base: summarize(runCp)},
+	}, nil
 }
 
-// uploads submits o.Samples+1 jobs starting from dir, one at a time, and
-// times each to its first tool call and to its 201.
-func uploads(ctx context.Context, o UploadOptions, dir string) (first, created Stats, err error) {
+// uploadSampler takes one sample of each kind at a time.
+type uploadSampler struct {
+	o       UploadOptions
+	dir     string
+	c       *client.Client
+	root    *os.Root // over dir
+	running string   // a container of the image, for docker cp
+	cleanup func()
+}
+
+func newUploadSampler(ctx context.Context, o UploadOptions, dir string) (*uploadSampler, error) {
 	c, err := client.New(o.URL, o.Token)
 	if err != nil {
-		return first, created, err
+		return nil, err
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return first, created, err
+		return nil, err
 	}
-	defer root.Close()
-	var firsts, creates []time.Duration
-	for i := range o.Samples + 1 {
-		toFirst, toCreated, err := uploadOnce(ctx, c, root, o.Files)
-		if err != nil {
-			return first, created, err
-		}
-		if i > 0 { // the first is the warm-up
-			firsts, creates = append(firsts, toFirst), append(creates, toCreated)
-		}
+	ref, cleanup, err := plainContainer(ctx, Options{Docker: o.Docker, Image: o.Image}, "")
+	if err != nil {
+		root.Close()
+		return nil, err
 	}
-	return summarize(firsts), summarize(creates), nil
+	return &uploadSampler{o: o, dir: dir, c: c, root: root, running: ref, cleanup: cleanup}, nil
 }
 
-// uploadOnce submits one job starting from root, follows it to its end,
-// checks that its tool saw every file, and removes its data.
-func uploadOnce(ctx context.Context, c *client.Client, root *os.Root, files int) (toFirst, toCreated time.Duration, err error) {
+func (s *uploadSampler) close() {
+	s.cleanup()
+	s.root.Close()
+}
+
+// upload submits one job starting from the project, follows it to its
+// end, checks that its tool saw every file, and removes its data.
+func (s *uploadSampler) upload(ctx context.Context) (toFirst, toCreated time.Duration, err error) {
 	begin := time.Now()
-	sr, err := c.SubmitDir(ctx, wire.SubmitRequest{Task: countTask}, "", root, workspace.PackOptions{})
+	sr, err := s.c.SubmitDir(ctx, wire.SubmitRequest{Task: countTask}, "", s.root, workspace.PackOptions{})
 	if err != nil {
 		return 0, 0, err
 	}
 	toCreated = time.Since(begin)
 	var called time.Time
 	var out strings.Builder
-	err = c.Follow(ctx, sr.JobID, 0, func(ev wire.Event) error {
+	err = s.c.Follow(ctx, sr.JobID, 0, func(ev wire.Event) error {
 		switch ev.Type {
 		case event.TypeCommand:
 			called = ev.Time
@@ -141,58 +163,35 @@ func uploadOnce(ctx context.Context, c *client.Client, root *os.Root, files int)
 	if err != nil {
 		return 0, 0, err
 	}
-	if got := strings.TrimSpace(out.String()); got != fmt.Sprint(files) || called.IsZero() {
-		return 0, 0, fmt.Errorf("job %s: its tool counted %q files, want %d", sr.JobID, got, files)
+	if got := strings.TrimSpace(out.String()); got != fmt.Sprint(s.o.Files) || called.IsZero() {
+		return 0, 0, fmt.Errorf("job %s: its tool counted %q files, want %d", sr.JobID, got, s.o.Files)
 	}
-	_, err = c.Delete(ctx, sr.JobID)
+	_, err = s.c.Delete(ctx, sr.JobID)
 	return called.Sub(begin), toCreated, err
 }
 
-// dockerCp times docker cp of dir into a running container of the image.
-func dockerCp(ctx context.Context, o UploadOptions, dir string) (Stats, error) {
-	ref, cleanup, err := plainContainer(ctx, Options{Docker: o.Docker, Image: o.Image}, "")
-	if err != nil {
-		return Stats{}, err
+// cp times docker cp of the project into the running container.
+func (s *uploadSampler) cp(ctx context.Context) (time.Duration, error) {
+	begin := time.Now()
+	if err := run(ctx, s.o.Docker, "cp", s.dir, s.running+":/workspace/proj"); err != nil {
+		return 0, err
 	}
-	defer cleanup()
-	var ds []time.Duration
-	for i := range o.Samples + 1 {
-		begin := time.Now()
-		if err := run(ctx, o.Docker, "cp", dir, ref+":/workspace/proj"); err != nil {
-			return Stats{}, err
-		}
-		if i > 0 {
-			ds = append(ds, time.Since(begin))
-		}
-		if err := run(ctx, o.Docker, "exec", "-u", "0", ref, "rm", "-rf", "/workspace/proj"); err != nil {
-			return Stats{}, err
-		}
-	}
-	return summarize(ds), nil
+	took := time.Since(begin)
+	return took, run(ctx, s.o.Docker, "exec", "-u", "0", s.running, "rm", "-rf", "/workspace/proj")
 }
 
-// dockerRunCp times starting a container of the image and docker cp of
-// dir into it.
-func dockerRunCp(ctx context.Context, o UploadOptions, dir string) (Stats, error) {
-	var ds []time.Duration
-	for i := range o.Samples + 1 {
-		begin := time.Now()
-		out, err := exec.CommandContext(ctx, o.Docker, "run", "-d", "--network", "none", o.Image, "sleep", "3600").Output()
-		if err != nil {
-			return Stats{}, fmt.Errorf("docker run: %w", err)
-		}
-		ref := strings.TrimSpace(string(out))
-		err = run(ctx, o.Docker, "cp", dir, ref+":/tmp/proj")
-		took := time.Since(begin)
-		err = errors.Join(err, run(context.WithoutCancel(ctx), o.Docker, "rm", "-f", ref))
-		if err != nil {
-			return Stats{}, err
-		}
-		if i > 0 {
-			ds = append(ds, took)
-		}
+// runCp times starting a container of the image and docker cp of the
+// project into it.
+func (s *uploadSampler) runCp(ctx context.Context) (time.Duration, error) {
+	begin := time.Now()
+	out, err := exec.CommandContext(ctx, s.o.Docker, "run", "-d", "--network", "none", s.o.Image, "sleep", "3600").Output()
+	if err != nil {
+		return 0, fmt.Errorf("docker run: %w", err)
 	}
-	return summarize(ds), nil
+	ref := strings.TrimSpace(string(out))
+	err = run(ctx, s.o.Docker, "cp", s.dir, ref+":/tmp/proj")
+	took := time.Since(begin)
+	return took, errors.Join(err, run(context.WithoutCancel(ctx), s.o.Docker, "rm", "-f", ref))
 }
 
 // makeProject writes a project of n files and about size bytes into dir:

@@ -402,3 +402,28 @@ func TestUnpackDeep(t *testing.T) {
 		t.Errorf("%s = %q, %v", deep, b, err)
 	}
 }
+
+// TestUnpackMany: many small files (written by several writers at once)
+// and large ones come out whole; a bad entry after them still leaves
+// nothing behind.
+func TestUnpackMany(t *testing.T) {
+	var ents []ent
+	for i := range 500 {
+		ents = append(ents, file(fmt.Sprintf("d%02d/f%03d", i%25, i), strings.Repeat(fmt.Sprint(i), i%50)))
+	}
+	ents = append(ents, file("big/a", strings.Repeat("a", 3<<20)), file("big/b", strings.Repeat("b", 1<<20+1)), hardLink("same", "d00/f025"))
+	parent, err := unpack(t, tarGz(t, ents...), workspace.FormatTarGz, workspace.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range append(ents[:len(ents)-1:len(ents)-1], file("same", strings.Repeat("25", 25))) {
+		if b, err := os.ReadFile(filepath.Join(parent, "ws", e.name)); string(b) != e.body || err != nil {
+			t.Fatalf("%s: %d bytes, %v; want %d", e.name, len(b), err, len(e.body))
+		}
+	}
+	parent, err = unpack(t, tarGz(t, append(ents, file("../evil", "x"))...), workspace.FormatTarGz, workspace.Limits{})
+	if !errors.Is(err, workspace.ErrBadArchive) {
+		t.Fatalf("Unpack = %v, want ErrBadArchive", err)
+	}
+	assertEmpty(t, parent)
+}
