@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/bench"
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
@@ -46,7 +47,7 @@ recorded in docs/benchmarks.md.`,
 			})
 		},
 	}
-	cmd.AddCommand(newBenchAPICmd(a), newBenchGUICmd(a))
+	cmd.AddCommand(newBenchAPICmd(a), newBenchGUICmd(a), newBenchUploadCmd(a))
 	cmd.Flags().IntVar(&o.Creates, "creates", 10, "sandboxes to create")
 	cmd.Flags().IntVar(&o.Execs, "execs", 200, "exec round trips (the docker exec baseline runs a tenth as many)")
 	cmd.Flags().IntVar(&o.Files, "files", 50, "1 MiB write+read cycles")
@@ -109,6 +110,51 @@ import, a fresh python3). Results are recorded in docs/benchmarks.md.`,
 		},
 	}
 	cmd.Flags().IntVar(&o.Execs, "samples", 20, "screenshots and kernel runs to time (the docker exec baselines run half as many)")
+	cmd.Flags().StringVar(&o.Docker, "docker", "docker", "docker CLI used for the baselines")
+	a.driverFlag(cmd)
+	return cmd
+}
+
+func newBenchUploadCmd(a *app) *cobra.Command {
+	var o bench.UploadOptions
+	var size string
+	cmd := &cobra.Command{
+		Use:   "upload",
+		Short: "Measure a job started from an uploaded project against docker cp of the same tree",
+		Long: `upload generates a project (--files files, --size bytes in all, four in five
+of them random bytes that no compressor shrinks, sizes from a few bytes to a
+few MiB in a hundred directories) and starts jobs from it, one at a time, on
+an agentbox server with one worker on a loopback port (a fresh data dir in
+a temporary directory; the shell agent runs the task, whose first and only
+tool call counts the files it was given). It times each from the submit
+(packed as a tar.gz as it is sent, unpacked by the server) to the 201, and
+to the job's first tool call (the sandbox created on the workspace), and
+compares them with docker cp of the same tree into a running container of
+the sandbox image (docker run -d, then docker cp timed), and into a
+container started for it (docker run -d and docker cp timed together).
+Results are recorded in docs/benchmarks.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			n, err := config.ParseMemory(size)
+			if err != nil {
+				return fmt.Errorf("--size: %w", err)
+			}
+			srv, err := wiring.OpenBenchServer(cmd.Context(), a.cfg)
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			o.URL, o.Token, o.Image, o.Bytes, o.Log = srv.URL, srv.Token, a.cfg.Sandbox.Image, n, cmd.ErrOrStderr()
+			rows, err := bench.Upload(cmd.Context(), o)
+			if err == nil {
+				bench.Markdown(cmd.OutOrStdout(), rows)
+			}
+			return err
+		},
+	}
+	cmd.Flags().IntVar(&o.Samples, "samples", 5, "uploads and docker cps to time, after one warm-up each")
+	cmd.Flags().IntVar(&o.Files, "files", 5000, "files of the project")
+	cmd.Flags().StringVar(&size, "size", "50000000", "bytes of the project, e.g. 50000000 or 200m")
 	cmd.Flags().StringVar(&o.Docker, "docker", "docker", "docker CLI used for the baselines")
 	a.driverFlag(cmd)
 	return cmd

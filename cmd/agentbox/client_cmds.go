@@ -94,6 +94,8 @@ type submitFlags struct {
 	image                             string
 	repo, ref                         string
 	handBack                          handBackFlags
+	workspace, workspaceFrom          string
+	exclude                           []string
 }
 
 func newSubmitCmd(a *app) *cobra.Command {
@@ -106,11 +108,21 @@ With --follow it then streams the job's steps like 'agentbox logs' and exits
 0 only if the job completes. A TASK of - reads the task from stdin.
 
 --idempotency-key makes a retried submit safe: the server returns the job it
-created for that key instead of creating another.` + clientEnvHelp,
+created for that key instead of creating another.
+
+--workspace DIR starts the job from DIR's files: DIR is packed as a tar.gz as
+it is uploaded, with a progress line on stderr, and the server unpacks it
+into the job's /workspace before the job exists. Symlinks are kept as
+symlinks; FIFOs, sockets, devices and symlinks leading out of DIR are refused
+before anything is sent (leave them out with --exclude; no .gitignore is
+read). --workspace-from JOB starts from a copy of an ended job's workspace
+instead.` + clientEnvHelp,
 		Example: `  agentbox submit "Write a Flask app with a /health route and tests"
   agentbox submit --follow --timeout 20m --memory 4g "Fix the failing tests"
   id=$(agentbox submit --meta ticket=OPS-12 "Summarize README.md")
-  agentbox submit - < task.txt`,
+  agentbox submit - < task.txt
+  agentbox submit --workspace . --exclude .venv --exclude node_modules "Fix the failing test"
+  agentbox submit --workspace-from job_0193b2c4d5e6f7a8b9c "Now add a test for the empty case"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.submit(cmd, f, args[0]) },
 	}
@@ -130,6 +142,9 @@ created for that key instead of creating another.` + clientEnvHelp,
 	fl.StringVar(&f.repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned by the server with its own credentials")
 	fl.StringVar(&f.ref, "ref", "", "with --repo: the branch, tag or commit to start from (default: the remote's default branch)")
 	f.handBack.add(fl)
+	fl.StringVar(&f.workspace, "workspace", "", "start from this directory's files (packed and uploaded)")
+	fl.StringArrayVar(&f.exclude, "exclude", nil, "with --workspace: leave out paths or names matching this pattern, e.g. .venv or '*.log' (repeatable)")
+	fl.StringVar(&f.workspaceFrom, "workspace-from", "", "start from a copy of this ended job's workspace")
 	return cmd
 }
 
@@ -142,7 +157,7 @@ func (a *app) submit(cmd *cobra.Command, f submitFlags, task string) error {
 	if err != nil {
 		return err
 	}
-	sr, err := c.Submit(cmd.Context(), req, f.key)
+	sr, err := f.send(cmd, c, req)
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
@@ -167,10 +182,10 @@ func (f submitFlags) request(stdin io.Reader, task string) (wire.SubmitRequest, 
 	if err != nil {
 		return wire.SubmitRequest{}, err
 	}
-	req := wire.SubmitRequest{Task: task, Model: f.model}
+	req := wire.SubmitRequest{Task: task, Model: f.model, WorkspaceFrom: f.workspaceFrom}
 	req.Image = f.image
 	var l wire.Limits
-	var errs []error
+	errs := []error{f.checkStart()}
 	if f.timeout != "" {
 		d, err := parseTimeout(f.timeout)
 		errs = append(errs, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +28,15 @@ fresh sandbox on the local engine, and every model message, tool call and
 tool result is printed as it happens. At the end it prints where the
 workspace zip is. TASK "-" reads the task from standard input.
 
+--workspace DIR starts the job from DIR's files: a copy of DIR is made in the
+run's directory, and DIR itself is never modified (FIFOs, sockets and
+devices are not copied; symlinks are copied as they are). With --in-place
+the job works in DIR itself: the sandbox mounts it, its files belong to the
+sandbox's uid while the job runs and to DIR's owner again after it (this
+needs root, as the server does); nothing the agent leaves is followed by
+agentbox, and run names the symlinks it left that lead out of DIR. DIR may
+not hold agentbox's data dir. At the end run says where the result is.
+
 The model comes from --model (provider:name), else AGENTBOX_MODEL, else the
 key that is set (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENAI_BASE_URL);
 without any, run says what to set. AGENTBOX_AGENT=shell runs the task as a
@@ -36,7 +46,9 @@ Exit status: 0 when the job completed, 1 when it ended in error, 130 when
 it was canceled.`,
 		Example: `  agentbox run "Create a Python script that prints Hello, World! and run it"
   agentbox run --model openai:llama3.1 --max-steps 30 "Write a CSV filter with tests"
-  echo "Build a Flask API with /health and tests" | agentbox run -`,
+  echo "Build a Flask API with /health and tests" | agentbox run -
+  agentbox run --workspace . "Make the failing test pass"
+  sudo agentbox run --workspace ~/proj --in-place "Add type hints to utils.py"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Task, f.Stdin = args[0], cmd.InOrStdin()
@@ -58,6 +70,8 @@ it was canceled.`,
 	fl.StringVar(&f.Repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned with the host's credentials (AGENTBOX_GIT_*)")
 	fl.StringVar(&f.Ref, "ref", "", "with --repo: the branch, tag or commit to start from (default: the remote's default branch)")
 	hb.add(fl)
+	fl.StringVar(&f.Workspace, "workspace", "", "start from a copy of this directory's files (DIR is not modified)")
+	fl.BoolVar(&f.InPlace, "in-place", false, "with --workspace: work in DIR itself, changing it (needs root)")
 	a.driverFlag(cmd)
 	return cmd
 }
@@ -101,9 +115,7 @@ func printRun(w io.Writer, r wiring.RunReport) int {
 	if j.Repo != nil {
 		_ = render.GitOutcome(w, j.Repo.Push, wire.Git(j.Git))
 	}
-	if r.Zip != "" {
-		fmt.Fprintf(w, "workspace: %s\nartifacts: %s\n", r.Workspace, r.Zip)
-	}
+	printResult(w, r)
 	switch j.Status {
 	case store.StatusComplete:
 		return 0
@@ -111,4 +123,22 @@ func printRun(w io.Writer, r wiring.RunReport) int {
 		return 130
 	}
 	return 1
+}
+
+// printResult says where the job left its result.
+func printResult(w io.Writer, r wiring.RunReport) {
+	if len(r.NotCopied) > 0 {
+		fmt.Fprintf(w, "not copied from %s: %s\n", r.From, strings.Join(r.NotCopied, "; "))
+	}
+	switch {
+	case r.InPlace:
+		fmt.Fprintf(w, "workspace: %s (changed in place)\n", r.Workspace)
+		if r.LinksOut != "" {
+			fmt.Fprintf(w, "note: %s\n", r.LinksOut)
+		}
+	case r.Zip != "" && r.From != "":
+		fmt.Fprintf(w, "workspace: %s (a copy of %s, which is unchanged)\nartifacts: %s\n", r.Workspace, r.From, r.Zip)
+	case r.Zip != "":
+		fmt.Fprintf(w, "workspace: %s\nartifacts: %s\n", r.Workspace, r.Zip)
+	}
 }

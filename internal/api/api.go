@@ -44,6 +44,11 @@ type Config struct {
 	NoAuth bool
 	// MaxBodyBytes caps request bodies (413 beyond). Default 1 MiB.
 	MaxBodyBytes int64
+	// MaxUploadBytes caps a multipart submission's workspace part, as sent
+	// (compressed): the whole body may be this, MaxBodyBytes and 64 MiB of
+	// archive overhead (413 beyond). Default 1 GiB. What the workspace may
+	// unpack to is the service's limit (jobs.Service.SetMaxUpload).
+	MaxUploadBytes int64
 	// BaseURL, e.g. "https://agentbox.example.com", makes links absolute;
 	// empty gives root-relative links.
 	BaseURL string
@@ -79,6 +84,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if c.MaxUploadBytes <= 0 {
+		c.MaxUploadBytes = workspace.DefaultMaxUploadBytes
+	}
 	if c.KeepAlive <= 0 {
 		c.KeepAlive = DefaultKeepAlive
 	}
@@ -109,6 +117,15 @@ type Service interface {
 	Sandboxes
 }
 
+// Uploads makes the workspace a multipart submission brings before its
+// job is submitted (see jobs.Service.Stage): an optional ability of a
+// Service, without which multipart submissions are refused.
+type Uploads interface {
+	Check(req jobs.SubmitRequest, upload bool) error
+	Stage(ctx context.Context, u jobs.Upload) (*jobs.Staged, error)
+	Discard(ctx context.Context, st *jobs.Staged) error
+}
+
 // Sandboxes reaches the guest of a running job's sandbox, for the desktop
 // and Jupyter proxy. Guest returns store.ErrNotFound for an unknown job
 // and jobs.ErrNoSandbox when the job has no running sandbox. The client
@@ -117,7 +134,10 @@ type Sandboxes interface {
 	Guest(ctx context.Context, jobID string) (*guest.Client, error)
 }
 
-var _ Service = (*jobs.Service)(nil)
+var (
+	_ Service = (*jobs.Service)(nil)
+	_ Uploads = (*jobs.Service)(nil)
+)
 
 // server holds the handlers' dependencies.
 type server struct {

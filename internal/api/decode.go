@@ -32,6 +32,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, max int64, v any) error 
 	if err != nil {
 		return decodeError(err)
 	}
+	return decodeBody(body, v)
+}
+
+// decodeBody decodes body, a whole request body, into v (see decodeJSON).
+func decodeBody(body []byte, v any) error {
 	if err := checkUnicode(body); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wire"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // apiError is an error the API itself raises with a status and a message fit
@@ -53,7 +54,9 @@ func errorStatus(err error) (status int, code, msg string, internal bool) {
 		return http.StatusNotFound, wire.CodeNotFound, "no such job", false
 	case errors.Is(err, store.ErrConflict):
 		return http.StatusUnprocessableEntity, wire.CodeIdempotencyConflict, "Idempotency-Key was already used with a different request", false
-	case errors.Is(err, jobs.ErrBadMessage):
+	case errors.Is(err, workspace.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, wire.CodeTooLarge, err.Error(), false
+	case errors.Is(err, jobs.ErrBadMessage), errors.Is(err, workspace.ErrBadArchive), errors.Is(err, jobs.ErrBadStart):
 		return http.StatusBadRequest, wire.CodeBadRequest, err.Error(), false
 	case errors.Is(err, jobs.ErrOverCeiling):
 		return http.StatusBadRequest, wire.CodeOverCeiling, err.Error(), false

@@ -23,7 +23,12 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// submitJob submits the job of a request to POST /v1/jobs (or an alias):
+// a JSON body, or a multipart one with a workspace.
 func (s *server) submitJob(w http.ResponseWriter, r *http.Request) (store.Job, bool, error) {
+	if isMultipart(r) {
+		return s.submitMultipart(w, r)
+	}
 	var in wire.SubmitRequest
 	if err := decodeJSON(w, r, s.cfg.MaxBodyBytes, &in); err != nil {
 		return store.Job{}, false, err

@@ -85,21 +85,25 @@ func IsNotFound(err error) bool {
 // do sends a request and returns the response if its status is want;
 // otherwise it returns the server's error. The caller closes the body.
 func (c *Client) do(ctx context.Context, method, path string, body any, hdr http.Header, want int) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
+	if body == nil {
+		return c.send(ctx, method, path, nil, "", hdr, want)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	return c.send(ctx, method, path, bytes.NewReader(b), "application/json", hdr, want)
+}
+
+// send is do with a body of the given content type, as it is read.
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader, contentType string, hdr http.Header, want int) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return nil, err
 	}
 	copyHeader(req.Header, hdr)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -177,13 +181,16 @@ func jobPath(id string) string { return "/v1/jobs/" + url.PathEscape(id) }
 // Submit submits a job. A non-empty idempotencyKey makes retries safe: the
 // server returns the job it created for the key the first time.
 func (c *Client) Submit(ctx context.Context, req wire.SubmitRequest, idempotencyKey string) (wire.SubmitResponse, error) {
-	var hdr http.Header
-	if idempotencyKey != "" {
-		hdr = http.Header{"Idempotency-Key": {idempotencyKey}}
-	}
 	var out wire.SubmitResponse
-	err := c.getJSON(ctx, "POST", "/v1/jobs", req, hdr, http.StatusCreated, &out)
+	err := c.getJSON(ctx, "POST", "/v1/jobs", req, keyHeader(idempotencyKey), http.StatusCreated, &out)
 	return out, err
+}
+
+func keyHeader(idempotencyKey string) http.Header {
+	if idempotencyKey == "" {
+		return nil
+	}
+	return http.Header{"Idempotency-Key": {idempotencyKey}}
 }
 
 // Get returns a job.

@@ -83,6 +83,10 @@ type Server struct {
 	// before they are removed (AGENTBOX_RETENTION, default 7 days; 0 keeps
 	// them for ever). The job's record and log stay.
 	Retention time.Duration
+	// MaxUpload is how many bytes an uploaded workspace (a zip or a
+	// tar.gz) may unpack to (AGENTBOX_MAX_UPLOAD, default 1 GiB; 0 is the
+	// default too); a larger one is refused with 413.
+	MaxUpload int64
 	// ViewURL gives each job's desktop and Jupyter views an origin of
 	// their own (AGENTBOX_VIEW_URL): a template such as
 	// https://{job}.view.example.com, under a wildcard DNS name and
@@ -204,7 +208,7 @@ func Default() Config {
 		Server: Server{
 			Addr: "127.0.0.1:8080", Concurrency: 2, Lease: 30 * time.Second,
 			JobTimeout: 30 * time.Minute, MaxAttempts: 3, Grace: 30 * time.Second,
-			Retention: 7 * 24 * time.Hour,
+			Retention: 7 * 24 * time.Hour, MaxUpload: 1 << 30,
 		},
 		Client: Client{URL: "http://127.0.0.1:8080"},
 		Agent:  Agent{Kind: "model", MaxSteps: 100},
@@ -264,6 +268,11 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 		durEnv(lookup, "AGENTBOX_JOB_TIMEOUT", &c.Server.JobTimeout),
 		durEnv(lookup, "AGENTBOX_GRACE", &c.Server.Grace),
 		durEnv(lookup, "AGENTBOX_RETENTION", &c.Server.Retention))
+	if v, ok := lookup("AGENTBOX_MAX_UPLOAD"); ok && v != "" {
+		n, err := ParseMemory(v)
+		errs = append(errs, wrapEnv("AGENTBOX_MAX_UPLOAD", err))
+		c.Server.MaxUpload = n
+	}
 	errs = append(errs, sandboxEnv(lookup, &c.Sandbox)...)
 	errs = append(errs, gitEnv(lookup, &c.Git)...)
 	str("AGENTBOX_AGENT", &c.Agent.Kind)

@@ -21,13 +21,15 @@ func TestFromEnv(t *testing.T) {
 		"ANTHROPIC_API_KEY":       "k",
 		"AGENTBOX_DISPLAY_SIZE":   "1280x800",
 		"AGENTBOX_PUBLIC_URL":     "https://agentbox.example.com",
+		"AGENTBOX_MAX_UPLOAD":     "256m",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.DataDir != "/srv/agentbox" || c.Sandbox.MemoryBytes != 512<<20 || c.Sandbox.NanoCPUs != 5e8 ||
 		c.Sandbox.PidsLimit != 64 || c.Docker.Host != "unix:///run/podman/podman.sock" || c.Model.AnthropicKey != "k" ||
-		c.Sandbox.DisplayWidth != 1280 || c.Sandbox.DisplayHeight != 800 || c.Server.PublicURL != "https://agentbox.example.com" {
+		c.Sandbox.DisplayWidth != 1280 || c.Sandbox.DisplayHeight != 800 || c.Server.PublicURL != "https://agentbox.example.com" ||
+		c.Server.MaxUpload != 256<<20 {
 		t.Errorf("config %+v", c)
 	}
 }
@@ -63,7 +65,8 @@ func TestSandboxBoundsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.Sandbox
-	if s.DiskBytes != 10<<30 || s.NoFile != 1024 || s.UIDs != (UIDRange{200000, 299999}) || s.MinFreeDisk != 2<<30 || c.Server.Retention != 7*24*time.Hour {
+	if s.DiskBytes != 10<<30 || s.NoFile != 1024 || s.UIDs != (UIDRange{200000, 299999}) || s.MinFreeDisk != 2<<30 || c.Server.Retention != 7*24*time.Hour ||
+		c.Server.MaxUpload != 1<<30 {
 		t.Errorf("defaults %+v, retention %v", s, c.Server.Retention)
 	}
 	ce := s.Ceilings
@@ -148,6 +151,7 @@ func TestInvalid(t *testing.T) {
 		"default over":      {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "4g", "AGENTBOX_CEILING_MEMORY": "2g"}, "default sandbox memory 4GiB is over its ceiling 2GiB (AGENTBOX_CEILING_MEMORY)"},
 		"disk over":         {map[string]string{"AGENTBOX_CEILING_DISK": "5g"}, "default sandbox disk 10GiB is over its ceiling 5GiB"},
 		"retention words":   {map[string]string{"AGENTBOX_RETENTION": "a week"}, "AGENTBOX_RETENTION"},
+		"upload words":      {map[string]string{"AGENTBOX_MAX_UPLOAD": "a lot"}, "AGENTBOX_MAX_UPLOAD"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -54,6 +54,9 @@ type SubmitRequest struct {
 	Image         string
 	WorkspaceFrom string
 	Repo          *store.Repo
+	// Staged is the workspace made for the job (Stage, StageCopy); Submit
+	// makes the job on it, or removes it.
+	Staged *Staged
 }
 
 // Service is what the API and the CLI's local mode call.
@@ -72,7 +75,8 @@ type Service struct {
 	// noMessages, when set, is why Reply refuses every message.
 	noMessages string
 	// repos holds the jobs' git dirs; nil on a node without git.
-	repos *Repos
+	repos     *Repos
+	maxUpload int64 // bytes of files a staged or copied workspace may hold; 0: the default
 }
 
 // NewService returns the service over st, whose jobs' workspaces ws keeps.
@@ -94,24 +98,47 @@ func NewService(st store.Store, ws workspace.Store, maxAttempts int, sched *Sche
 func (s *Service) SetCeilings(c config.Ceilings) { s.ceilings = c }
 
 // Submit validates and durably records a job. created is false when an
-// Idempotency-Key replayed an earlier submission.
+// Idempotency-Key replayed an earlier submission. The job's workspace, if
+// it starts from one (req.Staged, workspace_from), is whole before the job
+// exists; when no job is made on it (an error, a replay), it is removed.
 func (s *Service) Submit(ctx context.Context, req SubmitRequest) (store.Job, bool, error) {
-	if err := validate(req); err != nil {
+	j, created, err := s.submit(ctx, &req)
+	switch {
+	case err != nil:
+		err = errors.Join(err, s.Discard(ctx, req.Staged))
+	case !created:
+		// The replay's answer stands; a workspace left by a failed
+		// removal belongs to no job and is never run.
+		_ = s.Discard(ctx, req.Staged)
+	}
+	return j, created, err
+}
+
+func (s *Service) submit(ctx context.Context, req *SubmitRequest) (store.Job, bool, error) {
+	if err := validate(*req); err != nil {
 		return store.Job{}, false, err
 	}
 	if err := CheckCeilings(req.Limits, s.ceilings); err != nil {
 		return store.Job{}, false, err
 	}
-	req, err := s.checkSources(req)
+	checked, err := s.checkSources(*req)
+	if err != nil {
+		return store.Job{}, false, err
+	}
+	*req = checked
+	if err := checkStart(*req, req.Staged != nil); err != nil {
+		return store.Job{}, false, err
+	}
+	id, err := s.startWorkspace(ctx, req)
 	if err != nil {
 		return store.Job{}, false, err
 	}
 	now := time.Now().UTC()
 	j := store.Job{
-		ID: NewID(), Task: req.Task, Model: req.Model, Limits: req.Limits, Metadata: req.Metadata,
+		ID: id, Task: req.Task, Model: req.Model, Limits: req.Limits, Metadata: req.Metadata,
 		Image: req.Image, WorkspaceFrom: req.WorkspaceFrom, Repo: req.Repo, Turn: 1,
 		Status: store.StatusPending, MaxAttempts: s.maxAtt, IdempotencyKey: req.IdempotencyKey,
-		RequestHash: requestHash(req), CreatedAt: now, UpdatedAt: now,
+		RequestHash: requestHash(*req), CreatedAt: now, UpdatedAt: now,
 	}
 	j, created, err := s.store.CreateJob(ctx, j)
 	if err != nil {
@@ -192,13 +219,18 @@ func validate(req SubmitRequest) error {
 
 // requestHash fingerprints the parts of a submission an Idempotency-Key covers.
 func requestHash(req SubmitRequest) string {
+	upload := ""
+	if req.Staged != nil {
+		upload = req.Staged.digest
+	}
 	b, _ := json.Marshal(struct {
 		Task, Model          string
 		Limits               store.Limits
 		Metadata             map[string]string
 		Image, WorkspaceFrom string      `json:",omitempty"`
 		Repo                 *store.Repo `json:",omitempty"`
-	}{req.Task, req.Model, req.Limits, req.Metadata, req.Image, req.WorkspaceFrom, req.Repo})
+		Upload               string      `json:",omitempty"`
+	}{req.Task, req.Model, req.Limits, req.Metadata, req.Image, req.WorkspaceFrom, req.Repo, upload})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -17,6 +17,7 @@ type Progress struct {
 	label string
 	tty   bool
 	n     int64
+	total int64 // 0: unknown
 	last  time.Time
 }
 
@@ -42,12 +43,24 @@ func (p *Progress) Write(b []byte) (int, error) {
 	if time.Since(p.last) >= every {
 		p.last = time.Now()
 		if p.tty {
-			fmt.Fprintf(p.w, "\r%s: %s  ", p.label, units.BytesSize(float64(p.n)))
+			fmt.Fprintf(p.w, "\r%s: %s  ", p.label, p.done())
 		} else {
-			fmt.Fprintf(p.w, "%s: %s\n", p.label, units.BytesSize(float64(p.n)))
+			fmt.Fprintf(p.w, "%s: %s\n", p.label, p.done())
 		}
 	}
 	return len(b), nil
+}
+
+// SetTotal says how many bytes are to come, so that the report shows
+// how far along they are.
+func (p *Progress) SetTotal(n int64) { p.total = n }
+
+// done is how many bytes have come, of how many.
+func (p *Progress) done() string {
+	if p.total <= 0 {
+		return units.BytesSize(float64(p.n))
+	}
+	return fmt.Sprintf("%s of %s (%d%%)", units.BytesSize(float64(p.n)), units.BytesSize(float64(p.total)), min(100, p.n*100/p.total))
 }
 
 // Done clears a terminal's progress line.

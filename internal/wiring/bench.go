@@ -12,11 +12,13 @@ import (
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/jobs"
 )
 
-// BenchAPI is an API-only server (no workers) over a fresh store in a
-// temporary directory, on a loopback port: what `agentbox bench api`
-// drives. Close stops it and removes the directory.
+// BenchAPI is a server over a fresh store in a temporary directory, on a
+// loopback port: API-only (no workers) for what `agentbox bench api`
+// drives, or with a worker (OpenBenchServer). Close stops it and removes
+// the directory.
 type BenchAPI struct {
 	URL, Token string
 	closers
@@ -24,30 +26,49 @@ type BenchAPI struct {
 
 // OpenBenchAPI starts a BenchAPI.
 func OpenBenchAPI(ctx context.Context, cfg config.Config) (*BenchAPI, error) {
+	return openBench(ctx, cfg, false)
+}
+
+// OpenBenchServer starts a BenchAPI with a worker that runs each job's
+// task as a bash script (the shell agent) in a sandbox of the configured
+// driver, everything under the temporary directory: what
+// `agentbox bench upload` drives.
+func OpenBenchServer(ctx context.Context, cfg config.Config) (*BenchAPI, error) {
+	cfg.Agent.Kind = "shell"
+	return openBench(ctx, cfg, true)
+}
+
+func openBench(ctx context.Context, cfg config.Config, workers bool) (*BenchAPI, error) {
 	dir, err := os.MkdirTemp("", "agentbox-bench-")
 	if err != nil {
 		return nil, err
 	}
 	b := &BenchAPI{Token: "bench-token"}
 	b.add(func() error { return os.RemoveAll(dir) })
-	if err := b.serve(ctx, cfg, dir); err != nil {
+	cfg.DataDir = dir
+	if err := b.serve(ctx, cfg, workers); err != nil {
 		b.Close()
 		return nil, err
 	}
 	return b, nil
 }
 
-func (b *BenchAPI) serve(ctx context.Context, cfg config.Config, dir string) error {
-	j, err := openJobs(ctx, cfg, nil, jobsConfig{dir: dir, maxAttempts: 3})
+func (b *BenchAPI) serve(ctx context.Context, cfg config.Config, workers bool) error {
+	j, err := openJobs(ctx, cfg, nil, jobsConfig{dir: cfg.DataDir, maxAttempts: 3, workers: workers,
+		sched: jobs.SchedulerConfig{WorkerID: "bench", Concurrency: 1, DefaultTimeout: cfg.Server.JobTimeout, Grace: -1}})
 	if err != nil {
 		return err
 	}
 	b.add(j.Close)
+	if workers {
+		b.runScheduler(ctx, j.scheduler)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: api.New(api.Config{Tokens: []string{b.Token}}, j.service, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))}
+	ac := api.Config{Tokens: []string{b.Token}, MaxUploadBytes: cfg.Server.MaxUpload}
+	srv := &http.Server{Handler: api.New(ac, j.service, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	b.add(func() error {
@@ -59,4 +80,18 @@ func (b *BenchAPI) serve(ctx context.Context, cfg config.Config, dir string) err
 	})
 	b.URL = "http://" + l.Addr().String()
 	return nil
+}
+
+// runScheduler runs sched until Close.
+func (b *BenchAPI) runScheduler(ctx context.Context, sched *jobs.Scheduler) {
+	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = sched.Run(ctx)
+	}()
+	b.addFunc(func() {
+		stop()
+		<-done
+	})
 }

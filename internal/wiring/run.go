@@ -38,6 +38,16 @@ type RunReport struct {
 	// Unzipped counts the workspace entries left out of the zip or stored
 	// differently; the zip's manifest says why.
 	Unzipped int
+	// From is the directory the job started from (RunRequest.Workspace),
+	// resolved; InPlace says the job worked in it itself (Workspace is
+	// From then, and there is no zip).
+	From    string
+	InPlace bool
+	// NotCopied names what the copy of From left out, and why.
+	NotCopied []string
+	// LinksOut says what symlinks leading out of an in-place workspace
+	// the job left, or "".
+	LinksOut string
 }
 
 // RunRequest is the job `agentbox run` is asked to do.
@@ -59,6 +69,10 @@ type RunRequest struct {
 	Branch      string
 	Push        bool
 	PullRequest *store.PullRequest
+	// Workspace is a directory the job starts from: a copy of it, or,
+	// with InPlace, the directory itself.
+	Workspace string
+	InPlace   bool
 }
 
 // submitRequest reads the task and checks that the model opens before it
@@ -109,36 +123,67 @@ func RunJob(ctx context.Context, cfg config.Config, log *slog.Logger, r RunReque
 	if err != nil {
 		return RunReport{}, err
 	}
+	from, err := r.runDir(cfg.DataDir)
+	if err != nil {
+		return RunReport{}, err
+	}
 	dir := filepath.Join(cfg.DataDir, "runs", time.Now().UTC().Format("20060102-150405")+"-"+jobs.NewID()[16:])
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return RunReport{}, fmt.Errorf("run dir: %w", err)
 	}
 	setup := context.WithoutCancel(ctx)
-	quiet := slog.New(slog.NewTextHandler(w.Log, &slog.HandlerOptions{Level: slog.LevelError}))
-	j, err := openJobs(setup, cfg, log, jobsConfig{dir: dir, workers: true, maxAttempts: 1, ceilings: &cfg.Sandbox.Ceilings,
-		sched: jobs.SchedulerConfig{WorkerID: "run-" + filepath.Base(dir), Concurrency: 1,
-			DefaultTimeout: cfg.Server.JobTimeout, Grace: -1, Log: quiet}})
+	j, err := openJobs(setup, cfg, log, runJobsConfig(cfg, dir, w.Log, r.InPlace, from))
 	if err != nil {
 		return RunReport{}, err
 	}
 	defer j.Close()
+	var notCopied []string
+	if from != "" && !r.InPlace {
+		if req.Staged, notCopied, err = stageCopy(setup, j.service, from); err != nil {
+			return RunReport{}, err
+		}
+	}
 	job, _, err := j.service.Submit(setup, req)
 	if err != nil {
 		return RunReport{}, err
 	}
-	schedCtx, stopSched := context.WithCancel(setup)
+	final, err := runAndFollow(ctx, j, job.ID, w)
+	if err != nil {
+		return RunReport{}, err
+	}
+	if r.InPlace {
+		return RunReport{Job: final, Workspace: from, From: from, InPlace: true, LinksOut: describeLinks(linksOut(from))}, nil
+	}
+	rep := report(setup, j, final, dir)
+	rep.From, rep.NotCopied = from, notCopied
+	return rep, nil
+}
+
+// runJobsConfig is the job side of a run in dir: one worker, one attempt,
+// its errors to logw; in place, on the directory from.
+func runJobsConfig(cfg config.Config, dir string, logw io.Writer, inPlace bool, from string) jobsConfig {
+	quiet := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelError}))
+	jc := jobsConfig{dir: dir, workers: true, maxAttempts: 1, ceilings: &cfg.Sandbox.Ceilings,
+		sched: jobs.SchedulerConfig{WorkerID: "run-" + filepath.Base(dir), Concurrency: 1,
+			DefaultTimeout: cfg.Server.JobTimeout, Grace: -1, Log: quiet}}
+	if inPlace {
+		jc.inPlace = from
+	}
+	return jc
+}
+
+// runAndFollow runs j's scheduler while it follows job id to its end.
+func runAndFollow(ctx context.Context, j *jobSide, id string, w RunIO) (store.Job, error) {
+	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = j.scheduler.Run(schedCtx)
 	}()
-	final, err := follow(ctx, j.service, job.ID, w)
+	final, err := follow(ctx, j.service, id, w)
 	stopSched()
 	<-done
-	if err != nil {
-		return RunReport{}, err
-	}
-	return report(setup, j, final, dir), nil
+	return final, err
 }
 
 // follow gives the job's events to w as they come until it ends; the first

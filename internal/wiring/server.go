@@ -72,7 +72,7 @@ func (s *Server) open(ctx context.Context) error {
 	if err := s.openJobs(ctx, reg); err != nil {
 		return err
 	}
-	s.serveAPI(ctx, api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL,
+	s.serveAPI(ctx, api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL, MaxUploadBytes: cfg.Server.MaxUpload,
 		ViewerKey: viewerKey, ViewURL: cfg.Server.ViewURL}, reg)
 	return nil
 }
@@ -89,11 +89,25 @@ func (s *Server) openJobs(ctx context.Context, reg *prometheus.Registry) error {
 	}
 	s.jobs = j
 	s.add(j.Close)
+	s.removePartial(ctx)
 	janitor := jobs.NewJanitor(j.service, jobs.JanitorConfig{Retention: cfg.Server.Retention, Log: s.log})
 	janitor.Start(ctx)
 	s.addFunc(janitor.Close)
 	jobs.RegisterDiskMetrics(reg, cfg.DataDir, cfg.Sandbox.MinFreeDisk, docker.DiskFree)
 	return nil
+}
+
+// removePartial removes what uploads and copies a crash cut short left
+// beside the workspaces. No upload is under way yet: the API is not
+// serving, and the data dir is locked.
+func (s *Server) removePartial(ctx context.Context) {
+	removed, err := s.jobs.workspaces.RemovePartial(ctx)
+	if len(removed) > 0 {
+		s.log.Info("removed the partial workspaces a crash left", "paths", removed)
+	}
+	if err != nil {
+		s.log.Error("remove partial workspaces", "err", err)
+	}
 }
 
 // serveAPI makes the HTTP server. Long-lived requests (event streams, the

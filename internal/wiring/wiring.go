@@ -73,6 +73,9 @@ type jobsConfig struct {
 	maxAttempts int
 	// ceilings bounds the limits of submitted jobs; nil sets none.
 	ceilings *config.Ceilings
+	// inPlace, if set, is a person's directory every job works in
+	// itself (agentbox run --in-place), mounted as it is.
+	inPlace string
 }
 
 // openJobs assembles the job side jc describes; log receives the driver's
@@ -83,6 +86,9 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 		return nil, err
 	}
 	j := &jobSide{store: st, workspaces: workspace.NewLocal(jc.dir)}
+	if jc.inPlace != "" {
+		j.workspaces = workspace.NewInPlace(jc.inPlace)
+	}
 	j.add(st.Close)
 	if j.repos, err = newRepos(cfg, jc.dir); err != nil {
 		j.Close()
@@ -96,6 +102,7 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 	}
 	j.service = jobs.NewService(st, j.workspaces, jc.maxAttempts, j.scheduler)
 	j.service.SetRepos(j.repos)
+	j.service.SetMaxUpload(cfg.Server.MaxUpload)
 	if jc.ceilings != nil {
 		j.service.SetCeilings(*jc.ceilings)
 	}
@@ -118,6 +125,9 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 		m = jobs.NewMetrics(jc.metrics, j.store)
 	}
 	jc.sched.Workspaces, jc.sched.Repos = j.workspaces, j.repos
+	if jc.inPlace != "" {
+		d = personalWorkspaces{d}
+	}
 	j.scheduler = jobs.NewScheduler(jc.sched, j.store, d, NewJobAgent(cfg), m)
 	return nil
 }

@@ -18,6 +18,9 @@ import (
 type Local struct {
 	dir string // holds one entry per workspace, named by its ID
 	sub string // "" or, in a sessions store, the workspace's name in its entry
+	// inPlace, in a store made by NewInPlace, is the name in dir of the
+	// one directory every ID names.
+	inPlace string
 }
 
 var _ Store = (*Local)(nil)
@@ -36,16 +39,33 @@ func NewSessions(dir string) *Local {
 	return &Local{dir: dir, sub: "workspace"}
 }
 
+// NewInPlace returns a store whose every workspace is the directory dir
+// itself, a person's own: what `agentbox run --in-place` works in, for
+// its one job. It never removes dir (Remove fails), and List lists
+// nothing.
+func NewInPlace(dir string) *Local {
+	dir = filepath.Clean(dir)
+	return &Local{dir: filepath.Dir(dir), inPlace: filepath.Base(dir)}
+}
+
 // Dir is the host directory of workspace id, whether or not it exists:
 // for messages and tests. Code that reads or writes the workspace goes
 // through the Store's methods.
-func (l *Local) Dir(id string) string { return filepath.Join(l.dir, id, l.sub) }
+func (l *Local) Dir(id string) string {
+	if l.inPlace != "" {
+		return filepath.Join(l.dir, l.inPlace)
+	}
+	return filepath.Join(l.dir, id, l.sub)
+}
 
 // entry splits workspace id's directory into the directory that holds it
 // and its name there, refusing IDs that are not one path element.
 func (l *Local) entry(id string) (parent, name string, err error) {
 	if id == "" || id == "." || id == ".." || filepath.Base(id) != id {
 		return "", "", fmt.Errorf("workspace: bad id %q", id)
+	}
+	if l.inPlace != "" {
+		return l.dir, l.inPlace, nil
 	}
 	if l.sub == "" {
 		return l.dir, id, nil
@@ -132,6 +152,9 @@ func (l *Local) Remove(_ context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	if l.inPlace != "" {
+		return fmt.Errorf("remove workspace: %s is a directory of yours, never removed", l.Dir(id))
+	}
 	root, err := os.OpenRoot(parent)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -164,6 +187,9 @@ func (l *Local) Remove(_ context.Context, id string) error {
 // those starting with '.' (no ID does); in a sessions store, only those
 // that hold a workspace.
 func (l *Local) List(context.Context) ([]string, error) {
+	if l.inPlace != "" {
+		return nil, nil
+	}
 	entries, err := os.ReadDir(l.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -193,4 +219,85 @@ func notFound(err error) error {
 		return ErrNotFound
 	}
 	return err
+}
+
+// Unpack makes workspace id from an archive (see the package function
+// Unpack); ErrExists if the workspace is there already.
+func (l *Local) Unpack(ctx context.Context, id string, r io.Reader, f Format, lim Limits) error {
+	return l.make(id, func(dir string) error { return Unpack(ctx, dir, r, f, lim) })
+}
+
+// Copy makes workspace id a copy of the tree under src (see the package
+// function Copy); ErrExists if the workspace is there already.
+func (l *Local) Copy(ctx context.Context, id string, src *os.Root, lim Limits) (skipped []string, err error) {
+	err = l.make(id, func(dir string) error {
+		skipped, err = Copy(ctx, src, dir, lim)
+		return err
+	})
+	return skipped, err
+}
+
+// make makes workspace id's directory with fill, making the directory
+// that holds it first; a session's directory made for nothing is removed.
+func (l *Local) make(id string, fill func(dir string) error) error {
+	parent, _, err := l.entry(id)
+	if err != nil {
+		return err
+	}
+	made := !present(parent)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("make workspace: %w", err)
+	}
+	err = fill(l.Dir(id))
+	if err != nil && made && l.sub != "" {
+		os.Remove(parent) // kept if not empty
+	}
+	return err
+}
+
+// partials are the names of what Unpack and Copy make beside a workspace
+// while they work, left behind only by a crash.
+var partials = []string{".*." + tempUnpack + "-*", ".*." + tempCopy + "-*", zipSpool}
+
+// RemovePartial removes what an Unpack or a Copy that a crash cut short
+// left beside the workspaces, and returns the paths it removed. Call it
+// when no Unpack or Copy of the store is under way: at a server's start.
+func (l *Local) RemovePartial(context.Context) ([]string, error) {
+	if l.inPlace != "" {
+		return nil, nil
+	}
+	dirs := []string{l.dir}
+	if l.sub != "" {
+		ids, err := l.List(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			dirs = append(dirs, filepath.Join(l.dir, id))
+		}
+	}
+	var removed []string
+	var errs []error
+	for _, dir := range dirs {
+		r, err := removePartial(dir)
+		removed, errs = append(removed, r...), append(errs, err)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// removePartial removes the partials in dir.
+func removePartial(dir string) ([]string, error) {
+	var removed []string
+	var errs []error
+	for _, pattern := range partials {
+		paths, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, p := range paths {
+			if err := removeTree(p); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, p)
+		}
+	}
+	return removed, errors.Join(errs...)
 }

@@ -30,6 +30,18 @@ type Store interface {
 	// a local sandbox driver mounts at /workspace: a host directory
 	// (sandbox.Spec.WorkspaceDir).
 	Prepare(ctx context.Context, id string) (string, error)
+	// Unpack makes workspace id from the archive r in format f within lim,
+	// or fails leaving nothing behind: ErrExists if the workspace is there
+	// already, ErrTooLarge or ErrBadArchive (saying why) for an archive it
+	// does not take. No entry is written outside the workspace, nor through
+	// a link.
+	Unpack(ctx context.Context, id string, r io.Reader, f Format, lim Limits) error
+	// Copy makes workspace id a copy of the tree under src within lim's
+	// bytes and entries, or fails leaving nothing behind: ErrExists if the
+	// workspace is there already, ErrTooLarge. No link in src is followed;
+	// symlinks are copied as they are. What it does not copy (FIFOs,
+	// sockets, devices) skipped names, with why.
+	Copy(ctx context.Context, id string, src *os.Root, lim Limits) (skipped []string, err error)
 	// Open opens workspace id for reading; ErrNotFound if there is none.
 	// Nothing read through the root reaches outside the workspace: not
 	// "..", an absolute path, nor a symlink. The caller closes it.

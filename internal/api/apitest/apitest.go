@@ -64,6 +64,7 @@ func New(t testing.TB, cfg api.Config) *Env {
 	}
 	e := &Env{t: t, Store: st, DataDir: dir, Workspaces: workspace.NewLocal(dir), Reg: prometheus.NewRegistry()}
 	e.Svc = jobs.NewService(st, e.Workspaces, 3, nil)
+	e.Svc.SetMaxUpload(cfg.MaxUploadBytes) // the API's limit on the archive, and the service's on its files
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	h := api.New(cfg, e.Svc, e.Reg, log)
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

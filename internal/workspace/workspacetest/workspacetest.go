@@ -34,6 +34,8 @@ func Run(t *testing.T, open Opener) {
 		{"LinksOut", testLinksOut},
 		{"Zip", testZip},
 		{"RemoveTwice", testRemoveTwice},
+		{"Unpack", testUnpack},
+		{"Copy", testCopy},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -216,5 +218,117 @@ func testRemoveTwice(t *testing.T, s workspace.Store) {
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "secret.txt")); err != nil || string(b) != "not the job's" {
 		t.Errorf("Remove followed a link out: secret.txt = %q, %v", b, err)
+	}
+}
+
+// zipOf is a zip of files (name → content), symlinks ("->target") among them.
+func zipOf(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, content := range files {
+		fh := &zip.FileHeader{Name: name, Method: zip.Deflate}
+		fh.SetMode(0o644)
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			fh.SetMode(os.ModeSymlink | 0o777)
+			content = target
+		}
+		w, err := zw.CreateHeader(fh)
+		if err == nil {
+			_, err = io.WriteString(w, content)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// testUnpack: an archive becomes a workspace a sandbox can be prepared on;
+// a workspace that is there is kept; a bad archive leaves no workspace and
+// nothing List shows.
+func testUnpack(t *testing.T, s workspace.Store) {
+	ctx := t.Context()
+	good := zipOf(t, map[string]string{"hello.txt": "hello\n", "src/main.py": "print(1)\n", "link": "->hello.txt"})
+	if err := s.Unpack(ctx, "job_a", bytes.NewReader(good), workspace.FormatZip, workspace.Limits{}); err != nil {
+		t.Fatalf("Unpack: %v", err)
+	}
+	if _, err := s.Prepare(ctx, "job_a"); err != nil {
+		t.Fatalf("Prepare after Unpack: %v", err)
+	}
+	for name, want := range map[string]string{"hello.txt": "hello\n", "src/main.py": "print(1)\n", "link": "hello\n"} {
+		if got, err := read(t, s, "job_a", name); err != nil || got != want {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	other := zipOf(t, map[string]string{"other.txt": "x"})
+	if err := s.Unpack(ctx, "job_a", bytes.NewReader(other), workspace.FormatZip, workspace.Limits{}); !errors.Is(err, workspace.ErrExists) {
+		t.Errorf("Unpack over a workspace: %v, want ErrExists", err)
+	}
+	bad := zipOf(t, map[string]string{"ok.txt": "x", "etc": "->/etc"})
+	if err := s.Unpack(ctx, "job_b", bytes.NewReader(bad), workspace.FormatZip, workspace.Limits{}); !errors.Is(err, workspace.ErrBadArchive) {
+		t.Errorf("Unpack of a link out: %v, want ErrBadArchive", err)
+	}
+	if ok, err := s.Exists(ctx, "job_b"); ok || err != nil {
+		t.Errorf("Exists after a bad Unpack = %v, %v; want false", ok, err)
+	}
+	if ids, err := s.List(ctx); !slices.Equal(ids, []string{"job_a"}) || err != nil {
+		t.Errorf("List = %v, %v; want job_a", ids, err)
+	}
+	if err := s.Unpack(ctx, "../x", bytes.NewReader(good), workspace.FormatZip, workspace.Limits{}); err == nil {
+		t.Error("Unpack took a bad id")
+	}
+}
+
+// testCopy: a workspace a sandbox wrote is copied into a new one, links as
+// links, none followed out; the copy is a workspace of its own; a copy
+// onto a workspace that is there, or over the limits, changes nothing.
+func testCopy(t *testing.T, s workspace.Store) {
+	ctx := t.Context()
+	out := outside(t)
+	prepare(t, s, "job_a", map[string]string{"hello.txt": "hello\n", "src/main.py": "print(1)\n",
+		"inside": "->hello.txt", "secret": "->" + filepath.Join(out, "secret.txt"), "up": "->../.."})
+	src, err := s.Open(ctx, "job_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := s.Copy(ctx, "job_b", src, workspace.Limits{}); err != nil {
+		t.Fatalf("Copy: %v", err)
+	}
+	for name, want := range map[string]string{"hello.txt": "hello\n", "src/main.py": "print(1)\n", "inside": "hello\n"} {
+		if got, err := read(t, s, "job_b", name); err != nil || got != want {
+			t.Errorf("copy's %s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if got, err := read(t, s, "job_b", "secret"); err == nil {
+		t.Errorf("a link out was followed: secret = %q", got)
+	}
+	dir, err := s.Prepare(ctx, "job_b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target, err := os.Readlink(filepath.Join(dir, "secret")); err != nil || target != filepath.Join(out, "secret.txt") {
+		t.Errorf("secret is %q, %v; want the link as it was", target, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("changed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := read(t, s, "job_a", "hello.txt"); got != "hello\n" {
+		t.Errorf("a change to the copy reached its source: %q", got)
+	}
+	if _, err := s.Copy(ctx, "job_b", src, workspace.Limits{}); !errors.Is(err, workspace.ErrExists) {
+		t.Errorf("Copy onto a workspace: %v, want ErrExists", err)
+	}
+	if _, err := s.Copy(ctx, "job_c", src, workspace.Limits{MaxBytes: 5}); !errors.Is(err, workspace.ErrTooLarge) {
+		t.Errorf("Copy over the limit: %v, want ErrTooLarge", err)
+	}
+	ids, err := s.List(ctx)
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"job_a", "job_b"}) || err != nil {
+		t.Errorf("List = %v, %v; want job_a and job_b", ids, err)
 	}
 }

@@ -1,0 +1,188 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"syscall"
+)
+
+// readFlags open a tree's entries for reading without blocking on a FIFO
+// put where a file was.
+const readFlags = os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+
+// Copy makes the directory dir, which must not exist (ErrExists), a copy
+// of the tree under src, within lim's bytes and entries (MaxRatio does not
+// apply). It copies into a new directory beside dir, which becomes dir
+// only once whole: on any error nothing is left behind. The tree may have
+// been written by a sandbox, so it is read through src, which nothing
+// leads out of, and no link is followed: every file and directory opened
+// is checked to be the very entry its directory listed, not a link to
+// another. Symlinks are copied as symlinks, their targets as they are
+// (nothing on the host follows them); hard links become separate files.
+// FIFOs, sockets and devices, and entries too deep for a path, are not
+// copied: skipped names them, each with why. Modes lose set-uid, set-gid
+// and sticky bits; times are kept.
+func Copy(ctx context.Context, src *os.Root, dir string, lim Limits) (skipped []string, err error) {
+	err = build(dir, tempCopy, func(tmp string) error {
+		root, err := os.OpenRoot(tmp)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		c := &copier{u: newUnpacker(ctx, root, lim), src: src}
+		defer c.u.closeDir()
+		if err := c.tree(); err != nil {
+			return err
+		}
+		skipped = c.skipped
+		if err := c.u.finish(); err != nil {
+			return err
+		}
+		return os.Chmod(tmp, 0o755)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("copy: %w", err)
+	}
+	return skipped, nil
+}
+
+// copier copies a tree through an unpacker, which makes every entry
+// beneath the new tree's root and keeps the count against the limits.
+type copier struct {
+	u       *unpacker
+	src     *os.Root
+	skipped []string
+}
+
+func (c *copier) skip(p, why string) { c.skipped = append(c.skipped, p+": "+why) }
+
+// tree copies the source's root directory and everything under it.
+func (c *copier) tree() error {
+	fi, err := c.src.Lstat(".")
+	if err != nil {
+		return err
+	}
+	return c.dir(".", fi)
+}
+
+// dir copies the entries of the source directory p ("." for the root),
+// whose Lstat is fi, and what is under them.
+func (c *copier) dir(p string, fi fs.FileInfo) error {
+	names, err := c.list(p, fi)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := c.entry(join(p, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// list reads the names in the directory p, closing it before the walk goes
+// deeper (a deep tree must not hold a descriptor per level). It reads no
+// more names than entries are left.
+func (c *copier) list(p string, fi fs.FileInfo) ([]string, error) {
+	f, err := c.src.OpenFile(p, readFlags|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := sameEntry(f, fi); err != nil {
+		return nil, fmt.Errorf("entry %q: %w", p, err)
+	}
+	left := c.u.lim.maxEntries() - c.u.entries
+	names, err := f.Readdirnames(int(min(left+1, 1<<30)))
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("entry %q: %w", p, err)
+	}
+	if int64(len(names)) > left {
+		return nil, fmt.Errorf("%w: more than %d entries", ErrTooLarge, c.u.lim.maxEntries())
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// entry copies the entry at p: a directory and what is under it, a file,
+// a symlink; anything else is skipped.
+func (c *copier) entry(p string) error {
+	if err := c.u.ctx.Err(); err != nil {
+		return err
+	}
+	if len(p) > maxPathBytes {
+		c.skip(p[:64]+"...", fmt.Sprintf("a path of %d bytes, over %d", len(p), maxPathBytes))
+		return nil
+	}
+	fi, err := c.src.Lstat(p)
+	if err != nil {
+		return fmt.Errorf("entry %q: %w", p, err)
+	}
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		if err := c.u.mkdir(p, m, fi.ModTime()); err != nil {
+			return err
+		}
+		return c.dir(p, fi)
+	case m.IsRegular():
+		return c.file(p, fi)
+	case m&fs.ModeSymlink != 0:
+		return c.symlink(p)
+	default:
+		c.skip(p, modeKind(m)+", which is not copied")
+		return nil
+	}
+}
+
+// file copies the regular file p, whose Lstat is fi.
+func (c *copier) file(p string, fi fs.FileInfo) error {
+	f, err := c.src.OpenFile(p, readFlags, 0)
+	if err != nil {
+		return fmt.Errorf("entry %q: %w", p, err)
+	}
+	defer f.Close()
+	if err := sameEntry(f, fi); err != nil {
+		return fmt.Errorf("entry %q: %w", p, err)
+	}
+	return c.u.writeFile(p, fi.Mode(), fi.ModTime(), f)
+}
+
+// symlink copies the symlink p with its target as it is.
+func (c *copier) symlink(p string) error {
+	target, err := c.src.Readlink(p)
+	if err != nil {
+		return fmt.Errorf("entry %q: %w", p, err)
+	}
+	if target == "" || len(target) > maxTargetBytes {
+		c.skip(p, fmt.Sprintf("a symlink with a target of %d bytes", len(target)))
+		return nil
+	}
+	return c.u.link(p, target)
+}
+
+// sameEntry checks that the open file f is the entry whose Lstat is fi:
+// os.Root follows a symlink that stays beneath it, and an entry may have
+// been replaced by one since its directory was read.
+func sameEntry(f *os.File, fi fs.FileInfo) error {
+	got, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(got, fi) || got.Mode().Type() != fi.Mode().Type() {
+		return fmt.Errorf("replaced while it was copied")
+	}
+	return nil
+}
+
+// join joins a slash-separated directory path ("." for the root) and a
+// name in it.
+func join(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
+}
