@@ -38,8 +38,6 @@ ensure_packages() {
 	command -v mmdebstrap >/dev/null || pkgs+=(mmdebstrap)
 	[ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || pkgs+=(debian-archive-keyring)
 	command -v git >/dev/null || pkgs+=(git)
-	# The git tests serve repositories over a real sshd on a loopback port.
-	[ -x /usr/sbin/sshd ] || pkgs+=(openssh-server)
 	command -v gcc >/dev/null || pkgs+=(gcc libc6-dev) # go test -race needs cgo
 	command -v curl >/dev/null || pkgs+=(curl ca-certificates)
 	if [ ${#pkgs[@]} -gt 0 ]; then apt_install "${pkgs[@]}"; fi

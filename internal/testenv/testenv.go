@@ -52,9 +52,10 @@ func unavailable(t testing.TB, why string) {
 
 // Tool returns the path of the program a test needs (an absolute path,
 // or a name looked up on PATH). Without it the test skips, or fails where
-// Docker is required: CI's setup installs every program the tests use
-// (scripts/setup.sh), so those tests never pass vacuously there. install
-// says how to get it, e.g. "apt-get install openssh-server".
+// Docker is required: CI installs every program the tests use
+// (scripts/setup.sh; .ci/run adds the test-only sshd), so those tests
+// never pass vacuously there. install says how to get it, e.g.
+// "apt-get install openssh-server".
 func Tool(t testing.TB, name, install string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
