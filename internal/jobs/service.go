@@ -121,14 +121,16 @@ func (s *Service) submit(ctx context.Context, req *SubmitRequest) (store.Job, bo
 	if err := CheckCeilings(req.Limits, s.ceilings); err != nil {
 		return store.Job{}, false, err
 	}
+	// One starting point first: a repository next to an upload is wrong
+	// whatever its URL says.
+	if err := checkStart(*req, req.Staged != nil); err != nil {
+		return store.Job{}, false, err
+	}
 	checked, err := s.checkSources(*req)
 	if err != nil {
 		return store.Job{}, false, err
 	}
 	*req = checked
-	if err := checkStart(*req, req.Staged != nil); err != nil {
-		return store.Job{}, false, err
-	}
 	id, err := s.startWorkspace(ctx, req)
 	if err != nil {
 		return store.Job{}, false, err
