@@ -84,19 +84,13 @@ else
 fi`
 }
 
-// nextTurn puts ended job id back to pending for its next turn, as a
-// follow-up message does (POST /v1/jobs/{id}/messages, built alongside),
-// and returns the seq of its log's last event.
-func nextTurn(t *testing.T, e *env, svc *jobs.Service, id string) int64 {
+// nextTurn starts ended job id's next turn with a follow-up message
+// (what POST /v1/jobs/{id}/messages does) and returns the seq of its log's
+// last event before the message.
+func nextTurn(t *testing.T, svc *jobs.Service, id string) int64 {
 	t.Helper()
 	evs := eventsOf(t, svc, id)
-	_, err := e.st.UpdateJob(bg, id, func(j *store.Job) error {
-		j.Status, j.Turn, j.Attempts = store.StatusPending, max(j.Turn, 1)+1, 0
-		j.Error, j.Result, j.EndedAt, j.CancelRequested = "", "", time.Time{}, false
-		j.LeaseOwner, j.LeaseUntil, j.Sandbox = "", time.Time{}, nil
-		return nil
-	})
-	if err != nil {
+	if _, _, err := svc.Reply(bg, id, "one more thing"); err != nil {
 		t.Fatal(err)
 	}
 	return evs[len(evs)-1].Seq
@@ -152,7 +146,7 @@ func TestPushAndPullRequest(t *testing.T) {
 			if c.pr {
 				url = checkPullRequest(t, svc, web.api, j, 0)
 			}
-			after := nextTurn(t, e, svc, j.ID)
+			after := nextTurn(t, svc, j.ID)
 			j = awaitAfter(t, svc, j.ID, after)
 			if out := outputOf(t, svc, j.ID); j.Status != store.StatusComplete {
 				t.Fatalf("turn 2: %s %q\n%s", j.Status, j.Error, out)
