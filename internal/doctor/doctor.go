@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -41,7 +42,17 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) []Check {
 	checks := d.engineChecks(ctx)
 	checks = append(checks, d.guestCheck(), d.dataDirCheck())
 	checks = append(checks, d.limitChecks(ctx)...)
-	return append(checks, kvmCheck(), d.modelCheck())
+	return append(checks, gitCheck(), kvmCheck(), d.modelCheck())
+}
+
+// gitCheck: the host's git clones repository jobs and records every job's
+// starting workspace for its diff.
+func gitCheck() Check {
+	p, err := exec.LookPath("git")
+	if err != nil {
+		return Check{"git", Warn, "no git on PATH: jobs get no diff, and repository jobs end in error", "sudo apt-get install git"}
+	}
+	return Check{"git", OK, p, ""}
 }
 
 // Failed reports whether any of checks failed.

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -24,5 +25,17 @@ func TestFailed(t *testing.T) {
 	}
 	if !Failed([]Check{{Status: OK}, {Status: Fail}}) {
 		t.Error("a failed check did not fail the doctor")
+	}
+}
+
+func TestGitCheck(t *testing.T) {
+	if _, err := exec.LookPath("git"); err == nil {
+		if c := gitCheck(); c.Status != OK {
+			t.Errorf("with git: %+v", c)
+		}
+	}
+	t.Setenv("PATH", t.TempDir())
+	if c := gitCheck(); c.Status != Warn || c.Fix == "" {
+		t.Errorf("without git: %+v, want a warning with a fix", c)
 	}
 }

@@ -101,7 +101,7 @@ func (s *Scheduler) startFrom(ctx context.Context, j store.Job, ws string) (stor
 	case j.Git.BaseCommit != "" || len(j.Sandbox) > 0:
 		return j, nil
 	case s.cfg.Repos == nil && j.Repo != nil:
-		return j, errors.New("clone: git is not configured on this worker")
+		return j, errors.New("clone: this worker has no git (install git on the host)")
 	case s.cfg.Repos == nil:
 		return j, nil
 	case j.Repo != nil:

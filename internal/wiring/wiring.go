@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -90,7 +91,7 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 		j.workspaces = workspace.NewInPlace(jc.inPlace)
 	}
 	j.add(st.Close)
-	if j.repos, err = newRepos(cfg, jc.dir); err != nil {
+	if j.repos, err = newRepos(cfg, jc.dir, log); err != nil {
 		j.Close()
 		return nil, err
 	}
@@ -135,7 +136,14 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 // newRepos is the host's git as cfg.Git says, over the git dirs in dir:
 // local remotes in the data dir refused, first-seen SSH host keys kept in
 // <data dir>/ssh_known_hosts.
-func newRepos(cfg config.Config, dir string) (*jobs.Repos, error) {
+// Without git on the host there are none: jobs then run without a
+// snapshot (no diff) and repository jobs end in error saying why, rather
+// than every job failing on its snapshot.
+func newRepos(cfg config.Config, dir string, log *slog.Logger) (*jobs.Repos, error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		log.Warn("no git on this host: jobs get no diff, and repository jobs end in error (install git)", "err", err)
+		return nil, nil
+	}
 	g := cfg.Git
 	if g.SSHKey != "" {
 		if _, err := os.Stat(g.SSHKey); err != nil {

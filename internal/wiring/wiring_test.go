@@ -3,8 +3,10 @@ package wiring
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -85,5 +87,23 @@ func TestBenchAPI(t *testing.T) {
 	}
 	if _, err := http.Get(b.URL + "/healthz"); err == nil {
 		t.Error("the bench server still answers after Close")
+	}
+}
+
+// TestNoGitMeansNoRepos: a host without git runs jobs without a snapshot
+// instead of failing each one on it; with git, the repos are there.
+func TestNoGitMeansNoRepos(t *testing.T) {
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	if _, err := exec.LookPath("git"); err == nil {
+		r, err := newRepos(cfg, cfg.DataDir, slog.New(slog.DiscardHandler))
+		if err != nil || r == nil {
+			t.Fatalf("with git: newRepos = %v, %v; want repos", r, err)
+		}
+	}
+	t.Setenv("PATH", t.TempDir())
+	r, err := newRepos(cfg, cfg.DataDir, slog.New(slog.DiscardHandler))
+	if err != nil || r != nil {
+		t.Fatalf("without git: newRepos = %v, %v; want none and no error", r, err)
 	}
 }
