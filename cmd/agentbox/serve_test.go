@@ -43,6 +43,10 @@ func newServer(t *testing.T, extraEnv ...string) *server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(data) })
+	// After the server is killed (cleanups run last first): a server
+	// killed in the middle of creating a sandbox leaves its container
+	// for a reaper that will not run again.
+	t.Cleanup(func() { removeInstance(t, "servetest-"+filepath.Base(data)) })
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +139,16 @@ func (s *server) awaitFinal(ids []string) map[string]jobDTO {
 		return len(final) == len(ids)
 	})
 	return final
+}
+
+// removeInstance removes every container of agentbox instance name.
+func removeInstance(t *testing.T, name string) {
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=io.agentbox.instance="+name).Output()
+	if ids := strings.Fields(string(out)); err == nil && len(ids) > 0 {
+		if out, err := exec.Command("docker", append([]string{"rm", "-f", "-v"}, ids...)...).CombinedOutput(); err != nil {
+			t.Errorf("remove the containers of %s: %v: %s", name, err, out)
+		}
+	}
 }
 
 func (s *server) sandboxes() int {
