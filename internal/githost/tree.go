@@ -104,7 +104,12 @@ func (h *Host) walkTree(ctx context.Context, gitDir, workDir, base string) (*tre
 	t := &treeWalk{ctx: ctx, root: root, objs: objs, tracked: tracked, ignore: h.newIgnorer(gitDir, tmp), tmp: tmp,
 		bytesLeft: maxTreeBytes, entriesLeft: maxTreeEntries}
 	defer t.ignore.close()
-	if err := t.dir(".", false); err != nil {
+	err = t.dir(".", false)
+	if err == nil {
+		err = objs.finish(ctx, h, gitDir)
+	}
+	if err != nil {
+		objs.abort()
 		os.RemoveAll(tmp)
 		return nil, err
 	}
