@@ -22,6 +22,7 @@ import (
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/ui"
 	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
@@ -152,6 +153,7 @@ type server struct {
 	streams chan struct{} // one token per open SSE stream
 	view    *signer       // viewer tickets and cookies
 	views   *viewHosts    // per-job view origins; nil: the API's origin
+	ui      *ui.UI        // the web UI's pages
 }
 
 // New returns the API handler. reg is served at /metrics (the job
@@ -173,6 +175,7 @@ func New(cfg Config, svc Service, reg *prometheus.Registry, log *slog.Logger) ht
 		panic("api.New: " + err.Error() + " (check it with CheckViewURL first)")
 	}
 	s.views = views
+	s.ui = ui.New(ui.Config{FrameSrc: s.frameSrc(), NoAuth: cfg.NoAuth, Now: s.cfg.Now}, svc, log)
 	if len(s.tokens) == 0 && !cfg.NoAuth {
 		log.Warn("api: no token configured and auth not disabled; every request but /healthz will be refused")
 	}
@@ -217,6 +220,12 @@ const (
 	// cookie; the handler checks it (see admit), as a ticket is answered
 	// with a redirect.
 	authViewer
+	// authDownload is authBearer, or the UI's link to an attachment
+	// (see apiSession).
+	authDownload
+	// authPage is a page of the web UI: its session, or the sign-in page
+	// (see page).
+	authPage
 )
 
 // route is one entry of the API: its ServeMux pattern, the credentials it
@@ -241,8 +250,8 @@ func (s *server) routes() []route {
 		{"POST /v1/jobs/{id}/cancel", authBearer, s.cancel},
 		{"POST /v1/jobs/{id}/messages", authBearer, s.reply},
 		{"GET /v1/jobs/{id}/events", authBearer, s.events},
-		{"GET /v1/jobs/{id}/artifacts.zip", authBearer, s.artifacts},
-		{"GET /v1/jobs/{id}/files/{path...}", authBearer, s.file},
+		{"GET /v1/jobs/{id}/artifacts.zip", authDownload, s.artifacts},
+		{"GET /v1/jobs/{id}/files/{path...}", authDownload, s.file},
 		{"GET /v1/jobs/{id}/diff", authBearer, s.diff},
 		{"POST /v1/jobs/{id}/viewer", authBearer, s.viewer},
 		{"POST /schedule", authBearer, s.legacySubmit},
@@ -259,13 +268,27 @@ func (s *server) routes() []route {
 	return rs
 }
 
+// uiRoutes are the web UI's pages and assets (internal/ui), apart from
+// the API's routes: the OpenAPI document does not describe them.
+func (s *server) uiRoutes() []route {
+	return []route{
+		{"GET /{$}", authPage, s.page(s.ui.Jobs)},
+		{"GET /new", authPage, s.page(s.ui.NewJob)},
+		{"GET /jobs/{id}", authPage, s.page(s.ui.Job)},
+		{"GET /ui/rows", authBearer, s.fragment(s.ui.Rows)},
+		{"POST /ui/login", authNone, s.login},
+		{"POST /ui/logout", authNone, s.logout},
+		{"GET /ui/static/{file...}", authNone, s.ui.Static},
+	}
+}
+
 // newMux registers every route, a JSON 405 (with Allow) for the other
 // methods of each path, and a JSON 404 for everything else.
 func (s *server) newMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	allow := map[string][]string{}
 	var paths []string
-	for _, rt := range s.routes() {
+	for _, rt := range append(s.routes(), s.uiRoutes()...) {
 		mux.Handle(rt.pattern, s.wrap(rt))
 		method, p, _ := strings.Cut(rt.pattern, " ")
 		if allow[p] == nil {

@@ -93,8 +93,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeErrorDetail(w, status, wire.ErrorDetail{Code: code, Message: msg})
+}
+
+func writeErrorDetail(w http.ResponseWriter, status int, d wire.ErrorDetail) {
 	clearHeaders(w, status)
-	writeJSON(w, status, wire.ErrorResponse{Error: wire.ErrorDetail{Code: code, Message: msg}})
+	writeJSON(w, status, wire.ErrorResponse{Error: d})
+}
+
+// fieldProblems are the problems err names field by field, if any.
+func fieldProblems(err error) []wire.FieldProblem {
+	var p *jobs.Problems
+	if !errors.As(err, &p) {
+		return nil
+	}
+	out := make([]wire.FieldProblem, len(p.List))
+	for i, q := range p.List {
+		out[i] = wire.FieldProblem{Field: q.Field, Message: q.Message}
+	}
+	return out
 }
 
 // clearHeaders drops what a handler may have set for the answer it meant

@@ -44,7 +44,7 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	page, err := s.svc.List(r.Context(), store.ListOptions{
-		Status: store.Status(q.Get("status")), Limit: int(min(limit, 1<<20)), Cursor: q.Get("cursor"),
+		Status: store.Status(q.Get("status")), Query: q.Get("q"), Limit: int(min(limit, 1<<20)), Cursor: q.Get("cursor"),
 	})
 	if err != nil {
 		return err

@@ -61,11 +61,19 @@ func (s *server) fail(w *recorder, r *http.Request, rt route, err error) {
 	if w.wrote {
 		return // too late to send a status; the stream just ends
 	}
+	if rt.auth == authPage {
+		s.ui.Error(w, status, msg)
+		return
+	}
 	if rt.auth == authViewer && wantsHTML(r) {
 		writeErrorPage(w, status, code, msg)
 		return
 	}
-	writeError(w, status, code, msg)
+	d := wire.ErrorDetail{Code: code, Message: msg}
+	if !internal {
+		d.Fields = fieldProblems(err)
+	}
+	writeErrorDetail(w, status, d)
 }
 
 func (s *server) recoverPanic(w *recorder, r *http.Request, pattern string) {
@@ -85,16 +93,19 @@ func (s *server) recoverPanic(w *recorder, r *http.Request, pattern string) {
 // guard enforces the bearer token (or, without auth, a loopback Host).
 // Viewer routes check their credentials in their handler (admit).
 func (s *server) guard(rt route, r *http.Request) error {
-	if rt.auth != authBearer {
+	if rt.auth != authBearer && rt.auth != authDownload {
 		return nil
 	}
 	if s.cfg.NoAuth {
 		if err := checkLocalRequest(r); err != nil {
 			return err
 		}
+		if s.apiSession(r, rt.auth == authDownload) {
+			return nil
+		}
 		return refuseWebPages(r)
 	}
-	if !s.validToken(r.Header.Get("Authorization")) {
+	if !s.validToken(r.Header.Get("Authorization")) && !s.apiSession(r, rt.auth == authDownload) {
 		return errorf(http.StatusUnauthorized, wire.CodeUnauthorized, "missing or invalid bearer token")
 	}
 	return nil

@@ -83,7 +83,7 @@ func TestOpenAPISchemasMatchDTOs(t *testing.T) {
 		"SubmitResponse": reflect.TypeFor[wire.SubmitResponse](), "Links": reflect.TypeFor[wire.Links](),
 		"Job": reflect.TypeFor[wire.Job](), "Usage": reflect.TypeFor[wire.Usage](), "JobList": reflect.TypeFor[wire.JobList](),
 		"Event": reflect.TypeFor[wire.Event](), "EventPage": reflect.TypeFor[wire.EventPage](),
-		"ErrorResponse": reflect.TypeFor[wire.ErrorResponse](), "ErrorDetail": reflect.TypeFor[wire.ErrorDetail](),
+		"ErrorResponse": reflect.TypeFor[wire.ErrorResponse](), "ErrorDetail": reflect.TypeFor[wire.ErrorDetail](), "FieldProblem": reflect.TypeFor[wire.FieldProblem](),
 		"LegacySubmitResponse": reflect.TypeFor[wire.LegacySubmitResponse](), "LegacyStatus": reflect.TypeFor[wire.LegacyStatus](),
 		"Health": reflect.TypeFor[wire.Health](), "ViewerLinks": reflect.TypeFor[wire.ViewerLinks](),
 		"Repo": reflect.TypeFor[wire.Repo](), "PullRequest": reflect.TypeFor[wire.PullRequest](),

@@ -3,7 +3,6 @@ package jobs
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/config"
@@ -13,10 +12,10 @@ import (
 // CheckCeilings refuses limits over the operator's ceilings, naming each
 // limit, what was asked and its ceiling.
 func CheckCeilings(l store.Limits, c config.Ceilings) error {
-	var over []string
+	var over Problems
 	check := func(name string, v, ceiling int64, text func(int64) string, env string) {
 		if v > ceiling {
-			over = append(over, fmt.Sprintf("limits.%s %s is over its ceiling %s (%s)", name, text(v), text(ceiling), env))
+			over.Add("limits."+name, fmt.Sprintf("limits.%s %s is over its ceiling %s (%s)", name, text(v), text(ceiling), env))
 		}
 	}
 	count := func(n int64) string { return strconv.FormatInt(n, 10) }
@@ -25,8 +24,5 @@ func CheckCeilings(l store.Limits, c config.Ceilings) error {
 	check("disk", l.DiskBytes, c.DiskBytes, config.SizeText, "AGENTBOX_CEILING_DISK")
 	check("timeout", int64(l.Timeout), int64(c.Timeout), func(n int64) string { return durationText(time.Duration(n)) }, "AGENTBOX_CEILING_TIMEOUT")
 	check("max_steps", int64(l.MaxSteps), int64(c.MaxSteps), count, "AGENTBOX_CEILING_STEPS")
-	if len(over) > 0 {
-		return fmt.Errorf("%w: %s", ErrOverCeiling, strings.Join(over, "; "))
-	}
-	return nil
+	return over.Err(ErrOverCeiling)
 }

@@ -71,22 +71,23 @@ func (s *Service) checkRepo(r *store.Repo) error {
 		return nil
 	}
 	var err error
+	field := "repo.url"
 	switch {
 	case strings.TrimSpace(r.URL) == "":
-		return fmt.Errorf("%w: repo.url is required", ErrBadRepo)
+		return fieldError(ErrBadRepo, field, "repo.url is required")
 	case s.repos != nil:
 		err = s.repos.Host.CheckURL(r.URL)
 	default:
 		err = githost.ParseURL(r.URL)
 	}
 	if err == nil && r.Ref != "" {
-		err = githost.CheckRef(r.Ref)
+		field, err = "repo.ref", githost.CheckRef(r.Ref)
 	}
 	if err == nil && r.Branch != "" {
-		err = githost.CheckBranch(r.Branch)
+		field, err = "repo.branch", githost.CheckBranch(r.Branch)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s", ErrBadRepo, strings.TrimPrefix(err.Error(), githost.ErrRefused.Error()+": "))
+		return fieldError(ErrBadRepo, field, strings.TrimPrefix(err.Error(), githost.ErrRefused.Error()+": "))
 	}
 	return nil
 }

@@ -27,11 +27,11 @@ func CheckImage(name string, allowed []string) (string, error) {
 	}
 	n, err := config.NormalizeImage(name)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w; allowed images: %s", ErrImageNotAllowed, err, strings.Join(allowed, ", "))
+		return "", fieldError(ErrImageNotAllowed, "image", fmt.Sprintf("%v; allowed images: %s", err, strings.Join(allowed, ", ")))
 	}
 	if !slices.Contains(allowed, n) {
-		return "", fmt.Errorf("%w: image %q is not one the operator allows; allowed images: %s (the operator lists more in AGENTBOX_IMAGES)",
-			ErrImageNotAllowed, name, strings.Join(allowed, ", "))
+		return "", fieldError(ErrImageNotAllowed, "image", fmt.Sprintf("image %q is not one the operator allows; allowed images: %s (the operator lists more in AGENTBOX_IMAGES)",
+			name, strings.Join(allowed, ", ")))
 	}
 	return n, nil
 }

@@ -41,6 +41,8 @@ const (
 	MaxTaskBytes     = 256 << 10
 	MaxMetadataKeys  = 64
 	MaxMetadataBytes = 16 << 10
+	// MaxQueryBytes bounds a job list's search text.
+	MaxQueryBytes = 200
 )
 
 // SubmitRequest is a new job as a client asks for it.
@@ -172,51 +174,48 @@ func (s *Service) checkSources(req SubmitRequest) (SubmitRequest, error) {
 }
 
 func validate(req SubmitRequest) error {
-	var problems []string
+	var p Problems
 	if strings.TrimSpace(req.Task) == "" {
-		problems = append(problems, "task is empty")
+		p.Add("task", "task is empty")
 	}
 	if len(req.Task) > MaxTaskBytes || !utf8.ValidString(req.Task) {
-		problems = append(problems, fmt.Sprintf("task must be UTF-8 text of at most %d bytes", MaxTaskBytes))
+		p.Add("task", fmt.Sprintf("task must be UTF-8 text of at most %d bytes", MaxTaskBytes))
 	}
 	l := req.Limits
 	if l.Timeout < 0 {
-		problems = append(problems, "limits.timeout must not be negative")
+		p.Add("limits.timeout", "limits.timeout must not be negative")
 	}
 	if l.MaxSteps < 0 {
-		problems = append(problems, "limits.max_steps must not be negative")
+		p.Add("limits.max_steps", "limits.max_steps must not be negative")
 	}
 	if l.MemoryBytes != 0 && l.MemoryBytes < 64<<20 || l.MemoryBytes < 0 {
-		problems = append(problems, "limits.memory must be at least 64MiB")
+		p.Add("limits.memory", "limits.memory must be at least 64MiB")
 	}
 	if l.DiskBytes != 0 && l.DiskBytes < 64<<20 || l.DiskBytes < 0 {
-		problems = append(problems, "limits.disk must be at least 64MiB")
+		p.Add("limits.disk", "limits.disk must be at least 64MiB")
 	}
 	if l.ContextWindow < 0 || l.ContextWindow > 10_000_000 || l.ContextWindow > 0 && l.ContextWindow < 2048 {
-		problems = append(problems, "limits.context_window must be 0 (the model's) or between 2048 and 10,000,000 tokens")
+		p.Add("limits.context_window", "limits.context_window must be 0 (the model's) or between 2048 and 10,000,000 tokens")
 	}
 	if l.NanoCPUs < 0 {
-		problems = append(problems, "limits.cpus must not be negative")
+		p.Add("limits.cpus", "limits.cpus must not be negative")
 	}
 	size := 0
 	for k, v := range req.Metadata {
 		size += len(k) + len(v)
 	}
 	if len(req.Metadata) > MaxMetadataKeys || size > MaxMetadataBytes {
-		problems = append(problems, fmt.Sprintf("metadata: at most %d keys and %d bytes", MaxMetadataKeys, MaxMetadataBytes))
+		p.Add("metadata", fmt.Sprintf("metadata: at most %d keys and %d bytes", MaxMetadataKeys, MaxMetadataBytes))
 	}
 	if req.Model != "" {
 		if _, _, err := llm.ParseSpec(req.Model); err != nil {
-			problems = append(problems, fmt.Sprintf("model %q: want anthropic:NAME or openai:NAME", req.Model))
+			p.Add("model", fmt.Sprintf("model %q: want anthropic:NAME or openai:NAME", req.Model))
 		}
 	}
 	if len(req.IdempotencyKey) > 255 {
-		problems = append(problems, "Idempotency-Key: at most 255 bytes")
+		p.Add("Idempotency-Key", "Idempotency-Key: at most 255 bytes")
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
-	}
-	return nil
+	return p.Err(ErrInvalid)
 }
 
 // requestHash fingerprints the parts of a submission an Idempotency-Key covers.
@@ -246,6 +245,9 @@ func (s *Service) Get(ctx context.Context, id string) (store.Job, error) {
 func (s *Service) List(ctx context.Context, opts store.ListOptions) (store.JobPage, error) {
 	if opts.Status != "" && !opts.Status.Valid() {
 		return store.JobPage{}, fmt.Errorf("%w: unknown status %q", ErrInvalid, opts.Status)
+	}
+	if len(opts.Query) > MaxQueryBytes || !utf8.ValidString(opts.Query) {
+		return store.JobPage{}, fmt.Errorf("%w: q must be UTF-8 text of at most %d bytes", ErrInvalid, MaxQueryBytes)
 	}
 	if opts.Limit < 0 || opts.Limit > 1000 {
 		return store.JobPage{}, fmt.Errorf("%w: limit must be between 1 and 1000", ErrInvalid)

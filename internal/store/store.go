@@ -182,7 +182,10 @@ type Entry struct {
 // ListOptions filters and pages ListJobs. Jobs come newest first.
 type ListOptions struct {
 	Status Status // empty: all
-	Limit  int    // 0: 50; at most 1000
+	// Query, when set, keeps the jobs whose task contains it, ignoring
+	// the case of ASCII letters. At most 200 bytes.
+	Query string
+	Limit int // 0: 50; at most 1000
 	// Cursor is the NextCursor of the previous page.
 	Cursor string
 }

@@ -185,6 +185,17 @@ type ErrorResponse struct {
 type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Fields says which field of the request each problem concerns, when
+	// the API knows (a form shows each message at its field).
+	Fields []FieldProblem `json:"fields,omitempty"`
+}
+
+// FieldProblem is what is wrong with one field of a request.
+type FieldProblem struct {
+	// Field is the field's JSON path ("task", "limits.memory",
+	// "repo.url", "workspace"), or a header's name.
+	Field   string `json:"field"`
+	Message string `json:"message"`
 }
 
 // LegacySubmitResponse is the answer of the POST /schedule and /submit aliases.

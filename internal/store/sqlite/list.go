@@ -65,6 +65,10 @@ func listQuery(opts store.ListOptions) (string, []any, int, error) {
 	if opts.Status != "" {
 		where, args = append(where, "status = ?"), append(args, string(opts.Status))
 	}
+	if opts.Query != "" {
+		like := strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(opts.Query)
+		where, args = append(where, `task LIKE ? ESCAPE '\'`), append(args, "%"+like+"%")
+	}
 	if opts.Cursor != "" {
 		created, id, err := decodeCursor(opts.Cursor)
 		if err != nil {

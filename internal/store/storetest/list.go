@@ -123,3 +123,44 @@ func testListStatus(t *testing.T, h *harness) {
 		})
 	}
 }
+
+// testListQuery searches the task text: a substring, ASCII case ignored,
+// LIKE's wildcards and its escape taken literally, combined with a status
+// and paged.
+func testListQuery(t *testing.T, h *harness) {
+	s := h.fresh(t)
+	tasks := []string{
+		"Build a Flask API", "build the docs", "fix 100% of tests", "fix 1000 tests",
+		"rename snake_case", "rename snakeXcase", `path C:\dir`, "Ünïcode BUILD",
+	}
+	b := base()
+	for i, task := range tasks {
+		j := newJob(jobID(i), b.Add(time.Duration(i)*time.Millisecond))
+		j.Task = task
+		if i%2 == 1 {
+			j.Status = store.StatusComplete
+		}
+		create(t, s, j)
+	}
+	for _, c := range []struct {
+		q      string
+		status store.Status
+		want   []int // indexes into tasks, newest first
+	}{
+		{"build", "", []int{7, 1, 0}},
+		{"BUILD", store.StatusComplete, []int{7, 1}},
+		{"100%", "", []int{2}},
+		{"snake_case", "", []int{4}},
+		{`C:\d`, "", []int{6}},
+		{"%", "", []int{2}},
+		{"nothing like it", "", nil},
+	} {
+		var want []string
+		for _, i := range c.want {
+			want = append(want, jobID(i))
+		}
+		if got := listAll(t, s, store.ListOptions{Query: c.q, Status: c.status, Limit: 1}); !slices.Equal(got, want) {
+			t.Errorf("query %q status %q:\n got %v\nwant %v", c.q, c.status, got, want)
+		}
+	}
+}

@@ -37,6 +37,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListOrder", testListOrder},
 		{"ListPaging", testListPaging},
 		{"ListStatus", testListStatus},
+		{"ListQuery", testListQuery},
 		{"UpdateConcurrent", testUpdateConcurrent},
 		{"UpdateAbort", testUpdateAbort},
 		{"UpdateLogged", testUpdateLogged},
