@@ -111,7 +111,22 @@ func (u *UI) Job(w http.ResponseWriter, r *http.Request, s Session) error {
 	if err != nil {
 		return err
 	}
-	return u.render(w, http.StatusOK, "job", pageData{Title: firstLine(j.Task, 60), Session: s, Scripts: []string{"job.js"}, Data: j})
+	d := jobData{Job: j}
+	if d.Timeline, err = u.timelineData(r, j); err != nil {
+		return err
+	}
+	if d.Tabs, err = u.tabsData(r, j); err != nil {
+		return err
+	}
+	return u.render(w, http.StatusOK, "job", pageData{Title: firstLine(j.Task, 60), Session: s, Scripts: []string{"job.js", "tabs.js"}, Data: d})
+}
+
+// jobData is the job page's data: the job, and what its timeline
+// (timeline.go) and its other tabs (tabs.go) need.
+type jobData struct {
+	Job      store.Job
+	Timeline any
+	Tabs     any
 }
 
 // firstLine is s's first non-blank line, cut to n runes with an ellipsis.

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 //go:embed templates static
@@ -38,6 +39,8 @@ type Service interface {
 	Get(ctx context.Context, id string) (store.Job, error)
 	List(ctx context.Context, opts store.ListOptions) (store.JobPage, error)
 	Events(ctx context.Context, id string, after int64, limit int) ([]store.Event, error)
+	Workspace(ctx context.Context, id string) (workspace.Store, error)
+	Diff(ctx context.Context, id string, patch bool, w io.Writer) error
 }
 
 // Config is the UI's configuration.
