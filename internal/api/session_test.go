@@ -177,3 +177,28 @@ func TestFieldProblems(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionWithoutAuth: a server without a token has no sign-in; its
+// pages carry a CSRF token all the same, which the UI's scripts need where
+// a page's request would otherwise be refused.
+func TestSessionWithoutAuth(t *testing.T) {
+	e := apitest.New(t, api.Config{NoAuth: true})
+	resp, body := do(t, e, req{method: "GET", path: "/", noAuth: true, header: navigation})
+	m := csrfMeta.FindSubmatch(body)
+	if resp.StatusCode != http.StatusOK || m == nil || strings.Contains(string(body), `type="password"`) || strings.Contains(string(body), "Sign out") {
+		t.Fatalf("GET / without auth: %d\n%s", resp.StatusCode, body)
+	}
+	for _, c := range []struct {
+		name   string
+		header map[string]string
+		status int
+	}{
+		{"a script with the token", with(scriptCall, "X-CSRF-Token", string(m[1])), 200},
+		{"a script without", scriptCall, 403},
+		{"a program", nil, 200},
+	} {
+		if resp, body := do(t, e, req{method: "GET", path: "/v1/jobs", noAuth: true, header: c.header}); resp.StatusCode != c.status {
+			t.Errorf("%s: %d, want %d\n%s", c.name, resp.StatusCode, c.status, body)
+		}
+	}
+}
