@@ -100,11 +100,6 @@ func (u *UI) Rows(w http.ResponseWriter, r *http.Request) error {
 	return u.fragment(w, "jobs", "rows", d)
 }
 
-// NewJob serves the new job form, "/new".
-func (u *UI) NewJob(w http.ResponseWriter, r *http.Request, s Session) error {
-	return u.render(w, http.StatusOK, "new", pageData{Title: "New job", Nav: "new", Session: s, Scripts: []string{"new.js"}})
-}
-
 // Job serves a job's page, "/jobs/{id}".
 func (u *UI) Job(w http.ResponseWriter, r *http.Request, s Session) error {
 	j, err := u.svc.Get(r.Context(), r.PathValue("id"))
