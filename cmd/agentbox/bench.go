@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/agentbox/agentbox/internal/bench"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
@@ -47,7 +49,7 @@ recorded in docs/benchmarks.md.`,
 			})
 		},
 	}
-	cmd.AddCommand(newBenchAPICmd(a), newBenchGUICmd(a), newBenchUploadCmd(a))
+	cmd.AddCommand(newBenchAPICmd(a), newBenchGUICmd(a), newBenchUploadCmd(a), newBenchUICmd(a))
 	cmd.Flags().IntVar(&o.Creates, "creates", 10, "sandboxes to create")
 	cmd.Flags().IntVar(&o.Execs, "execs", 200, "exec round trips (the docker exec baseline runs a tenth as many)")
 	cmd.Flags().IntVar(&o.Files, "files", 50, "1 MiB write+read cycles")
@@ -84,6 +86,46 @@ for --duration. Server and load generator share this machine's cores.`,
 	}
 	cmd.Flags().IntVar(&o.Clients, "clients", 32, "concurrent connections")
 	cmd.Flags().DurationVar(&o.Duration, "duration", 10*time.Second, "length of each phase")
+	return cmd
+}
+
+func newBenchUICmd(a *app) *cobra.Command {
+	var o bench.UIOptions
+	cmd := &cobra.Command{
+		Use:   "ui",
+		Short: "Measure the web UI's server time: the job list and a long job's page over a large store",
+		Long: `ui fills a fresh SQLite store in a temporary directory with --jobs jobs, the
+newest with --steps agent steps (a model answer, a tool call and a tool result
+each), then starts an API-only agentbox server on it on a loopback port, signs
+in to the web UI with the token, and times --requests requests, one at a time,
+of the job list's first page (GET /) and of the long job's page
+(GET /jobs/{id}) as a browser's navigation sends them, and of
+GET /v1/jobs?limit=50 with the bearer token for comparison. Each time is from
+the request's start to the answer's last byte over loopback: the server's
+time, and the kernel's. Results are recorded in docs/benchmarks.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var big string
+			fill := func(ctx context.Context, st store.Store) (err error) {
+				big, err = bench.FillUI(ctx, st, o)
+				return err
+			}
+			srv, err := wiring.OpenBenchUI(cmd.Context(), a.cfg, fill)
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			rows, err := bench.UI(cmd.Context(), srv.URL, srv.Token, big, o)
+			if err != nil {
+				return err
+			}
+			bench.UIMarkdown(cmd.OutOrStdout(), o, rows)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&o.Jobs, "jobs", 10000, "jobs in the store")
+	cmd.Flags().IntVar(&o.Steps, "steps", 2000, "steps of the long job")
+	cmd.Flags().IntVar(&o.Requests, "requests", 50, "requests to time of each page")
 	return cmd
 }
 

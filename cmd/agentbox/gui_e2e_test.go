@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"image"
 	"image/png"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -72,7 +75,47 @@ func TestAgentDrivesDesktop(t *testing.T) {
 			}
 			t.Logf("%s: %.0f%% of pixels changed by the window", format, 100*changed)
 			checkComputerToolForm(t, format, fake.Requests()[0])
+			checkKeptScreenshots(t, s, j.JobID, last)
 		})
+	}
+}
+
+// checkKeptScreenshots checks that the job's tool_result events name
+// every image the host kept (media), and that GET serves each as a PNG:
+// the latest ones those the model was sent last (older ones it is no
+// longer sent), byte for byte.
+func checkKeptScreenshots(t *testing.T, s *server, id string, sent [][]byte) {
+	t.Helper()
+	var kept []string
+	images := 0
+	for _, ev := range s.events(id) {
+		var p struct {
+			Images int      `json:"images"`
+			Media  []string `json:"media"`
+		}
+		if ev.Type == "tool_result" && json.Unmarshal(ev.Payload, &p) == nil {
+			images, kept = images+p.Images, append(kept, p.Media...)
+		}
+	}
+	if len(kept) != images || len(kept) < len(sent) || len(sent) == 0 {
+		t.Fatalf("%d images kept (%q) of %d in the results, %d sent to the model last", len(kept), kept, images, len(sent))
+	}
+	for i, name := range kept {
+		req, _ := http.NewRequest("GET", s.url+"/v1/jobs/"+id+"/media/"+name, nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" {
+			t.Fatalf("GET media %s: %d %s", name, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		decodePNG(t, b)
+		if j := i - (len(kept) - len(sent)); j >= 0 && !bytes.Equal(b, sent[j]) {
+			t.Errorf("media %s is not the screenshot the model was sent", name)
+		}
 	}
 }
 

@@ -69,8 +69,9 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 	}
 	l := &Loop{
 		Model: model, Tools: a.cfg.Tools, System: SystemPrompt(),
-		Env:  &tools.Env{Guest: r.Sandbox.Guest(), Timeout: a.cfg.ToolTimeout, SpillDir: SpillDir},
-		Emit: func(p event.Payload) { r.Emit(context.WithoutCancel(ctx), p) },
+		Env:   &tools.Env{Guest: r.Sandbox.Guest(), Timeout: a.cfg.ToolTimeout, SpillDir: SpillDir},
+		Emit:  func(p event.Payload) { r.Emit(context.WithoutCancel(ctx), p) },
+		Media: r,
 	}
 	if err := a.withMemory(l, r.Job); err != nil {
 		return jobs.Outcome{Status: store.StatusError, Error: err.Error()}, nil

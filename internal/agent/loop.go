@@ -28,6 +28,9 @@ type Loop struct {
 	// Emit records an event (event.Model, event.ToolCall, ...); it must not
 	// fail the loop.
 	Emit func(event.Payload)
+	// Media, if set, keeps the images of tool results for the job's
+	// timeline.
+	Media ImageKeeper
 	// OnText, if set, sees the model's text as it streams.
 	OnText func(delta string)
 	// RepeatLimit: a failing call repeated this many times in a row makes
@@ -190,13 +193,34 @@ func (l *Loop) runTools(ctx context.Context, calls []llm.Block, cutOff bool) ([]
 			l.index("tool_result "+c.Name, res.Text)
 		}
 		l.Emit(event.ToolResult{Step: l.Steps, ID: c.ID, Name: c.Name, IsError: res.IsError,
-			Text: res.Text, Images: len(res.Images), DurationMS: time.Since(begin).Milliseconds()})
+			Text: res.Text, Images: len(res.Images), Media: l.keepImages(res.Images), DurationMS: time.Since(begin).Milliseconds()})
 		out = append(out, llm.Block{Type: llm.BlockToolResult, ID: c.ID, Text: res.Text, IsError: res.IsError, Images: res.Images})
 		if res.Finish != nil && finish == nil {
 			finish = res.Finish
 		}
 	}
 	return out, finish, failure
+}
+
+// ImageKeeper keeps the images of tool results, as the job's Run
+// (*jobs.Run) does; KeepImage returns the name an image is kept under, or
+// "" when it is not kept.
+type ImageKeeper interface {
+	KeepImage(step int, data []byte) string
+}
+
+// keepImages keeps a result's images and returns the names of those kept.
+func (l *Loop) keepImages(imgs []llm.Image) []string {
+	if l.Media == nil {
+		return nil
+	}
+	var names []string
+	for _, img := range imgs {
+		if name := l.Media.KeepImage(l.Steps, img.Data); name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // skipReason says why a call is not run, or "" to run it.

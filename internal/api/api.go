@@ -226,6 +226,9 @@ const (
 	// authPage is a page of the web UI: its session, or the sign-in page
 	// (see page).
 	authPage
+	// authImage is authBearer, or the UI's job page loading one of the
+	// job's images with <img> (see imageSession).
+	authImage
 )
 
 // route is one entry of the API: its ServeMux pattern, the credentials it
@@ -253,6 +256,7 @@ func (s *server) routes() []route {
 		{"GET /v1/jobs/{id}/artifacts.zip", authDownload, s.artifacts},
 		{"GET /v1/jobs/{id}/files/{path...}", authDownload, s.file},
 		{"GET /v1/jobs/{id}/diff", authBearer, s.diff},
+		{"GET /v1/jobs/{id}/media/{name}", authImage, s.media},
 		{"POST /v1/jobs/{id}/viewer", authBearer, s.viewer},
 		{"POST /schedule", authBearer, s.legacySubmit},
 		{"POST /submit", authBearer, s.legacySubmit},

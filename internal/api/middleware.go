@@ -93,19 +93,19 @@ func (s *server) recoverPanic(w *recorder, r *http.Request, pattern string) {
 // guard enforces the bearer token (or, without auth, a loopback Host).
 // Viewer routes check their credentials in their handler (admit).
 func (s *server) guard(rt route, r *http.Request) error {
-	if rt.auth != authBearer && rt.auth != authDownload {
+	if rt.auth != authBearer && rt.auth != authDownload && rt.auth != authImage {
 		return nil
 	}
 	if s.cfg.NoAuth {
 		if err := checkLocalRequest(r); err != nil {
 			return err
 		}
-		if s.apiSession(r, rt.auth == authDownload) {
+		if s.apiSession(r, rt.auth) {
 			return nil
 		}
 		return refuseWebPages(r)
 	}
-	if !s.validToken(r.Header.Get("Authorization")) && !s.apiSession(r, rt.auth == authDownload) {
+	if !s.validToken(r.Header.Get("Authorization")) && !s.apiSession(r, rt.auth) {
 		return errorf(http.StatusUnauthorized, wire.CodeUnauthorized, "missing or invalid bearer token")
 	}
 	return nil

@@ -96,12 +96,13 @@ func pageRequest(r *http.Request) bool {
 	return (dest == "" || dest == "document") && (mode == "" || mode == "navigate")
 }
 
-// apiSession reports whether r is the UI's own request to an API route:
-// a session cookie, its CSRF token in the header, from the UI's origin.
-// A download route (the workspace's zip, a file) takes a top-level
-// navigation of the UI's (a link) without the header: its answer is an
-// attachment, saved, never shown to a page.
-func (s *server) apiSession(r *http.Request, download bool) bool {
+// apiSession reports whether r is the UI's own request to an API route
+// of auth mode: a session cookie, its CSRF token in the header, from the
+// UI's origin. A download route (authDownload: the workspace's zip, a
+// file) takes a top-level navigation of the UI's (a link) without the
+// header: its answer is an attachment, saved, never shown to a page. An
+// image route (authImage) takes the job page's <img> (imageSession).
+func (s *server) apiSession(r *http.Request, mode authMode) bool {
 	sess, ok := s.sessionOf(r)
 	if !ok || s.fetchMetadata(r) != nil || !s.sameOrigin(r, "") {
 		return false
@@ -109,8 +110,41 @@ func (s *server) apiSession(r *http.Request, download bool) bool {
 	if got := r.Header.Get(CSRFHeader); got != "" {
 		return subtle.ConstantTimeCompare([]byte(got), []byte(sess.CSRF)) == 1
 	}
-	return download && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
-		r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document"
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	switch mode {
+	case authDownload:
+		return r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document"
+	case authImage:
+		return s.imageSession(r)
+	}
+	return false
+}
+
+// imageSession reports whether r, which has the session cookie but no
+// CSRF header (an <img> sends none), is the UI's job page loading an
+// image of its own job: Sec-Fetch-Dest image and Sec-Fetch-Site
+// same-origin, which a browser sets and no page can forge, and a Referer
+// that is the job's UI page (/jobs/{id}) on the same host, which a page
+// may drop but not forge. That is acceptable for an image: the answer is
+// pixels only (nosniff, a PNG or JPEG Content-Type, a sandbox CSP, never
+// script or text), another site's page cannot make the request with the
+// cookie (SameSite=Strict) nor read it (CORP same-origin), and the
+// Referer keeps out the one same-origin page that is not the UI's: a
+// desktop or Jupyter page of a job, served on the API's origin without
+// AGENTBOX_VIEW_URL, which could otherwise draw another job's screenshots
+// on a canvas and read them.
+func (s *server) imageSession(r *http.Request) bool {
+	if r.Header.Get("Sec-Fetch-Dest") != "image" || r.Header.Get("Sec-Fetch-Site") != "same-origin" {
+		return false
+	}
+	ref, err := url.Parse(r.Referer())
+	if err != nil || ref.Path != "/jobs/"+r.PathValue("id") {
+		return false
+	}
+	base, err := url.Parse(s.cfg.BaseURL)
+	return strings.EqualFold(ref.Host, r.Host) || (s.cfg.BaseURL != "" && err == nil && strings.EqualFold(ref.Host, base.Host))
 }
 
 // formSession checks a UI form's POST: the session and the csrf field.

@@ -42,15 +42,19 @@ type ToolCall struct {
 }
 
 // ToolResult is what a call returned to the model. Images counts the
-// images it carried (they are not logged).
+// images it carried (they are not in the log); Media names those the host
+// kept for the job's timeline (GET /v1/jobs/{id}/media/{name}), in order:
+// fewer than Images when some were skipped (not PNG or JPEG, too large,
+// the job's limit reached).
 type ToolResult struct {
-	DurationMS int64  `json:"duration_ms"`
-	ID         string `json:"id"`
-	Images     int    `json:"images"`
-	IsError    bool   `json:"is_error"`
-	Name       string `json:"name"`
-	Step       int    `json:"step"`
-	Text       string `json:"text"`
+	DurationMS int64    `json:"duration_ms"`
+	ID         string   `json:"id"`
+	Images     int      `json:"images"`
+	IsError    bool     `json:"is_error"`
+	Media      []string `json:"media,omitempty"`
+	Name       string   `json:"name"`
+	Step       int      `json:"step"`
+	Text       string   `json:"text"`
 }
 
 // Notice is what agentbox told the model on its own (a nudge, a retry, a

@@ -82,12 +82,17 @@ func deletable(j store.Job) error {
 	return nil
 }
 
-// removeData removes what the host keeps of a job: its workspace and its
-// git dir. (A sandbox's state dir is removed when it is destroyed, before
-// the job ends.)
+// removeData removes what the host keeps of a job: its workspace, its
+// images and its git dir. (A sandbox's state dir is removed when it is
+// destroyed, before the job ends.)
 func (s *Service) removeData(ctx context.Context, id string) error {
 	if err := s.ws.Remove(ctx, id); err != nil {
 		return err
+	}
+	if s.media != nil {
+		if err := s.media.Remove(id); err != nil {
+			return err
+		}
 	}
 	if s.repos != nil {
 		return s.repos.remove(id)

@@ -31,6 +31,8 @@ type Run struct {
 	progress func(ctx context.Context, p Progress) error
 	// events reads the job's log (nil: empty).
 	events func(ctx context.Context, after int64, limit int) ([]store.Event, error)
+	// keep keeps an image of a tool result (nil: none is kept).
+	keep func(step int, data []byte) string
 	// Recovered is true when the sandbox outlived an earlier attempt (a
 	// restart): its processes and files are as that attempt left them.
 	Recovered bool
@@ -65,6 +67,17 @@ func (r *Run) Emit(ctx context.Context, p event.Payload) {
 	if r.emit != nil {
 		r.emit(ctx, p)
 	}
+}
+
+// KeepImage keeps an image a tool result of step carried, for the job's
+// timeline, and returns its name for the result's event (see Media); ""
+// when it is not kept. It never fails the job: a failure to write is
+// logged.
+func (r *Run) KeepImage(step int, data []byte) string {
+	if r.keep == nil {
+		return ""
+	}
+	return r.keep(step, data)
 }
 
 // Progress is what an attempt has done so far.
@@ -212,6 +225,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		events: func(ctx context.Context, after int64, limit int) ([]store.Event, error) {
 			return s.store.Events(ctx, j.ID, after, limit)
 		},
+		keep: s.keepImage(j.ID),
 	})
 	if why := stoppedBy(sb); why != nil {
 		cancel(why)
@@ -424,3 +438,17 @@ func addUsage(a, b store.Usage) store.Usage {
 // services (/v1/jobs/{id}/desktop/ and /v1/jobs/{id}/jupyter/): the guest
 // builds the Jupyter and noVNC pages' links from it.
 func WebBase(jobID string) string { return "/v1/jobs/" + jobID }
+
+// keepImage keeps job id's images in the scheduler's Media, if any.
+func (s *Scheduler) keepImage(id string) func(step int, data []byte) string {
+	if s.cfg.Media == nil {
+		return nil
+	}
+	return func(step int, data []byte) string {
+		name, err := s.cfg.Media.Save(id, step, data)
+		if err != nil {
+			s.log.Error("keep a tool result's image", "job_id", id, "err", err)
+		}
+		return name
+	}
+}

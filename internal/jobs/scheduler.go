@@ -58,6 +58,8 @@ type SchedulerConfig struct {
 	// repository or snapshots its starting workspace there. Nil: no
 	// snapshot, and a repository job ends in error.
 	Repos *Repos
+	// Media keeps the images of the jobs' tool results; nil: none are.
+	Media *Media
 	Log   *slog.Logger
 }
 

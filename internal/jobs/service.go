@@ -78,7 +78,8 @@ type Service struct {
 	noMessages string
 	// repos holds the jobs' git dirs; nil on a node without git.
 	repos     *Repos
-	maxUpload int64 // bytes of files a staged or copied workspace may hold; 0: the default
+	maxUpload int64  // bytes of files a staged or copied workspace may hold; 0: the default
+	media     *Media // the images of tool results; nil: none are kept
 }
 
 // NewService returns the service over st, whose jobs' workspaces ws keeps.

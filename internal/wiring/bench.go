@@ -7,12 +7,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/store/sqlite"
 )
 
 // BenchAPI is a server over a fresh store in a temporary directory, on a
@@ -26,7 +29,7 @@ type BenchAPI struct {
 
 // OpenBenchAPI starts a BenchAPI.
 func OpenBenchAPI(ctx context.Context, cfg config.Config) (*BenchAPI, error) {
-	return openBench(ctx, cfg, false)
+	return openBench(ctx, cfg, false, nil)
 }
 
 // OpenBenchServer starts a BenchAPI with a worker that runs each job's
@@ -35,10 +38,30 @@ func OpenBenchAPI(ctx context.Context, cfg config.Config) (*BenchAPI, error) {
 // `agentbox bench upload` drives.
 func OpenBenchServer(ctx context.Context, cfg config.Config) (*BenchAPI, error) {
 	cfg.Agent.Kind = "shell"
-	return openBench(ctx, cfg, true)
+	return openBench(ctx, cfg, true, nil)
 }
 
-func openBench(ctx context.Context, cfg config.Config, workers bool) (*BenchAPI, error) {
+// OpenBenchUI starts an API-only BenchAPI over a store fill has filled
+// first: what `agentbox bench ui` drives. fill writes through the real
+// SQLite store with synchronous=NORMAL, so that thousands of jobs take
+// seconds; the server then opens it as `agentbox serve` does.
+func OpenBenchUI(ctx context.Context, cfg config.Config, fill func(context.Context, store.Store) error) (*BenchAPI, error) {
+	return openBench(ctx, cfg, false, func(dir string) error {
+		st, err := sqlite.Open(ctx, filepath.Join(dir, "agentbox.db"), sqlite.Options{Synchronous: sqlite.SyncNormal})
+		if err != nil {
+			return err
+		}
+		err = fill(ctx, st)
+		if cerr := st.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+}
+
+// openBench starts a BenchAPI on a new data dir, which prepare (if not
+// nil) fills first.
+func openBench(ctx context.Context, cfg config.Config, workers bool, prepare func(dir string) error) (*BenchAPI, error) {
 	dir, err := os.MkdirTemp("", "agentbox-bench-")
 	if err != nil {
 		return nil, err
@@ -46,6 +69,12 @@ func openBench(ctx context.Context, cfg config.Config, workers bool) (*BenchAPI,
 	b := &BenchAPI{Token: "bench-token"}
 	b.add(func() error { return os.RemoveAll(dir) })
 	cfg.DataDir = dir
+	if prepare != nil {
+		if err := prepare(dir); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
 	if err := b.serve(ctx, cfg, workers); err != nil {
 		b.Close()
 		return nil, err

@@ -57,6 +57,7 @@ type jobSide struct {
 	store      *sqlite.Store
 	workspaces *workspace.Local
 	repos      *jobs.Repos
+	media      *jobs.Media
 	scheduler  *jobs.Scheduler // nil without workers
 	service    *jobs.Service
 	closers
@@ -86,7 +87,7 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 	if err != nil {
 		return nil, err
 	}
-	j := &jobSide{store: st, workspaces: workspace.NewLocal(jc.dir)}
+	j := &jobSide{store: st, workspaces: workspace.NewLocal(jc.dir), media: jobs.NewMedia(jc.dir)}
 	if jc.inPlace != "" {
 		j.workspaces = workspace.NewInPlace(jc.inPlace)
 	}
@@ -103,6 +104,7 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 	}
 	j.service = jobs.NewService(st, j.workspaces, jc.maxAttempts, j.scheduler)
 	j.service.SetRepos(j.repos)
+	j.service.SetMedia(j.media)
 	j.service.SetMaxUpload(cfg.Server.MaxUpload)
 	if jc.ceilings != nil {
 		j.service.SetCeilings(*jc.ceilings)
@@ -125,7 +127,7 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 	if jc.metrics != nil {
 		m = jobs.NewMetrics(jc.metrics, j.store)
 	}
-	jc.sched.Workspaces, jc.sched.Repos = j.workspaces, j.repos
+	jc.sched.Workspaces, jc.sched.Repos, jc.sched.Media = j.workspaces, j.repos, j.media
 	if jc.inPlace != "" {
 		d = personalWorkspaces{d}
 	}

@@ -39,8 +39,10 @@ type Env struct {
 	DataDir string
 	// Workspaces keeps the jobs' workspaces, under DataDir.
 	Workspaces *workspace.Local
-	Reg        *prometheus.Registry
-	hook       atomic.Pointer[func(*http.Request)]
+	// Media keeps the images of the jobs' tool results, under DataDir.
+	Media *jobs.Media
+	Reg   *prometheus.Registry
+	hook  atomic.Pointer[func(*http.Request)]
 }
 
 // OnRequest makes fn see every request before the API handles it, e.g. to
@@ -65,6 +67,8 @@ func New(t testing.TB, cfg api.Config) *Env {
 	e := &Env{t: t, Store: st, DataDir: dir, Workspaces: workspace.NewLocal(dir), Reg: prometheus.NewRegistry()}
 	e.Svc = jobs.NewService(st, e.Workspaces, 3, nil)
 	e.Svc.SetMaxUpload(cfg.MaxUploadBytes) // the API's limit on the archive, and the service's on its files
+	e.Media = jobs.NewMedia(dir)
+	e.Svc.SetMedia(e.Media)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	h := api.New(cfg, e.Svc, e.Reg, log)
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

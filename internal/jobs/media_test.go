@@ -1,0 +1,63 @@
+package jobs_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/agentbox/agentbox/internal/jobs"
+)
+
+// TestMediaSave: PNG and JPEG are kept under numbered names, up to the
+// size and count limits; anything else is skipped; names Save does not
+// make are never opened.
+func TestMediaSave(t *testing.T) {
+	m := &jobs.Media{Dir: t.TempDir(), MaxBytes: 64, MaxPerJob: 3}
+	pngData := []byte("\x89PNG\r\n\x1a\nrest")
+	jpgData := []byte("\xff\xd8\xff\xe0rest")
+	for _, c := range []struct {
+		what string
+		step int
+		data []byte
+		want string
+	}{
+		{"a PNG", 2, pngData, "2-1.png"},
+		{"text", 2, []byte("<html><script>alert(1)</script>"), ""},
+		{"an SVG", 2, []byte("<svg xmlns='http://www.w3.org/2000/svg'/>"), ""},
+		{"a JPEG", 5, jpgData, "5-2.jpg"},
+		{"too large", 5, append(pngData, bytes.Repeat([]byte{0}, 64)...), ""},
+		{"the third", 6, pngData, "6-3.png"},
+		{"past the job's limit", 7, pngData, ""},
+	} {
+		name, err := m.Save("job_a", c.step, c.data)
+		if err != nil || name != c.want {
+			t.Errorf("%s: Save = %q, %v; want %q", c.what, name, err, c.want)
+		}
+	}
+	if name, err := m.Save("job_b", 1, pngData); name != "1-1.png" || err != nil {
+		t.Errorf("another job: Save = %q, %v; want 1-1.png", name, err)
+	}
+	f, kind, err := m.Open("job_a", "5-2.jpg")
+	if err != nil || kind != "image/jpeg" {
+		t.Fatalf("Open 5-2.jpg = %q, %v", kind, err)
+	}
+	f.Close()
+	for _, name := range []string{"../job_b/1-1.png", "2-1.png/", "2-1.PNG", ".tmp-1"} {
+		if _, _, err := m.Open("job_a", name); !errors.Is(err, jobs.ErrBadMediaName) {
+			t.Errorf("Open %q: %v, want ErrBadMediaName", name, err)
+		}
+	}
+	if _, _, err := m.Open("job_a", "9-9.png"); !errors.Is(err, jobs.ErrNoMedia) {
+		t.Errorf("Open of a missing image: %v, want ErrNoMedia", err)
+	}
+	if _, err := m.Save("../x", 1, pngData); err == nil {
+		t.Errorf("Save under job id ../x succeeded")
+	}
+	if err := m.Remove("job_a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(m.Dir + "/job_a"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Remove left %v", err)
+	}
+}
