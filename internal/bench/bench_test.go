@@ -39,3 +39,13 @@ func TestGUIMarkdown(t *testing.T) {
 		}
 	}
 }
+
+func TestUIMarkdown(t *testing.T) {
+	var b bytes.Buffer
+	UIMarkdown(&b, UIOptions{Jobs: 10, Steps: 4, Requests: 2}, []UIRow{{Name: "GET /", Stats: Stats{P50: 3 * time.Millisecond, P95: 5 * time.Millisecond}, Max: 9 * time.Millisecond, Bytes: 100}})
+	for _, want := range []string{"10 jobs in SQLite, the newest with 4 steps (12 events); 2 requests each", "| GET / | 3.00 ms | 5.00 ms | 9.00 ms | 100 |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, b.String())
+		}
+	}
+}
