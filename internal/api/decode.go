@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -119,7 +120,8 @@ func decodeError(err error) error {
 		if te.Field == "" {
 			return badRequest("request body must be a JSON object, not %s", te.Value)
 		}
-		return badRequest("field %q must be %s, not %s", te.Field, typeName(te.Type), te.Value)
+		msg := fmt.Sprintf("field %q must be %s, not %s", te.Field, typeName(te.Type), te.Value)
+		return &apiError{status: http.StatusBadRequest, code: wire.CodeBadRequest, msg: msg, fields: []wire.FieldProblem{{Field: te.Field, Message: msg}}}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return badRequest("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	}

@@ -21,6 +21,7 @@ type apiError struct {
 	status int
 	code   string
 	msg    string
+	fields []wire.FieldProblem // the request's fields concerned, if known
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -106,6 +107,10 @@ func writeErrorDetail(w http.ResponseWriter, status int, d wire.ErrorDetail) {
 
 // fieldProblems are the problems err names field by field, if any.
 func fieldProblems(err error) []wire.FieldProblem {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.fields
+	}
 	var p *jobs.Problems
 	if !errors.As(err, &p) {
 		return nil

@@ -176,6 +176,11 @@ func TestFieldProblems(t *testing.T) {
 			t.Errorf("error body lacks %s:\n%s", want, body)
 		}
 	}
+	// A value of the wrong type names its field too.
+	resp, body = do(t, e, req{method: "POST", path: "/v1/jobs", body: `{"task":"x","limits":{"max_steps":"many"}}`})
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"field":"limits.max_steps"`) {
+		t.Errorf("a wrong type: %d\n%s", resp.StatusCode, body)
+	}
 }
 
 // TestSessionWithoutAuth: a server without a token has no sign-in; its
