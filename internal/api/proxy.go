@@ -60,7 +60,7 @@ func (s *server) proxy(service string) handlerFunc {
 		p := &httputil.ReverseProxy{
 			Rewrite:        func(pr *httputil.ProxyRequest) { rewrite(pr, service) },
 			Transport:      g.Transport(),
-			ModifyResponse: func(resp *http.Response) error { return filterResponse(resp, id, service) },
+			ModifyResponse: func(resp *http.Response) error { return filterResponse(resp, id, service, s.uiOrigin()) },
 			ErrorHandler:   func(_ http.ResponseWriter, _ *http.Request, err error) { perr = err },
 		}
 		p.ServeHTTP(w, r)
@@ -182,8 +182,9 @@ func keepServiceCookies(h http.Header, service string) {
 // filterResponse keeps a sandbox's answer within the job's paths: its
 // cookies are confined to /v1/jobs/{id}/ (agentbox's own refused), headers
 // that act on the whole origin are dropped, and no other site may frame
-// it. A service the guest could not start becomes an error.
-func filterResponse(resp *http.Response, id, service string) error {
+// it but the web UI's origin ui, if the views have origins of their own
+// (see uiOrigin). A service the guest could not start becomes an error.
+func filterResponse(resp *http.Response, id, service, ui string) error {
 	if err := guestServiceError(resp); err != nil {
 		return err
 	}
@@ -210,7 +211,11 @@ func filterResponse(resp *http.Response, id, service string) error {
 	for _, c := range cookies {
 		h.Add("Set-Cookie", c)
 	}
-	h.Add("Content-Security-Policy", "frame-ancestors 'self'")
+	ancestors := "frame-ancestors 'self'"
+	if ui != "" {
+		ancestors += " " + ui
+	}
+	h.Add("Content-Security-Policy", ancestors)
 	// Nor load it as a script or an image (which needs no CORS).
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	return nil

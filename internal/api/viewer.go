@@ -32,7 +32,12 @@ const (
 	// the server's own: the proxy never forwards them to a sandbox, nor lets
 	// a sandbox set them.
 	ViewerCookie = "agentbox_view"
-	ticketParam  = "ticket"
+	// FrameCookie is the web UI's frame pass: with per-job view origins,
+	// a ticket redeemed in a frame (the job page's Desktop and Jupyter
+	// tabs) gets it as well, for TicketTTL, so that the redirects that
+	// follow in the frame pass refuseOtherSites.
+	FrameCookie = "agentbox_frame"
+	ticketParam = "ticket"
 	// maxUsedTickets bounds the memory of redeemed tickets; beyond it new
 	// redemptions are refused until older tickets expire.
 	maxUsedTickets = 1 << 16
@@ -42,6 +47,7 @@ const (
 const (
 	kindTicket = "ticket"
 	kindCookie = "cookie"
+	kindFrame  = "frame"
 )
 
 // signer makes and checks viewer tokens: base64url(payload) "."
@@ -177,6 +183,9 @@ func (s *server) admit(w http.ResponseWriter, r *http.Request) (done bool, err e
 		}
 		if terr == nil {
 			s.setViewerCookie(w, r, id)
+			if s.views != nil && r.Header.Get("Sec-Fetch-Dest") == "iframe" {
+				s.setCookie(w, r, id, FrameCookie, kindFrame, TicketTTL)
+			}
 		} else if s.credentials(r, id) != nil {
 			return false, errorf(http.StatusUnauthorized, wire.CodeUnauthorized, "%v; run 'agentbox view %s' for a new one", terr, id)
 		}
@@ -219,7 +228,7 @@ func (s *server) credentials(r *http.Request, id string) error {
 		return errorf(http.StatusForbidden, wire.CodeForbidden, "requests from pages of other origins are refused")
 	}
 	if !bearer {
-		return refuseOtherSites(r)
+		return refuseOtherSites(r, s.views != nil && s.validCookie(r, id, FrameCookie, kindFrame))
 	}
 	return nil
 }
@@ -228,12 +237,16 @@ func (s *server) credentials(r *http.Request, id string) error {
 // under the same domain is same-site) from making a browser load the views
 // with its cookie: as a script, an image, a frame. Browsers send no Origin
 // with those, but mark them with Fetch Metadata. Following a link to the
-// view (a top-level navigation) stays allowed.
-func refuseOtherSites(r *http.Request) error {
+// view (a top-level navigation) stays allowed, and so does a frame's with
+// the frame pass (framed: see FrameCookie): the views' CSP frame-ancestors
+// keeps every page but the web UI's from showing them in one (see
+// filterResponse).
+func refuseOtherSites(r *http.Request, framed bool) error {
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "cross-site", "same-site":
 		dest := r.Header.Get("Sec-Fetch-Dest")
-		if r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Mode") == "navigate" && (dest == "document" || dest == "") {
+		if r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Mode") == "navigate" &&
+			(dest == "document" || dest == "" || framed && dest == "iframe") {
 			return nil
 		}
 		return errorf(http.StatusForbidden, wire.CodeForbidden, "the views answer their own pages and links to them, not requests that pages of other sites make")
@@ -249,10 +262,15 @@ func (s *server) viewerHost(r *http.Request, id string) bool {
 }
 
 func (s *server) validViewerCookie(r *http.Request, id string) bool {
+	return s.validCookie(r, id, ViewerCookie, kindCookie)
+}
+
+// validCookie reports whether r has a valid cookie name of kind for job id.
+func (s *server) validCookie(r *http.Request, id, name, kind string) bool {
 	// Every cookie of the name counts: a page may have set a bogus one on a
 	// longer path, which must not hide the real one.
-	for _, c := range r.CookiesNamed(ViewerCookie) {
-		if _, _, ok := s.view.check(kindCookie, id, c.Value); ok {
+	for _, c := range r.CookiesNamed(name) {
+		if _, _, ok := s.view.check(kind, id, c.Value); ok {
 			return true
 		}
 	}
@@ -260,10 +278,15 @@ func (s *server) validViewerCookie(r *http.Request, id string) bool {
 }
 
 func (s *server) setViewerCookie(w http.ResponseWriter, r *http.Request, id string) {
-	v, exp := s.view.sign(kindCookie, id, ViewerCookieTTL)
+	s.setCookie(w, r, id, ViewerCookie, kindCookie, ViewerCookieTTL)
+}
+
+// setCookie sets a signed cookie of kind for job id's paths.
+func (s *server) setCookie(w http.ResponseWriter, r *http.Request, id, name, kind string, ttl time.Duration) {
+	v, exp := s.view.sign(kind, id, ttl)
 	http.SetCookie(w, &http.Cookie{
-		Name: ViewerCookie, Value: v, Path: "/v1/jobs/" + url.PathEscape(id) + "/",
-		Expires: exp, MaxAge: int(ViewerCookieTTL / time.Second),
+		Name: name, Value: v, Path: "/v1/jobs/" + url.PathEscape(id) + "/",
+		Expires: exp, MaxAge: int(ttl / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: r.TLS != nil || strings.HasPrefix(s.cfg.BaseURL, "https:") || s.views != nil && s.views.scheme == "https",
 	})

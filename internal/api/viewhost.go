@@ -77,6 +77,22 @@ func (v *viewHosts) origin(id string) string {
 	return v.scheme + "://" + viewLabel(id) + v.suffix + v.port
 }
 
+// uiOrigin is the web UI's origin, which may frame the views when they
+// have origins of their own: the base URL's, else the view domain's
+// without the job's label (http://localhost:8080 for
+// http://{job}.localhost:8080); "" without per-job view origins.
+func (s *server) uiOrigin() string {
+	switch {
+	case s.views == nil:
+		return ""
+	case s.cfg.BaseURL != "":
+		if u, err := url.Parse(s.cfg.BaseURL); err == nil && u.Host != "" {
+			return u.Scheme + "://" + u.Host
+		}
+	}
+	return s.views.scheme + "://" + strings.TrimPrefix(s.views.suffix, ".") + s.views.port
+}
+
 // OnViewDomain reports whether host (host[:port]) is under the view URL
 // template's domain, where the API itself is not served.
 func OnViewDomain(template, host string) bool {

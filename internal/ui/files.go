@@ -1,0 +1,279 @@
+package ui
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/alecthomas/chroma/v2"
+	"github.com/alecthomas/chroma/v2/lexers"
+
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// The job page's Files tab: the ended job's workspace as a tree, one
+// directory a request, and a viewer that highlights a file on the server.
+// Everything is read through the workspace's os.Root, so no name, ".." or
+// link reaches outside it; links are listed as links and never followed.
+// The workspace exists once the job has ended, as for the API's files
+// route: a running sandbox could swap a file for a link between a check
+// and a read.
+
+// Limits of the Files tab.
+const (
+	// MaxTreeEntries caps the entries listed of one directory.
+	MaxTreeEntries = 1000
+	// MaxViewBytes caps the bytes of a file the viewer shows.
+	MaxViewBytes = 1 << 20
+)
+
+// A path the tabs cannot show is the client's mistake (the API's 400):
+// not clean and relative, or not a directory or file of the workspace.
+var errBadPath = fmt.Errorf("%w: the path must be relative to the workspace, without '.' or '..' segments", store.ErrInvalid)
+
+// treeEntry is one entry of a directory listing.
+type treeEntry struct {
+	Name, Path string
+	Kind       string // "dir", "file", "link" or another file type
+	Target     string // a link's target, as written
+}
+
+// treeData is a directory listing.
+type treeData struct {
+	Entries []treeEntry
+	Cut     bool // more than MaxTreeEntries entries
+}
+
+// viewData is a file as the viewer shows it.
+type viewData struct {
+	Path, Download string
+	Size           int64
+	Binary, Cut    bool
+	Lines          []viewLine
+	Language       string
+}
+
+// viewLine is a line of a viewed file: its number and tokens.
+type viewLine struct {
+	N      int
+	Tokens []token
+}
+
+// token is a highlighted piece of a line: its text and chroma's class.
+type token struct{ Class, Text string }
+
+// cleanPath checks a tree or view path: "" is the workspace itself.
+func cleanPath(p string) (string, error) {
+	if p == "" {
+		return ".", nil
+	}
+	if !fs.ValidPath(p) {
+		return "", fmt.Errorf("%w: %q", errBadPath, p)
+	}
+	return p, nil
+}
+
+// root opens the request's job's workspace.
+func (u *UI) root(r *http.Request) (*os.Root, error) {
+	id := r.PathValue("id")
+	ws, err := u.svc.Workspace(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	root, err := ws.Open(r.Context(), id)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	return root, nil
+}
+
+// Tree serves GET /ui/jobs/{id}/tree?path=DIR: one directory of the ended
+// job's workspace, directories first.
+func (u *UI) Tree(w http.ResponseWriter, r *http.Request) error {
+	return u.serveWorkspace(w, r, "tree", func(root *os.Root, p string) (any, error) { return listDir(root, p) })
+}
+
+// serveWorkspace renders the fragment name with what read makes of the
+// request's path in its job's workspace.
+func (u *UI) serveWorkspace(w http.ResponseWriter, r *http.Request, name string, read func(*os.Root, string) (any, error)) error {
+	p, err := cleanPath(r.URL.Query().Get("path"))
+	if err != nil {
+		return err
+	}
+	root, err := u.root(r)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	d, err := read(root, p)
+	if err != nil {
+		return err
+	}
+	return u.fragment(w, "job", name, d)
+}
+
+// listDir lists dir of root, up to MaxTreeEntries entries.
+func listDir(root *os.Root, dir string) (treeData, error) {
+	var d treeData
+	f, err := root.OpenFile(dir, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return d, fmt.Errorf("%w: %s is not a directory of the workspace", store.ErrInvalid, dir)
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(MaxTreeEntries + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return d, fmt.Errorf("list %s: %w", dir, err)
+	}
+	if len(ents) > MaxTreeEntries {
+		ents, d.Cut = ents[:MaxTreeEntries], true
+	}
+	for _, e := range ents {
+		te := treeEntry{Name: e.Name(), Path: path.Join(dir, e.Name()), Kind: kindOf(e.Type())}
+		if te.Kind == "link" {
+			te.Target, _ = root.Readlink(te.Path)
+		}
+		d.Entries = append(d.Entries, te)
+	}
+	slices.SortFunc(d.Entries, func(a, b treeEntry) int {
+		if (a.Kind == "dir") != (b.Kind == "dir") {
+			if a.Kind == "dir" {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return d, nil
+}
+
+// kindOf names a directory entry's type, as lstat sees it.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "dir"
+	case m.IsRegular():
+		return "file"
+	case m&fs.ModeSymlink != 0:
+		return "link"
+	case m&fs.ModeNamedPipe != 0:
+		return "fifo"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "other"
+}
+
+// View serves GET /ui/jobs/{id}/view?path=FILE: a regular file of the
+// ended job's workspace, highlighted, its first MaxViewBytes; a binary
+// file as its size and a download link.
+func (u *UI) View(w http.ResponseWriter, r *http.Request) error {
+	return u.serveWorkspace(w, r, "file-view", func(root *os.Root, p string) (any, error) {
+		d, err := readView(root, p)
+		d.Download = "/v1/jobs/" + url.PathEscape(r.PathValue("id")) + "/files/" + escapePath(p)
+		return d, err
+	})
+}
+
+// readView reads and highlights file p of root. A link is followed only
+// within the workspace (os.Root).
+func readView(root *os.Root, p string) (viewData, error) {
+	d := viewData{Path: p}
+	f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return d, fmt.Errorf("%w: %s is not a file of the workspace", store.ErrInvalid, p)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		return d, fmt.Errorf("%w: %s is not a regular file", store.ErrInvalid, p)
+	}
+	d.Size = info.Size()
+	b, err := io.ReadAll(io.LimitReader(f, MaxViewBytes+1))
+	if err != nil {
+		return d, fmt.Errorf("read %s: %w", p, err)
+	}
+	if len(b) > MaxViewBytes {
+		b, d.Cut = b[:MaxViewBytes], true
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			b = b[:i+1]
+		}
+	}
+	if binary(b, d.Cut) {
+		d.Binary = true
+		return d, nil
+	}
+	d.Lines, d.Language = highlight(p, string(b))
+	return d, nil
+}
+
+// binary reports whether b looks like anything but UTF-8 text. A cut
+// file's last rune may be cut too.
+func binary(b []byte, cut bool) bool {
+	if bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
+		return true
+	}
+	if cut {
+		for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.Valid(b); i++ {
+			b = b[:len(b)-1]
+		}
+	}
+	return !utf8.Valid(b)
+}
+
+// highlight splits text into lines of classed tokens, with the lexer its
+// name or content suggests.
+func highlight(name, text string) ([]viewLine, string) {
+	lexer := lexers.Match(path.Base(name))
+	if lexer == nil {
+		lexer = lexers.Analyse(text)
+	}
+	if lexer == nil {
+		lexer = lexers.Fallback
+	}
+	lexer = chroma.Coalesce(lexer)
+	it, err := lexer.Tokenise(nil, text)
+	if err != nil {
+		it = chroma.Literator(chroma.Token{Type: chroma.Text, Value: text})
+	}
+	var lines []viewLine
+	for i, line := range chroma.SplitTokensIntoLines(it.Tokens()) {
+		l := viewLine{N: i + 1}
+		for _, t := range line {
+			l.Tokens = append(l.Tokens, token{Class: tokenClass(t.Type), Text: t.Value})
+		}
+		lines = append(lines, l)
+	}
+	return lines, lexer.Config().Name
+}
+
+// tokenClass is chroma's CSS class of a token type (app.css has their
+// colours), or its nearest parent's.
+func tokenClass(t chroma.TokenType) string {
+	for ; t != 0; t = t.Parent() {
+		if c, ok := chroma.StandardTypes[t]; ok {
+			return c
+		}
+	}
+	return ""
+}
+
+// escapePath escapes each segment of a slash-separated path for a URL.
+func escapePath(p string) string {
+	seg := strings.Split(p, "/")
+	for i, s := range seg {
+		seg[i] = url.PathEscape(s)
+	}
+	return strings.Join(seg, "/")
+}

@@ -1,0 +1,205 @@
+package ui
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fragmentHTML renders a job page fragment as the routes do.
+func fragmentHTML(t *testing.T, name string, data any) string {
+	t.Helper()
+	u := New(Config{}, nil, nil)
+	w := httptest.NewRecorder()
+	if err := u.fragment(w, "job", name, data); err != nil {
+		t.Fatal(err)
+	}
+	return w.Body.String()
+}
+
+const hostileDiff = `diff --git "a/<script>alert(1)</script>\tx" "b/<script>alert(1)</script>\tx"
+new file mode 100644
+index 0000000..e69de29
+--- /dev/null
++++ "b/<script>alert(1)</script>\tx"
+@@ -0,0 +1,2 @@
++<img src=x onerror=alert(2)>
++" style="color:red
+diff --git a/old name.go b/old name.go
+index 1111111..2222222 100644
+--- a/old name.go
++++ b/old name.go
+@@ -1,4 +1,4 @@ func main() {
+ package main
+--- not a header
++<b>bold</b>
+ }
+\ No newline at end of file
+diff --git a/img.png b/img.png
+index 1111111..2222222 100644
+Binary files a/img.png and b/img.png differ
+`
+
+func TestParseDiff(t *testing.T) {
+	files := parseDiff([]byte(hostileDiff))
+	if len(files) != 3 {
+		t.Fatalf("%d files, want 3: %+v", len(files), files)
+	}
+	if got := files[0].Name(); got != "<script>alert(1)</script>\tx" {
+		t.Errorf("quoted name %q", got)
+	}
+	if files[0].Old != "" || len(files[0].Hunks) != 1 || len(files[0].Hunks[0].Lines) != 2 || files[0].Hunks[0].Lines[1].New != 2 {
+		t.Errorf("new file: %+v", files[0])
+	}
+	h := files[1].Hunks[0]
+	want := []diffLine{
+		{Kind: "ctx", Old: 1, New: 1, Text: "package main"},
+		{Kind: "del", Old: 2, Text: "-- not a header"},
+		{Kind: "add", New: 2, Text: "<b>bold</b>"},
+		{Kind: "ctx", Old: 3, New: 3, Text: "}"},
+		{Kind: "note", Text: `\ No newline at end of file`},
+	}
+	if files[1].Name() != "old name.go" || fmt.Sprint(h.Lines) != fmt.Sprint(want) {
+		t.Errorf("hunk of %q: %+v, want %+v", files[1].Name(), h.Lines, want)
+	}
+	if rows := h.Rows(); len(rows) != 4 || rows[1].Left.Kind != "del" || rows[1].Right.Kind != "add" {
+		t.Errorf("split rows %+v", rows)
+	}
+	if !files[2].Binary || files[2].Name() != "img.png" {
+		t.Errorf("binary file: %+v", files[2])
+	}
+}
+
+func TestDiffFragmentEscapes(t *testing.T) {
+	for _, view := range []string{viewUnified, viewSplit} {
+		html := fragmentHTML(t, "diff-view", diffData{View: view, Files: parseDiff([]byte(hostileDiff))})
+		for _, bad := range []string{"<script>", "<img", "<b>", `" style=`} {
+			if strings.Contains(html, bad) {
+				t.Errorf("%s view has %q unescaped:\n%s", view, bad, html)
+			}
+		}
+		for _, good := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;img src=x onerror=alert(2)&gt;", "&lt;b&gt;bold&lt;/b&gt;", "binary file changed"} {
+			if !strings.Contains(html, good) {
+				t.Errorf("%s view lacks %q:\n%s", view, good, html)
+			}
+		}
+	}
+}
+
+func TestDiffCapped(t *testing.T) {
+	cw := &capWriter{n: MaxDiffBytes}
+	fmt.Fprintf(cw, "diff --git a/big b/big\n--- a/big\n+++ b/big\n@@ -0,0 +1,300000 @@\n")
+	for i := range 300000 {
+		fmt.Fprintf(cw, "+line %d of a huge file\n", i)
+	}
+	b, cut := cw.cut()
+	if !cut || len(b) > MaxDiffBytes || b[len(b)-1] != '\n' {
+		t.Fatalf("cut %v, %d bytes kept of %d", cut, len(b), cw.total)
+	}
+	files := parseDiff(b)
+	html := fragmentHTML(t, "diff-view", diffData{View: viewUnified, Files: files, Truncated: cut, Bytes: cw.total})
+	if n := len(files[0].Hunks[0].Lines); n >= 300000 || n < 1000 {
+		t.Errorf("%d lines parsed", n)
+	}
+	if !strings.Contains(html, "only its first 1 MiB is shown") {
+		t.Error("the fragment does not say the diff was cut")
+	}
+}
+
+// testWorkspace makes a workspace with a file, a directory, a link inside
+// and a link out of it, and returns it opened as an os.Root.
+func testWorkspace(t *testing.T) *os.Root {
+	t.Helper()
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("the host's secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() { println(\"<script>\") }\n"), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "<b>x.bin"), []byte("\x00\x01\x02binary"), 0o644))
+	must(os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "out")))
+	must(os.Symlink("../../"+filepath.Base(outside), filepath.Join(dir, "sub", "up")))
+	must(os.Symlink("main.go", filepath.Join(dir, "in")))
+	root, err := os.OpenRoot(dir)
+	must(err)
+	t.Cleanup(func() { root.Close() })
+	return root
+}
+
+func TestTreeListsLinksWithoutFollowing(t *testing.T) {
+	root := testWorkspace(t)
+	d, err := listDir(root, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range d.Entries {
+		got = append(got, e.Name+":"+e.Kind)
+	}
+	if want := "sub:dir <b>x.bin:file in:link main.go:file out:link"; strings.Join(got, " ") != want {
+		t.Errorf("entries %q, want %q", strings.Join(got, " "), want)
+	}
+	html := fragmentHTML(t, "tree", d)
+	if strings.Contains(html, "<b>") || !strings.Contains(html, "&lt;b&gt;x.bin") || !strings.Contains(html, `data-file="main.go"`) {
+		t.Errorf("tree fragment:\n%s", html)
+	}
+	if _, err := listDir(root, "sub/up"); err == nil {
+		t.Error("a link out of the workspace was listed as a directory")
+	}
+	if _, err := readView(root, "out"); err == nil {
+		t.Error("a link out of the workspace was read")
+	}
+	if _, err := cleanPath("../etc"); err == nil {
+		t.Error("../etc accepted")
+	}
+}
+
+func TestViewHighlights(t *testing.T) {
+	root := testWorkspace(t)
+	d, err := readView(root, "main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := fragmentHTML(t, "file-view", d)
+	if d.Language != "Go" || !strings.Contains(html, `<span class="kn">package</span>`) ||
+		!strings.Contains(html, "&lt;script&gt;") || strings.Contains(html, "<script>") || strings.Contains(html, "style=") {
+		t.Errorf("%s view:\n%s", d.Language, html)
+	}
+	if d, err = readView(root, "in"); err != nil || d.Size == 0 {
+		t.Errorf("a link within the workspace: %v", err)
+	}
+	if d, err = readView(root, "<b>x.bin"); err != nil || !d.Binary {
+		t.Fatalf("binary: %+v %v", d, err)
+	}
+	d.Download = "/v1/jobs/j/files/" + escapePath(d.Path)
+	if html := fragmentHTML(t, "file-view", d); !strings.Contains(html, "binary, 9 bytes") || !strings.Contains(html, `href="/v1/jobs/j/files/%3Cb%3Ex.bin"`) {
+		t.Errorf("binary view:\n%s", html)
+	}
+}
+
+func TestViewCapped(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat("a line of text, long enough\n", 2*MaxViewBytes/28)
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := os.OpenRoot(dir)
+	defer root.Close()
+	d, err := readView(root, "big.txt")
+	if err != nil || !d.Cut || d.Binary || len(d.Lines) > MaxViewBytes/28+1 {
+		t.Fatalf("cut %v binary %v, %d lines, %v", d.Cut, d.Binary, len(d.Lines), err)
+	}
+	if html := fragmentHTML(t, "file-view", d); !strings.Contains(html, "only its first 1 MiB is shown") {
+		t.Error("the view does not say the file was cut")
+	}
+}
