@@ -276,6 +276,8 @@ func (s *server) uiRoutes() []route {
 		{"GET /new", authPage, s.page(s.ui.NewJob)},
 		{"GET /jobs/{id}", authPage, s.page(s.ui.Job)},
 		{"GET /ui/rows", authBearer, s.fragment(s.ui.Rows)},
+		{"GET /ui/jobs/{id}/timeline", authBearer, s.fragment(s.ui.Timeline)},
+		{"GET /ui/jobs/{id}/header", authBearer, s.fragment(s.ui.JobHeader)},
 		{"POST /ui/login", authNone, s.login},
 		{"POST /ui/logout", authNone, s.logout},
 		{"GET /ui/static/{file...}", authNone, s.ui.Static},
