@@ -77,8 +77,10 @@ func (u *UI) page(ctx context.Context, id string, after int64, limit int) (timel
 		return p, err
 	}
 	for _, ev := range evs {
-		p.Items = append(p.Items, toItem(ev))
 		p.Last = ev.Seq
+		if it := toItem(ev); it.Kind != "model" || it.Text != "" { // a step of tool calls only shows them
+			p.Items = append(p.Items, it)
+		}
 	}
 	if len(evs) > 0 {
 		p.First = evs[0].Seq

@@ -45,7 +45,9 @@ func (s *logService) Events(_ context.Context, _ string, after int64, limit int)
 	return s.events[after:end], nil
 }
 
-func (s *logService) LastSeq(context.Context, string) (int64, error) { return int64(len(s.events)), nil }
+func (s *logService) LastSeq(context.Context, string) (int64, error) {
+	return int64(len(s.events)), nil
+}
 
 func (s *logService) Workspace(context.Context, string) (workspace.Store, error) { return nil, nil }
 

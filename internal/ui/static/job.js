@@ -18,6 +18,7 @@ function start() {
   let seen = last; // last seq the stream announced
   let following = false;
   let flushing = null;
+  let again = false;
   let headerDirty = false;
   let timer = 0;
 
@@ -42,34 +43,46 @@ function start() {
     if (focused) document.getElementById(focused)?.focus();
   }
 
-  // flush fetches the events after the last rendered one, page by page,
+  // pull fetches the events after the last rendered one, page by page,
   // and appends them; the header follows when something changed it.
+  async function pull() {
+    while (seen > last) {
+      const stick = atBottom();
+      const resp = await api(`${timelineURL}?after=${last}`);
+      if (!resp.ok) throw await apiError(resp);
+      const to = Number(resp.headers.get("X-Timeline-Last")) || last;
+      list.append(fragment(await resp.text()));
+      document.getElementById("no-events")?.remove();
+      if (to <= last) break;
+      last = to;
+      timeline.dataset.last = String(last);
+      if (stick) window.scrollTo(0, document.documentElement.scrollHeight);
+    }
+    if (headerDirty) {
+      headerDirty = false;
+      await refreshHeader();
+    }
+  }
+
+  // flush runs pull, once at a time: a call during one runs it again
+  // after it, so no event is left behind.
   async function flush() {
     timer = 0;
-    if (flushing) return flushing;
+    if (flushing) {
+      again = true;
+      return flushing;
+    }
     flushing = (async () => {
-      try {
-        while (seen > last) {
-          const stick = atBottom();
-          const resp = await api(`${timelineURL}?after=${last}`);
-          if (!resp.ok) throw await apiError(resp);
-          const to = Number(resp.headers.get("X-Timeline-Last")) || last;
-          list.append(fragment(await resp.text()));
-          document.getElementById("no-events")?.remove();
-          if (to <= last) break;
-          last = to;
-          timeline.dataset.last = String(last);
-          if (stick) window.scrollTo(0, document.documentElement.scrollHeight);
-        }
-        if (headerDirty) {
-          headerDirty = false;
-          await refreshHeader();
-        }
-      } finally {
-        flushing = null;
-      }
+      do {
+        again = false;
+        await pull();
+      } while (again);
     })();
-    return flushing;
+    try {
+      await flushing;
+    } finally {
+      flushing = null;
+    }
   }
 
   function schedule() {
