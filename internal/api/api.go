@@ -283,6 +283,8 @@ func (s *server) uiRoutes() []route {
 		{"GET /ui/jobs/{id}/tree", authBearer, s.fragment(s.ui.Tree)},
 		{"GET /ui/jobs/{id}/view", authBearer, s.fragment(s.ui.View)},
 		{"GET /ui/jobs/{id}/diff", authBearer, s.fragment(s.ui.Diff)},
+		{"GET /ui/jobs/{id}/timeline", authBearer, s.fragment(s.ui.Timeline)},
+		{"GET /ui/jobs/{id}/header", authBearer, s.fragment(s.ui.JobHeader)},
 		{"POST /ui/login", authNone, s.login},
 		{"POST /ui/logout", authNone, s.logout},
 		{"GET /ui/static/{file...}", authNone, s.ui.Static},

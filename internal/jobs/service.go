@@ -294,6 +294,12 @@ func (s *Service) Events(ctx context.Context, id string, after int64, limit int)
 	return s.store.Events(ctx, id, after, limit)
 }
 
+// LastSeq returns the seq of the job's last event (0 for none), so a
+// reader can start at a log's end.
+func (s *Service) LastSeq(ctx context.Context, id string) (int64, error) {
+	return s.store.LastSeq(ctx, id)
+}
+
 // WaitEvents blocks until the job may have events after seq after, the job
 // has ended, poll passes (events appended by another server), or ctx ends.
 // The caller reads again with Events.

@@ -234,6 +234,10 @@ type Store interface {
 	AppendEvent(ctx context.Context, jobID, typ string, payload json.RawMessage) (Event, error)
 	// Events returns up to limit events of a job with Seq > after, in order.
 	Events(ctx context.Context, jobID string, after int64, limit int) ([]Event, error)
+	// LastSeq returns the seq of the job's last event, 0 for a job without
+	// events, ErrNotFound for an unknown job. With Events(after=LastSeq-n)
+	// a reader gets a log's last n events without reading the rest.
+	LastSeq(ctx context.Context, jobID string) (int64, error)
 	// CountByStatus counts jobs in each status.
 	CountByStatus(ctx context.Context) (map[Status]int, error)
 	// EndedBefore returns up to limit (0: at least 50) jobs in an end state

@@ -108,3 +108,17 @@ func (s *Store) exists(ctx context.Context, id string) error {
 	}
 	return err
 }
+
+// LastSeq returns the seq of job jobID's last event, 0 if it has none; a
+// job that does not exist is ErrNotFound. It reads one index entry.
+func (s *Store) LastSeq(ctx context.Context, jobID string) (int64, error) {
+	var seq int64
+	err := s.r.QueryRowContext(ctx, lastSeqSQL, jobID).Scan(&seq)
+	if err == nil && seq == 0 {
+		err = s.exists(ctx, jobID)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last event of job %s: %w", jobID, err)
+	}
+	return seq, nil
+}

@@ -29,6 +29,7 @@ var (
 const (
 	jobExistsSQL = "SELECT 1 FROM jobs WHERE id = ?"
 	eventsSQL    = "SELECT seq, time, type, payload FROM events WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+	lastSeqSQL   = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE job_id = ?"
 	// appendEventSQL allocates the next seq and inserts in one statement;
 	// no row comes back when the job does not exist.
 	appendEventSQL = `INSERT INTO events (job_id, seq, time, type, payload)

@@ -91,6 +91,32 @@ func testEvents(t *testing.T, h *harness) {
 	}
 }
 
+// testLastSeq: LastSeq follows the appends of its own job only, is 0 for
+// a job without events and ErrNotFound for an unknown one.
+func testLastSeq(t *testing.T, h *harness) {
+	s := h.fresh(t)
+	createN(t, s, 2)
+	a, b := jobID(0), jobID(1)
+	if seq, err := s.LastSeq(t.Context(), a); err != nil || seq != 0 {
+		t.Errorf("LastSeq of a job without events = %d, %v; want 0", seq, err)
+	}
+	for i := range 12 {
+		appendEvent(t, s, a, "log", fmt.Sprint(i))
+	}
+	appendEvent(t, s, b, "log", "0")
+	for id, want := range map[string]int64{a: 12, b: 1} {
+		if seq, err := s.LastSeq(t.Context(), id); err != nil || seq != want {
+			t.Errorf("LastSeq(%s) = %d, %v; want %d", id, seq, err, want)
+		}
+	}
+	if evs, err := s.Events(t.Context(), a, 12-5, 100); err != nil || len(evs) != 5 || evs[4].Seq != 12 {
+		t.Errorf("the last 5 events after LastSeq: %d, %v", len(evs), err)
+	}
+	if _, err := s.LastSeq(t.Context(), "no-such-job"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("LastSeq of an unknown job: %v; want ErrNotFound", err)
+	}
+}
+
 func testEventsConcurrent(t *testing.T, h *harness) {
 	s := h.fresh(t)
 	createN(t, s, 1)

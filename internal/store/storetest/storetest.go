@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 		{"RequeueExpired", testRequeueExpired},
 		{"Events", testEvents},
 		{"EventsConcurrent", testEventsConcurrent},
+		{"LastSeq", testLastSeq},
 		{"CountByStatus", testCountByStatus},
 		{"DeletedAt", testDeletedAt},
 		{"EndedBefore", testEndedBefore},

@@ -1,0 +1,204 @@
+// The job page: its timeline grows and its header follows the job while
+// it runs, through the API's event stream; "Show earlier" loads older
+// events; Cancel and the message box talk to the API. Every piece of HTML
+// comes rendered (and escaped) by the server; nothing here builds markup
+// from a job's text.
+import { api, apiError, followSSE } from "./app.js";
+
+const job = document.getElementById("job");
+const timeline = document.getElementById("timeline");
+const list = document.getElementById("events");
+if (job && timeline && list) start();
+
+function start() {
+  const headerURL = job.dataset.header;
+  const eventsURL = job.dataset.events;
+  const timelineURL = headerURL.replace(/\/header$/, "/timeline");
+  let last = Number(timeline.dataset.last) || 0; // last seq rendered
+  let seen = last; // last seq the stream announced
+  let following = false;
+  let flushing = null;
+  let again = false;
+  let headerDirty = false;
+  let timer = 0;
+
+  const final = () => document.querySelector("#job-summary [data-final]")?.dataset.final === "true";
+  const atBottom = () => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 40;
+
+  function fragment(html) {
+    const t = document.createElement("template");
+    t.innerHTML = html; // the server's rendered, escaped fragment
+    return t.content;
+  }
+
+  async function refreshHeader() {
+    const resp = await api(headerURL);
+    if (!resp.ok) throw await apiError(resp);
+    const html = await resp.text();
+    const box = document.getElementById("job-summary");
+    const focused = document.activeElement && box.contains(document.activeElement) ? document.activeElement.id : "";
+    const open = box.querySelector("details.task")?.open;
+    box.replaceChildren(fragment(html));
+    if (open) box.querySelector("details.task").open = true;
+    if (focused) document.getElementById(focused)?.focus();
+  }
+
+  // pull fetches the events after the last rendered one, page by page,
+  // and appends them; the header follows when something changed it.
+  async function pull() {
+    while (seen > last) {
+      const stick = atBottom();
+      const resp = await api(`${timelineURL}?after=${last}`);
+      if (!resp.ok) throw await apiError(resp);
+      const to = Number(resp.headers.get("X-Timeline-Last")) || last;
+      list.append(fragment(await resp.text()));
+      document.getElementById("no-events")?.remove();
+      if (to <= last) break;
+      last = to;
+      timeline.dataset.last = String(last);
+      if (stick) window.scrollTo(0, document.documentElement.scrollHeight);
+    }
+    if (headerDirty) {
+      headerDirty = false;
+      await refreshHeader();
+    }
+  }
+
+  // flush runs pull, once at a time: a call during one runs it again
+  // after it, so no event is left behind.
+  async function flush() {
+    timer = 0;
+    if (flushing) {
+      again = true;
+      return flushing;
+    }
+    flushing = (async () => {
+      do {
+        again = false;
+        await pull();
+      } while (again);
+    })();
+    try {
+      await flushing;
+    } finally {
+      flushing = null;
+    }
+  }
+
+  function schedule() {
+    if (!timer) timer = setTimeout(() => flush().catch(report), 250);
+  }
+
+  function report(e) {
+    console.warn("job page:", e.message || e);
+  }
+
+  // follow reads the stream from the last seq seen until the job ends;
+  // a stream that ends or fails while the job is not final is reopened.
+  async function follow() {
+    if (following) return;
+    following = true;
+    try {
+      for (let wait = 500; ; wait = Math.min(wait * 2, 5000)) {
+        try {
+          await followSSE(`${eventsURL}?after=${seen}`, (ev) => {
+            const seq = Number(ev.id);
+            if (seq > seen) seen = seq;
+            if (ev.event === "state" || ev.event === "model" || ev.event === "message" || ev.event === "git") headerDirty = true;
+            schedule();
+            wait = 500;
+          });
+        } catch (e) {
+          report(e);
+        }
+        headerDirty = true;
+        await flush().catch(report);
+        if (final()) return;
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    } finally {
+      following = false;
+    }
+  }
+
+  // Show earlier: the page before the first rendered event.
+  timeline.addEventListener("click", async (e) => {
+    const btn = e.target.closest("#earlier");
+    if (!btn) return;
+    btn.disabled = true;
+    try {
+      const resp = await api(btn.dataset.url);
+      if (!resp.ok) throw await apiError(resp);
+      const first = Number(resp.headers.get("X-Timeline-First")) || 1;
+      const firstItem = list.firstElementChild;
+      const y = firstItem ? firstItem.getBoundingClientRect().top : 0;
+      list.prepend(fragment(await resp.text()));
+      if (firstItem) window.scrollBy(0, firstItem.getBoundingClientRect().top - y);
+      if (first > 1) {
+        btn.dataset.url = btn.dataset.url.replace(/before=\d+/, `before=${first}`);
+        btn.disabled = false;
+      } else {
+        btn.closest(".earlier").remove();
+      }
+    } catch (err) {
+      btn.disabled = false;
+      report(err);
+    }
+  });
+
+  // Cancel (the button is re-rendered with the header: delegate).
+  job.addEventListener("click", async (e) => {
+    const btn = e.target.closest("#cancel");
+    if (!btn) return;
+    btn.disabled = true;
+    const out = document.getElementById("cancel-error");
+    out.hidden = true;
+    const resp = await api(btn.dataset.url, { method: "POST" });
+    if (!resp.ok) {
+      out.textContent = (await apiError(resp)).message;
+      out.hidden = false;
+      btn.disabled = false;
+      return;
+    }
+    await refreshHeader().catch(report);
+  });
+
+  // The message box steers a running job or continues an ended one.
+  const form = document.getElementById("message");
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = form.elements.message;
+    const out = document.getElementById("message-error");
+    const button = form.querySelector("button[type=submit]");
+    out.hidden = true;
+    text.removeAttribute("aria-invalid");
+    if (!text.value.trim()) {
+      out.textContent = "Write a message first.";
+      out.hidden = false;
+      text.setAttribute("aria-invalid", "true");
+      text.focus();
+      return;
+    }
+    button.disabled = true;
+    try {
+      const resp = await api(job.dataset.messages, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ message: text.value }),
+      });
+      if (!resp.ok) {
+        out.textContent = (await apiError(resp)).message;
+        out.hidden = false;
+        text.setAttribute("aria-invalid", "true");
+        return;
+      }
+      text.value = "";
+      await refreshHeader().catch(report);
+      follow();
+    } finally {
+      button.disabled = false;
+    }
+  });
+
+  if (!final()) follow();
+}

@@ -1,0 +1,202 @@
+package ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// Limits of what one item shows; the whole text is in the event log and
+// the API.
+const (
+	maxShown  = 64 << 10 // bytes of one text
+	longLines = 20       // output longer than this starts collapsed
+	longBytes = 2000
+)
+
+// item is one event as the timeline shows it. Kind picks its template:
+// model, call, result, output, notice, condensation, state, message, git,
+// info (one line of text) or other.
+type item struct {
+	Seq   int64
+	Time  time.Time
+	Kind  string
+	Title string // a short heading: the tool, the status, the action
+	Step  int
+	// Text is plain text (a model's message, a notice, a user's message).
+	Text string
+	// Code is a command or a call's input, shown as code.
+	Code string
+	// Output is terminal output, styled; Long starts it collapsed.
+	Output []Span
+	Long   bool
+	Cut    bool // the text was cut at maxShown
+	Error  bool
+	// Media are the URLs of a tool result's images.
+	Media []string
+}
+
+// toItem turns a job's event into its timeline item.
+func toItem(ev store.Event) item {
+	it := item{Seq: ev.Seq, Time: ev.Time, Kind: "info", Title: ev.Type}
+	p, err := event.Decode(ev.Type, ev.Payload)
+	if err != nil {
+		it.Kind, it.Text = "other", fmt.Sprintf("%s event", ev.Type)
+		return it
+	}
+	switch p := p.(type) {
+	case event.Model:
+		it.Kind, it.Step, it.Title = "model", p.Step, "model"
+		it.Text, it.Cut = cut(strings.TrimSpace(p.Message.PlainText()))
+	case event.ToolCall:
+		it.Kind, it.Step, it.Title = "call", p.Step, p.Name
+		it.Code, it.Cut = cut(callInput(p))
+	case event.ToolResult:
+		it.Kind, it.Step, it.Title, it.Error = "result", p.Step, p.Name, p.IsError
+		it.setOutput(p.Text)
+		it.Media = resultMedia(ev.Payload)
+	case event.Notice:
+		it.Kind, it.Step, it.Title, it.Text = "notice", p.Step, "notice", p.Text
+	case event.Condensation:
+		it.Kind, it.Step, it.Title = "condensation", p.Step, "context condensed ("+p.Kind+")"
+		it.Text = fmt.Sprintf("Steps %d–%d condensed: %d → %d tokens.", p.FromStep, p.ToStep, p.TokensBefore, p.TokensAfter)
+		if p.Reason != "" {
+			it.Text += " " + p.Reason
+		}
+	case event.State:
+		it.Kind, it.Title, it.Error = "state", string(p.Status), p.Status == store.StatusError
+		it.Text = stateText(p)
+	case event.Message:
+		it.Kind, it.Title, it.Text = "message", fmt.Sprintf("message (turn %d)", p.Turn), p.Text
+	case event.Git:
+		it.Kind, it.Title, it.Error = "git", "git "+p.Action, p.Error != ""
+		it.Text = gitText(p)
+	case event.Command:
+		it.Kind, it.Title = "call", "command"
+		it.Code, it.Cut = cut(p.Command)
+	case event.Output:
+		it.Kind, it.Title, it.Error = "result", p.Stream, p.Stream == "stderr"
+		it.setOutput(p.Text)
+	case event.Exit:
+		it.Title, it.Error = "exit", p.ExitCode != 0 || p.TimedOut || p.OOMKilled
+		it.Text = exitText(p)
+	case event.Sandbox:
+		it.Title, it.Text = "sandbox", fmt.Sprintf("Sandbox ready in %d ms.", p.ReadyMS)
+		if p.Recovered {
+			it.Text = "Sandbox recovered after a restart."
+		}
+	case event.Log:
+		it.Title, it.Text, it.Error = "log", p.Message, p.Level == "error"
+	case event.Deleted:
+		it.Title, it.Text = "deleted", "The job's workspace was deleted ("+p.Reason+")."
+	}
+	return it
+}
+
+// setOutput sets the item's output, cut to maxShown, collapsed when long.
+func (it *item) setOutput(s string) {
+	s, it.Cut = cut(s)
+	it.Output = ANSI(s)
+	it.Long = len(s) > longBytes || strings.Count(s, "\n") > longLines
+}
+
+// cut shortens s to maxShown bytes (on a rune boundary).
+func cut(s string) (string, bool) {
+	if len(s) <= maxShown {
+		return s, false
+	}
+	n := maxShown
+	for n > 0 && s[n]&0xc0 == 0x80 {
+		n--
+	}
+	return s[:n], true
+}
+
+// callInput is a tool call's input as shown: bash's command as it is,
+// other tools' input as indented JSON.
+func callInput(c event.ToolCall) string {
+	var in struct {
+		Command *string `json:"command"`
+	}
+	if c.Name == "bash" && json.Unmarshal(c.Input, &in) == nil && in.Command != nil {
+		return *in.Command
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, c.Input, "", "  ") != nil {
+		return string(c.Input)
+	}
+	return buf.String()
+}
+
+// resultMedia is the URLs of a tool result's images. HOOK (helper D,
+// "media"): event.ToolResult gains `Media []string` (json "media"), a URL
+// of the API for each image; it is read from the payload here so this
+// builds before and after it lands. Only same-origin paths are shown.
+func resultMedia(payload []byte) []string {
+	var p struct {
+		Media []string `json:"media"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range p.Media {
+		if strings.HasPrefix(m, "/") && !strings.HasPrefix(m, "//") && !strings.Contains(m, `\`) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func stateText(p event.State) string {
+	var parts []string
+	if p.Attempt > 0 {
+		parts = append(parts, fmt.Sprintf("attempt %d", p.Attempt))
+	}
+	if p.Reason != "" {
+		parts = append(parts, p.Reason)
+	}
+	if p.Error != "" {
+		parts = append(parts, p.Error)
+	}
+	return strings.Join(parts, " · ")
+}
+
+func gitText(p event.Git) string {
+	var parts []string
+	for _, s := range []string{p.URL, p.Ref, p.Branch, short(p.Commit)} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if p.Error != "" {
+		parts = append(parts, "failed: "+p.Error)
+	}
+	return strings.Join(parts, " · ")
+}
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+func exitText(p event.Exit) string {
+	s := fmt.Sprintf("Exit code %d after %s.", p.ExitCode, (time.Duration(p.DurationMS) * time.Millisecond).String())
+	if p.TimedOut {
+		s += " Timed out."
+	}
+	if p.OOMKilled {
+		s += " Out of memory."
+	}
+	if p.Truncated {
+		s += " Output truncated."
+	}
+	return s
+}
