@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -59,7 +60,7 @@ func toItem(ev store.Event) item {
 	case event.ToolResult:
 		it.Kind, it.Step, it.Title, it.Error = "result", p.Step, p.Name, p.IsError
 		it.setOutput(p.Text)
-		it.Media = resultMedia(ev.Payload)
+		it.Media = mediaURLs(ev.JobID, p.Media)
 	case event.Notice:
 		it.Kind, it.Step, it.Title, it.Text = "notice", p.Step, "notice", p.Text
 	case event.Condensation:
@@ -133,22 +134,12 @@ func callInput(c event.ToolCall) string {
 	return buf.String()
 }
 
-// resultMedia is the URLs of a tool result's images. HOOK (helper D,
-// "media"): event.ToolResult gains `Media []string` (json "media"), a URL
-// of the API for each image; it is read from the payload here so this
-// builds before and after it lands. Only same-origin paths are shown.
-func resultMedia(payload []byte) []string {
-	var p struct {
-		Media []string `json:"media"`
-	}
-	if json.Unmarshal(payload, &p) != nil {
-		return nil
-	}
-	var out []string
-	for _, m := range p.Media {
-		if strings.HasPrefix(m, "/") && !strings.HasPrefix(m, "//") && !strings.Contains(m, `\`) {
-			out = append(out, m)
-		}
+// mediaURLs are the API's URLs of a tool result's kept images (see
+// jobs.Media): the names are the server's own, escaped all the same.
+func mediaURLs(jobID string, names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, "/v1/jobs/"+url.PathEscape(jobID)+"/media/"+url.PathEscape(n))
 	}
 	return out
 }

@@ -68,7 +68,7 @@ func newLog() *logService {
 	s.add(event.State{Status: store.StatusRunning, Attempt: 1})
 	s.add(event.Model{Step: 1, Message: llm.Text(llm.RoleAssistant, "thinking "+hostile)})
 	s.add(event.ToolCall{Step: 1, Name: "bash", Input: json.RawMessage(`{"command":"ls \u003c/pre\u003e"}`)})
-	s.add(event.ToolResult{Step: 1, Name: "bash", Text: "\x1b[31mred " + hostile + "\x1b[0m\n" + strings.Repeat("line\n", 50)})
+	s.add(event.ToolResult{Step: 1, Name: "bash", Text: "\x1b[31mred " + hostile + "\x1b[0m\n" + strings.Repeat("line\n", 50), Images: 1, Media: []string{"1-0.png"}})
 	s.add(event.Condensation{Step: 2, Kind: memory.KindSummarize, FromStep: 1, ToStep: 1, TokensBefore: 900, TokensAfter: 300})
 	s.add(event.Message{Text: "steer " + hostile, Turn: 1})
 	s.add(event.Git{Action: "push", Branch: "agentbox/j1", Error: "denied"})
@@ -106,6 +106,7 @@ func TestTimelineFragment(t *testing.T) {
 		`<details class="ev-output">`, // long output starts collapsed
 		"ev-condensation", "context condensed (summarize)", "900 → 300 tokens",
 		"message (turn 1)", "git push", "failed: denied", "ev-error",
+		`<img class="ev-media" src="/v1/jobs/j1/media/1-0.png"`, // the screenshot, inline
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("fragment lacks %q:\n%s", want, body)
