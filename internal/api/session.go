@@ -204,7 +204,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return nil
 	}
-	if site := r.Header.Get("Sec-Fetch-Site"); (site != "" && site != "same-origin") || !s.sameOrigin(r, "") {
+	if !s.ownForm(r) {
 		return errorf(http.StatusForbidden, wire.CodeForbidden, "sign in from agentbox's own sign-in page")
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBytes)
@@ -232,6 +232,8 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request) error {
 		if _, err := s.formSession(r); err != nil {
 			return err
 		}
+	} else if !s.ownForm(r) { // another site's form, which the cookie does not come with
+		return errorf(http.StatusForbidden, wire.CodeForbidden, "sign out from agentbox's own pages")
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(1, 0),
@@ -239,6 +241,13 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request) error {
 	})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 	return nil
+}
+
+// ownForm reports whether a form's POST may come from the UI's own page:
+// not from another site's or origin's, as far as the browser says.
+func (s *server) ownForm(r *http.Request) bool {
+	site := r.Header.Get("Sec-Fetch-Site")
+	return (site == "" || site == "same-origin") && s.sameOrigin(r, "")
 }
 
 func (s *server) secureCookies(r *http.Request) bool {
