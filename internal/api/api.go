@@ -175,7 +175,7 @@ func New(cfg Config, svc Service, reg *prometheus.Registry, log *slog.Logger) ht
 		panic("api.New: " + err.Error() + " (check it with CheckViewURL first)")
 	}
 	s.views = views
-	s.ui = ui.New(ui.Config{FrameSrc: s.frameSrc(), NoAuth: cfg.NoAuth, Now: s.cfg.Now}, svc, log)
+	s.ui = ui.New(ui.Config{FrameSrc: s.frameSrc(), NoAuth: cfg.NoAuth, Now: s.cfg.Now, MediaKey: s.mediaKey}, svc, log)
 	if len(s.tokens) == 0 && !cfg.NoAuth {
 		log.Warn("api: no token configured and auth not disabled; every request but /healthz will be refused")
 	}

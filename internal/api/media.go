@@ -17,6 +17,13 @@ type Media interface {
 
 var _ Media = (*jobs.Service)(nil)
 
+// mediaKey is job id's media key, which the UI's image URLs carry (see
+// imageSession): a capability to load the job's images with a session,
+// no secret beyond them, so it may sit in a URL.
+func (s *server) mediaKey(id string) string {
+	return enc(string(s.view.mac("media|" + id)))[:22]
+}
+
 // media handles GET /v1/jobs/{id}/media/{name}: an image a tool result of
 // the job carried (a screenshot), named in its tool_result event. The
 // image was made in the sandbox, so it is served as what its first bytes

@@ -2,13 +2,17 @@ package api_test
 
 import (
 	"bytes"
+	"html"
 	"image"
 	"image/png"
 	"net/http"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wire"
 )
@@ -83,32 +87,48 @@ func TestMedia(t *testing.T) {
 }
 
 // TestMediaSession: the UI's job page may load its job's images with
-// <img> and the session alone; nothing else the cookie comes with may.
+// <img> and the session alone, at the URLs the page gives them; nothing
+// else the cookie comes with may.
 func TestMediaSession(t *testing.T) {
 	e := apitest.New(t, api.Config{})
 	id := e.Submit("shoot").ID
-	if _, err := e.Media.Save(id, 1, tinyPNG(t)); err != nil {
+	name, err := e.Media.Save(id, 1, tinyPNG(t))
+	if err != nil {
 		t.Fatal(err)
 	}
+	e.Emit(id, event.ToolResult{Step: 1, Name: "computer", Media: []string{name}})
 	_, cookie := signIn(t, e, apitest.Token)
+	_, page := do(t, e, req{method: "GET", path: "/jobs/" + id, noAuth: true, header: with(navigation, "Cookie", cookie)})
+	src := regexp.MustCompile(`<img class="ev-media" src="([^"]+)"`).FindSubmatch(page)
+	plain := "/v1/jobs/" + id + "/media/" + name
+	if src == nil || !strings.HasPrefix(html.UnescapeString(string(src[1])), plain+"?k=") {
+		t.Fatalf("the job page shows no keyed image:\n%s", page)
+	}
+	keyed := html.UnescapeString(string(src[1]))
 	img := map[string]string{"Cookie": cookie, "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "no-cors",
 		"Sec-Fetch-Dest": "image", "Referer": e.URL + "/jobs/" + id}
 	for _, c := range []struct {
 		what   string
+		path   string
 		header map[string]string
 		status int
 	}{
-		{"the job page's <img>", img, http.StatusOK},
-		{"no cookie", with(img, "Cookie", ""), http.StatusUnauthorized},
-		{"a script's fetch", with(img, "Sec-Fetch-Dest", "empty", "Sec-Fetch-Mode", "cors"), http.StatusUnauthorized},
-		{"a page of the job's desktop", with(img, "Referer", e.URL+"/v1/jobs/"+id+"/desktop/vnc.html"), http.StatusUnauthorized},
-		{"another job's page", with(img, "Referer", e.URL+"/jobs/job_other"), http.StatusUnauthorized},
-		{"no Referer", with(img, "Referer", ""), http.StatusUnauthorized},
-		{"another site", with(img, "Sec-Fetch-Site", "cross-site"), http.StatusUnauthorized},
-		{"a same-site origin", with(img, "Sec-Fetch-Site", "same-site"), http.StatusUnauthorized},
-		{"a navigation", with(navigation, "Cookie", cookie, "Referer", e.URL+"/jobs/"+id), http.StatusUnauthorized},
+		{"the job page's <img>", keyed, img, http.StatusOK},
+		// A page of the API's origin (a sandbox's, without
+		// AGENTBOX_VIEW_URL) can give itself the job page's URL with
+		// history.replaceState, and the Referer follows; it lacks the key.
+		{"a page that took the job page's URL", plain, img, http.StatusUnauthorized},
+		{"a wrong key", plain + "?k=" + strings.Repeat("A", 22), img, http.StatusUnauthorized},
+		{"no cookie", keyed, with(img, "Cookie", ""), http.StatusUnauthorized},
+		{"a script's fetch", keyed, with(img, "Sec-Fetch-Dest", "empty", "Sec-Fetch-Mode", "cors"), http.StatusUnauthorized},
+		{"a page of the job's desktop", keyed, with(img, "Referer", e.URL+"/v1/jobs/"+id+"/desktop/vnc.html"), http.StatusUnauthorized},
+		{"another job's page", keyed, with(img, "Referer", e.URL+"/jobs/job_other"), http.StatusUnauthorized},
+		{"no Referer", keyed, with(img, "Referer", ""), http.StatusUnauthorized},
+		{"another site", keyed, with(img, "Sec-Fetch-Site", "cross-site"), http.StatusUnauthorized},
+		{"a same-site origin", keyed, with(img, "Sec-Fetch-Site", "same-site"), http.StatusUnauthorized},
+		{"a navigation", keyed, with(navigation, "Cookie", cookie, "Referer", e.URL+"/jobs/"+id), http.StatusUnauthorized},
 	} {
-		resp, body := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/media/1-1.png", noAuth: true, header: c.header})
+		resp, body := do(t, e, req{method: "GET", path: c.path, noAuth: true, header: c.header})
 		if resp.StatusCode != c.status {
 			t.Errorf("%s: %d, want %d: %s", c.what, resp.StatusCode, c.status, body)
 		}

@@ -23,10 +23,15 @@ var proxyMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, htt
 
 // droppedResponseHeaders would let a page of one sandbox act on the whole
 // origin (the API, the other jobs' views): pin it to HTTPS, wipe its
-// storage, widen a service worker's scope beyond the job's paths.
+// storage, widen a service worker's scope beyond the job's paths, or keep
+// a window it opens on the web UI in its browsing context group
+// (Cross-Origin-Opener-Policy: same-origin, the UI's own, would; without
+// it, the UI's page is cut off from the sandbox's, which could otherwise
+// script it and read its CSRF token).
 var droppedResponseHeaders = []string{
 	"Strict-Transport-Security", "Clear-Site-Data", "Service-Worker-Allowed",
 	"Alt-Svc", "Public-Key-Pins", "Public-Key-Pins-Report-Only", "Expect-CT",
+	"Cross-Origin-Opener-Policy", "Cross-Origin-Opener-Policy-Report-Only",
 }
 
 // proxy handles any method on /v1/jobs/{id}/{service}/{path...}: the

@@ -75,6 +75,7 @@ func fakeGuest(t *testing.T) (*guest.Client, *[]seen) {
 		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
 		w.Header().Set("Service-Worker-Allowed", "/")
 		w.Header().Set("Clear-Site-Data", `"*"`)
+		w.Header().Set("Cross-Origin-Opener-Policy", "same-origin") // the UI's: a window it opens on one would stay scriptable
 	})
 	mux.HandleFunc("/proxy/desktop/broken", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -548,7 +549,7 @@ func TestProxyConfinesSandboxResponses(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
-	for _, h := range []string{"Strict-Transport-Security", "Service-Worker-Allowed", "Clear-Site-Data"} {
+	for _, h := range []string{"Strict-Transport-Security", "Service-Worker-Allowed", "Clear-Site-Data", "Cross-Origin-Opener-Policy"} {
 		if v := resp.Header.Get(h); v != "" {
 			t.Errorf("%s passed on: %q", h, v)
 		}

@@ -125,18 +125,21 @@ func (s *server) apiSession(r *http.Request, mode authMode) bool {
 // imageSession reports whether r, which has the session cookie but no
 // CSRF header (an <img> sends none), is the UI's job page loading an
 // image of its own job: Sec-Fetch-Dest image and Sec-Fetch-Site
-// same-origin, which a browser sets and no page can forge, and a Referer
-// that is the job's UI page (/jobs/{id}) on the same host, which a page
-// may drop but not forge. That is acceptable for an image: the answer is
-// pixels only (nosniff, a PNG or JPEG Content-Type, a sandbox CSP, never
-// script or text), another site's page cannot make the request with the
-// cookie (SameSite=Strict) nor read it (CORP same-origin), and the
-// Referer keeps out the one same-origin page that is not the UI's: a
-// desktop or Jupyter page of a job, served on the API's origin without
-// AGENTBOX_VIEW_URL, which could otherwise draw another job's screenshots
-// on a canvas and read them.
+// same-origin, which a browser sets and no page can forge, a Referer
+// that is the job's UI page (/jobs/{id}) on the same host, and the job's
+// media key (?k=, see mediaKey), which only the UI's pages and fragments
+// carry. That is acceptable for an image: the answer is pixels only
+// (nosniff, a PNG or JPEG Content-Type, a sandbox CSP, never script or
+// text), another site's page cannot make the request with the cookie
+// (SameSite=Strict) nor read it (CORP same-origin), and the key keeps out
+// the one same-origin page that is not the UI's: a desktop or Jupyter
+// page of a job, served on the API's origin without AGENTBOX_VIEW_URL,
+// which could otherwise draw another job's screenshots on a canvas and
+// read them. (The Referer alone does not: such a page can give itself the
+// job page's URL with history.replaceState, and the Referer follows.)
 func (s *server) imageSession(r *http.Request) bool {
-	if r.Header.Get("Sec-Fetch-Dest") != "image" || r.Header.Get("Sec-Fetch-Site") != "same-origin" {
+	if r.Header.Get("Sec-Fetch-Dest") != "image" || r.Header.Get("Sec-Fetch-Site") != "same-origin" ||
+		subtle.ConstantTimeCompare([]byte(r.URL.Query().Get("k")), []byte(s.mediaKey(r.PathValue("id")))) != 1 {
 		return false
 	}
 	ref, err := url.Parse(r.Referer())
@@ -201,7 +204,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return nil
 	}
-	if site := r.Header.Get("Sec-Fetch-Site"); (site != "" && site != "same-origin") || !s.sameOrigin(r, "") {
+	if !s.ownForm(r) {
 		return errorf(http.StatusForbidden, wire.CodeForbidden, "sign in from agentbox's own sign-in page")
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBytes)
@@ -229,6 +232,8 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request) error {
 		if _, err := s.formSession(r); err != nil {
 			return err
 		}
+	} else if !s.ownForm(r) { // another site's form, which the cookie does not come with
+		return errorf(http.StatusForbidden, wire.CodeForbidden, "sign out from agentbox's own pages")
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(1, 0),
@@ -236,6 +241,13 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request) error {
 	})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 	return nil
+}
+
+// ownForm reports whether a form's POST may come from the UI's own page:
+// not from another site's or origin's, as far as the browser says.
+func (s *server) ownForm(r *http.Request) bool {
+	site := r.Header.Get("Sec-Fetch-Site")
+	return (site == "" || site == "same-origin") && s.sameOrigin(r, "")
 }
 
 func (s *server) secureCookies(r *http.Request) bool {

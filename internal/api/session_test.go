@@ -150,6 +150,9 @@ func TestSessionGuards(t *testing.T) {
 		{"rows with the token", req{method: "GET", path: "/ui/rows", header: with(scriptCall, "Cookie", cookie, "X-CSRF-Token", token)}, 200},
 		{"rows without", req{method: "GET", path: "/ui/rows", header: with(scriptCall, "Cookie", cookie)}, 401},
 		{"sign-out without the token", req{method: "POST", path: "/ui/logout", body: "csrf=nope", header: with(navigation, "Cookie", cookie, "Content-Type", "application/x-www-form-urlencoded")}, 403},
+		// SameSite=Strict keeps the cookie from another site's form, but
+		// the answer's Set-Cookie, clearing it, would be taken all the same.
+		{"sign-out posted by another site", req{method: "POST", path: "/ui/logout", body: "csrf=nope", header: with(navigation, "Content-Type", "application/x-www-form-urlencoded", "Sec-Fetch-Site", "cross-site", "Origin", "http://evil.example")}, 403},
 	} {
 		c.r.noAuth = true
 		if resp, body := do(t, e, c.r); resp.StatusCode != c.status {

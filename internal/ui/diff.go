@@ -12,9 +12,14 @@ import (
 // rendered with html/template as a unified or a side-by-side view. The diff
 // is the job's output, so every name and line in it is hostile text.
 
-// MaxDiffBytes caps the diff the Diff tab shows; the rest is cut, and the
-// tab says so (the zip holds the whole diff as agentbox.diff).
-const MaxDiffBytes = 1 << 20
+// MaxDiffBytes and MaxDiffLines cap the diff the Diff tab shows; the rest
+// is cut, and the tab says so (the zip holds the whole diff as
+// agentbox.diff). A MiB of one-character lines would be half a million
+// rows, 90 MB of HTML the browser freezes on.
+const (
+	MaxDiffBytes = 1 << 20
+	MaxDiffLines = 20000
+)
 
 // Diff views.
 const (
@@ -250,5 +255,6 @@ func (u *UI) Diff(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	b, cut := cw.cut()
+	b, cut = cutLines(b, MaxDiffLines, cut)
 	return u.fragment(w, "job", "diff-view", diffData{View: view, Files: parseDiff(b), Truncated: cut, Bytes: cw.total})
 }

@@ -35,6 +35,9 @@ const (
 	MaxTreeEntries = 1000
 	// MaxViewBytes caps the bytes of a file the viewer shows.
 	MaxViewBytes = 1 << 20
+	// MaxViewLines caps its lines: a MiB of empty lines would be a
+	// million rows, 80 MB of HTML the browser freezes on.
+	MaxViewLines = 20000
 )
 
 // A path the tabs cannot show is the client's mistake (the API's 400):
@@ -210,6 +213,7 @@ func readView(root *os.Root, p string) (viewData, error) {
 			b = b[:i+1]
 		}
 	}
+	b, d.Cut = cutLines(b, MaxViewLines, d.Cut)
 	if binary(b, d.Cut) {
 		d.Binary = true
 		return d, nil
@@ -267,6 +271,22 @@ func tokenClass(t chroma.TokenType) string {
 		}
 	}
 	return ""
+}
+
+// cutLines keeps the first n lines of b, and reports whether anything
+// was left out, then or before (cut).
+func cutLines(b []byte, n int, cut bool) ([]byte, bool) {
+	for i, end := 0, 0; i < n; i++ {
+		j := bytes.IndexByte(b[end:], '\n')
+		if j < 0 {
+			return b, cut
+		}
+		end += j + 1
+		if i == n-1 && end < len(b) {
+			return b[:end], true
+		}
+	}
+	return b, cut
 }
 
 // escapePath escapes each segment of a slash-separated path for a URL.

@@ -203,3 +203,29 @@ func TestViewCapped(t *testing.T) {
 		t.Error("the view does not say the file was cut")
 	}
 }
+
+// TestLinesCapped: a MiB of empty lines, in a file or a diff, is cut to
+// MaxViewLines and MaxDiffLines rows, not a million the browser freezes on.
+func TestLinesCapped(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "empty-lines.txt"), []byte(strings.Repeat("\n", MaxViewBytes)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := os.OpenRoot(dir)
+	defer root.Close()
+	d, err := readView(root, "empty-lines.txt")
+	if err != nil || !d.Cut || len(d.Lines) > MaxViewLines+1 {
+		t.Fatalf("cut %v, %d lines, %v; want at most %d", d.Cut, len(d.Lines), err, MaxViewLines+1)
+	}
+	if html := fragmentHTML(t, "file-view", d); !strings.Contains(html, "only its first 1 MiB is shown, 20,000 lines at most") {
+		t.Error("the view does not say the file was cut")
+	}
+
+	b, cut := cutLines([]byte("diff --git a/x b/x\n@@ -0,0 +1,500000 @@\n"+strings.Repeat("+\n", 500000)), MaxDiffLines, false)
+	if files := parseDiff(b); !cut || len(files[0].Hunks[0].Lines) > MaxDiffLines {
+		t.Fatalf("cut %v, %d diff lines; want at most %d", cut, len(files[0].Hunks[0].Lines), MaxDiffLines)
+	}
+	if b, cut := cutLines([]byte("a\nb\n"), 2, false); cut || string(b) != "a\nb\n" {
+		t.Errorf("two lines cut to 2: %q, %v", b, cut)
+	}
+}

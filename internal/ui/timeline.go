@@ -79,6 +79,7 @@ func (u *UI) page(ctx context.Context, id string, after int64, limit int) (timel
 	for _, ev := range evs {
 		p.Last = ev.Seq
 		if it := toItem(ev); it.Kind != "model" || it.Text != "" { // a step of tool calls only shows them
+			u.keyMedia(id, &it)
 			p.Items = append(p.Items, it)
 		}
 	}
@@ -89,6 +90,17 @@ func (u *UI) page(ctx context.Context, id string, after int64, limit int) (timel
 		p.Earlier = "/ui/jobs/" + url.PathEscape(id) + "/timeline?before=" + strconv.FormatInt(p.First, 10)
 	}
 	return p, nil
+}
+
+// keyMedia adds job id's media key to the item's image URLs.
+func (u *UI) keyMedia(id string, it *item) {
+	if u.cfg.MediaKey == nil || len(it.Media) == 0 {
+		return
+	}
+	k := "?k=" + url.QueryEscape(u.cfg.MediaKey(id))
+	for i := range it.Media {
+		it.Media[i] += k
+	}
 }
 
 // Timeline serves GET /ui/jobs/{id}/timeline: the job's events after seq

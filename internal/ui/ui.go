@@ -54,6 +54,10 @@ type Config struct {
 	NoAuth bool
 	// Now is the clock ages are shown against; nil means time.Now.
 	Now func() time.Time
+	// MediaKey is the key a job's image URLs carry (?k=), which the API
+	// asks of an <img> with the session: pages of the API's origin that
+	// cannot read the job's UI cannot make them. nil: none.
+	MediaKey func(jobID string) string
 }
 
 // Session is what a page knows of its viewer's session.
