@@ -78,9 +78,13 @@ func TestUINewJobKeyboard(t *testing.T) {
 	if code := s.do("GET", "/v1/jobs/"+id, nil, &job); code != 200 || job.Task != "echo typed with the keyboard > out.txt" {
 		t.Fatalf("the job %s: %d %+v", id, code, job)
 	}
+	// The job's page shows it reach complete, without a reload.
+	tab.run("mark the page", chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
 	if j := s.awaitFinal([]string{id})[id]; j.Status != "complete" {
 		t.Fatalf("job %+v\n%s", j, s.logs)
 	}
+	tab.wait("complete on the job's page", `window.notReloaded && document.querySelector(".job-bar .status").textContent === "complete"`, 30*time.Second)
+	tab.shot("complete")
 	if b := s.get(t, "/v1/jobs/"+id+"/files/out.txt", 200); string(b) != "typed with the keyboard\n" {
 		t.Errorf("out.txt = %q", b)
 	}
