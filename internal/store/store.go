@@ -196,6 +196,35 @@ type JobPage struct {
 	NextCursor string // empty on the last page
 }
 
+// Notifier is an optional ability of a Store that several processes share
+// (Postgres): it tells every process when any of them made a job pending
+// (a submit, a requeue, a release) or appended an event, so idle workers
+// and event followers wake at once instead of polling. A Store used by
+// one process needs none: the process wakes itself.
+type Notifier interface {
+	// Subscribe delivers notes until ctx ends, then closes the channel.
+	// Notes are hints: a slow reader may miss some (the channel is
+	// buffered and never blocks the store), and readers re-read the store
+	// on each. The channel also closes if the subscription breaks; the
+	// caller subscribes again.
+	Subscribe(ctx context.Context) (<-chan Note, error)
+}
+
+// Note is one notification of a Notifier.
+type Note struct {
+	// Kind is NotePending (JobID became pending) or NoteEvent (JobID's log
+	// grew to Seq).
+	Kind  string
+	JobID string
+	Seq   int64
+}
+
+// Note kinds.
+const (
+	NotePending = "pending"
+	NoteEvent   = "event"
+)
+
 // Store is agentbox's durable state.
 type Store interface {
 	// CreateJob inserts j (ID, Task, ... set by the caller; Status pending;
