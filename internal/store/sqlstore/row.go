@@ -1,6 +1,6 @@
 // Package sqlstore is what the SQL stores (sqlite/, postgres/) share: the
 // jobs table's columns and how a store.Job maps onto them (times as unix
-// nanoseconds, JSON as text, ” for none), the rules of a new job, of a
+// nanoseconds, JSON as text, empty for none), the rules of a new job, of a
 // replayed idempotency key and of an expired lease, and the list cursor.
 // Each store writes its own SQL around them; both keep the same semantics.
 package sqlstore
