@@ -35,7 +35,8 @@ func Image() string {
 
 // MainWithGuest is a package's TestMain for tests that start sandboxes: it
 // removes what killed test runs left behind (ReapStale), builds the guest
-// binary, stores its path in *path, runs the tests and
+// binary, stores its path in *path, runs the tests, stops the PostgreSQL
+// server they may have started (StopPostgres) and
 // removes the binary.
 func MainWithGuest(m interface{ Run() int }, path *string) {
 	ReapStale()
@@ -47,5 +48,6 @@ func MainWithGuest(m interface{ Run() int }, path *string) {
 	*path = bin
 	code := m.Run()
 	cleanup()
+	StopPostgres()
 	os.Exit(code)
 }
