@@ -15,7 +15,8 @@ func newServeCmd(a *app) *cobra.Command {
 		Use:   "serve",
 		Short: "Run the orchestrator: REST API, job store, scheduler and sandbox workers",
 		Long: `serve runs the agentbox server: the REST API under /v1 (see docs/api.md), a
-durable job store (SQLite in the data dir), and a pool of workers that claim
+durable job store (SQLite in the data dir, or with --store a PostgreSQL
+database several servers share; see docs/store.md), and a pool of workers that claim
 jobs with a lease, run each in a fresh sandbox, and record every step as an
 event.
 
@@ -32,6 +33,7 @@ On SIGTERM or Ctrl-C serve stops claiming jobs, gives running jobs the grace
 period, then stops them and hands them back (pending) for the next start.`,
 		Example: `  agentbox serve
   agentbox serve --addr 0.0.0.0:8080 --data-dir /srv/agentbox --concurrency 4
+  agentbox serve --store postgres://agentbox@db.internal/agentbox
   AGENTBOX_TOKEN=secret agentbox serve`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -43,6 +45,7 @@ period, then stops them and hands them back (pending) for the next start.`,
 	f := cmd.Flags()
 	f.StringVar(&s.Addr, "addr", "", "listen address (AGENTBOX_ADDR; default 127.0.0.1:8080)")
 	f.StringVar(&a.flagCfg.DataDir, "data-dir", "", "data directory (AGENTBOX_DATA_DIR; default ~/.local/share/agentbox)")
+	f.StringVar(&a.flagCfg.Store, "store", "", "job store: sqlite (agentbox.db in the data dir) or a postgres://user:password@host/db URL (AGENTBOX_STORE; default sqlite)")
 	f.IntVar(&s.Concurrency, "concurrency", 0, "jobs run at once; 0 serves the API only (AGENTBOX_CONCURRENCY; default 2)")
 	f.BoolVar(&s.NoAuth, "no-auth", false, "turn auth off (loopback addresses only)")
 	f.DurationVar(&s.Lease, "lease", 0, "job lease without a heartbeat (AGENTBOX_LEASE; default 30s)")
@@ -70,6 +73,9 @@ func (a *app) applyServeFlags() error {
 			return fmt.Errorf("path %s: %w", a.flagCfg.DataDir, err)
 		}
 		a.cfg.DataDir = dir
+	}
+	if a.flagCfg.Store != "" {
+		a.cfg.Store = a.flagCfg.Store
 	}
 	if a.flagSet("concurrency") {
 		c.Concurrency = f.Concurrency

@@ -30,6 +30,7 @@ type server struct {
 	url     string
 	dataDir string
 	env     []string
+	args    []string // after "serve"
 	cmd     *exec.Cmd
 	logs    *testenv.Buffer // written by exec's copying goroutines
 }
@@ -63,7 +64,7 @@ func newServer(t *testing.T, extraEnv ...string) *server {
 func (s *server) start() {
 	s.t.Helper()
 	s.logs = &testenv.Buffer{}
-	s.cmd = exec.Command(guestBinary, "serve")
+	s.cmd = exec.Command(guestBinary, append([]string{"serve"}, s.args...)...)
 	s.cmd.Env, s.cmd.Stdout, s.cmd.Stderr = s.env, s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)

@@ -23,6 +23,11 @@ const DefaultImage = "agentbox-sandbox:latest"
 type Config struct {
 	// DataDir holds everything agentbox keeps: workspaces, sandbox state, the store.
 	DataDir string
+	// Store is where `agentbox serve` keeps jobs and their events
+	// (AGENTBOX_STORE, --store): "" or "sqlite" for agentbox.db in the data
+	// dir, a postgres:// or postgresql:// URL for a PostgreSQL database
+	// that several servers may share.
+	Store   string
 	Docker  Docker
 	Sandbox Sandbox
 	Model   Model
@@ -230,6 +235,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	str("AGENTBOX_DATA_DIR", &c.DataDir)
+	str("AGENTBOX_STORE", &c.Store)
 	str("DOCKER_HOST", &c.Docker.Host)
 	str("AGENTBOX_DRIVER", &c.Sandbox.Driver)
 	str("AGENTBOX_GUEST_TRANSPORT", &c.Sandbox.GuestTransport)
@@ -350,8 +356,30 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir: empty (set AGENTBOX_DATA_DIR)"))
 	}
-	errs = append(errs, c.Sandbox.Validate(), c.Server.Validate(), c.Agent.Validate(), c.Git.Validate())
+	errs = append(errs, validStore(c.Store), c.Sandbox.Validate(), c.Server.Validate(), c.Agent.Validate(), c.Git.Validate())
 	return errors.Join(errs...)
+}
+
+// StoreIsPostgres reports whether store (Config.Store) names a PostgreSQL
+// database rather than the SQLite file.
+func StoreIsPostgres(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
+
+// validStore checks Config.Store; its error never shows a password.
+func validStore(store string) error {
+	if store == "" || store == "sqlite" {
+		return nil
+	}
+	u, err := url.Parse(store)
+	if err != nil || !StoreIsPostgres(store) {
+		shown := "(unparsable URL)"
+		if err == nil {
+			shown = u.Redacted()
+		}
+		return fmt.Errorf("store %s: want sqlite or a postgres:// URL (set AGENTBOX_STORE or --store)", shown)
+	}
+	return nil
 }
 
 // Validate checks the server settings.

@@ -204,3 +204,28 @@ func TestNormalizeImage(t *testing.T) {
 		}
 	}
 }
+
+// TestStore: AGENTBOX_STORE names SQLite or a PostgreSQL URL; anything else
+// is refused without showing a password.
+func TestStore(t *testing.T) {
+	for _, tc := range []struct {
+		store    string
+		postgres bool
+		ok       bool
+	}{
+		{"", false, true},
+		{"sqlite", false, true},
+		{"postgres://agentbox:pw@db:5432/agentbox", true, true},
+		{"postgresql://db/agentbox?sslmode=require", true, true},
+		{"mysql://agentbox:pw@db/agentbox", false, false},
+		{"Postgres", false, false},
+	} {
+		c, err := fromLookup(lookup(map[string]string{"AGENTBOX_STORE": tc.store}))
+		if (err == nil) != tc.ok || err != nil && strings.Contains(err.Error(), "pw@") {
+			t.Errorf("AGENTBOX_STORE=%q: %v, want ok %v and no password", tc.store, err, tc.ok)
+		}
+		if tc.ok && (c.Store != tc.store || StoreIsPostgres(c.Store) != tc.postgres) {
+			t.Errorf("AGENTBOX_STORE=%q: store %q, postgres %v", tc.store, c.Store, StoreIsPostgres(c.Store))
+		}
+	}
+}

@@ -35,8 +35,8 @@ func Image() string {
 
 // MainWithGuest is a package's TestMain for tests that start sandboxes: it
 // removes what killed test runs left behind (ReapStale), builds the guest
-// binary, stores its path in *path, runs the tests and
-// removes the binary.
+// binary, stores its path in *path, runs the tests, removes the binary
+// and stops the PostgreSQL server the tests may have started (StopPostgres).
 func MainWithGuest(m interface{ Run() int }, path *string) {
 	ReapStale()
 	bin, cleanup, err := BuildGuest()
@@ -47,5 +47,6 @@ func MainWithGuest(m interface{ Run() int }, path *string) {
 	*path = bin
 	code := m.Run()
 	cleanup()
+	StopPostgres()
 	os.Exit(code)
 }

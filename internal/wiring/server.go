@@ -80,7 +80,7 @@ func (s *Server) open(ctx context.Context) error {
 // openJobs opens the job side with cfg's workers and starts the janitor.
 func (s *Server) openJobs(ctx context.Context, reg *prometheus.Registry) error {
 	cfg := s.cfg
-	j, err := openJobs(ctx, cfg, s.log, jobsConfig{dir: cfg.DataDir, workers: true, metrics: reg,
+	j, err := openJobs(ctx, cfg, s.log, jobsConfig{dir: cfg.DataDir, store: cfg.Store, workers: true, metrics: reg,
 		maxAttempts: cfg.Server.MaxAttempts, ceilings: &cfg.Sandbox.Ceilings,
 		sched: jobs.SchedulerConfig{WorkerID: workerID(cfg.DataDir), Concurrency: cfg.Server.Concurrency, Lease: cfg.Server.Lease,
 			DefaultTimeout: cfg.Server.JobTimeout, Grace: schedulerGrace(cfg.Server.Grace), Log: s.log}})

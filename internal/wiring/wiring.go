@@ -26,6 +26,8 @@ import (
 	"github.com/agentbox/agentbox/internal/forge"
 	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/store/postgres"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
@@ -54,7 +56,7 @@ func (c *closers) Close() error {
 // (agentbox.db) and the workspaces in it, the service over them, and, for a
 // worker, a sandbox driver and the scheduler.
 type jobSide struct {
-	store      *sqlite.Store
+	store      store.Store
 	workspaces *workspace.Local
 	repos      *jobs.Repos
 	media      *jobs.Media
@@ -66,6 +68,9 @@ type jobSide struct {
 // jobsConfig says what openJobs assembles.
 type jobsConfig struct {
 	dir string
+	// store is Config.Store: empty for agentbox.db in dir (a run's and a
+	// benchmark's private store), else as openStore reads it.
+	store string
 	// workers adds a driver and a scheduler configured by sched (its
 	// Workspaces is filled in); without, the service is the API's only.
 	workers bool
@@ -83,7 +88,7 @@ type jobsConfig struct {
 // openJobs assembles the job side jc describes; log receives the driver's
 // warnings.
 func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsConfig) (*jobSide, error) {
-	st, err := sqlite.Open(ctx, filepath.Join(jc.dir, "agentbox.db"), sqlite.Options{})
+	st, err := openStore(ctx, jc.store, jc.dir, log)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +119,23 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 		j.service.RefuseMessages("follow-up messages need the model agent; this server runs the shell agent (AGENTBOX_AGENT=shell), which runs the task as a script")
 	}
 	return j, nil
+}
+
+// openStore opens the job store: the PostgreSQL database at url when it is
+// one (config.StoreIsPostgres), else agentbox.db in dir. log, if set, is
+// told which, never with the URL's password.
+func openStore(ctx context.Context, url, dir string, log *slog.Logger) (store.Store, error) {
+	if !config.StoreIsPostgres(url) {
+		return sqlite.Open(ctx, filepath.Join(dir, "agentbox.db"), sqlite.Options{})
+	}
+	st, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if log != nil {
+		log.Info("job store: PostgreSQL", "url", st.URL())
+	}
+	return st, nil
 }
 
 // startWorkers opens the driver and makes the scheduler.

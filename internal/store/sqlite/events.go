@@ -8,12 +8,13 @@ import (
 	"fmt"
 
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/store/sqlstore"
 )
 
 // Page sizes of Events.
 const (
-	DefaultEventsLimit = 1000
-	MaxEventsLimit     = 10000
+	DefaultEventsLimit = sqlstore.DefaultEventsLimit
+	MaxEventsLimit     = sqlstore.MaxEventsLimit
 )
 
 // AppendEvent adds an event to job jobID's log with the next sequence
@@ -35,28 +36,17 @@ func (s *Store) AppendEvent(ctx context.Context, jobID, typ string, payload json
 func (s *Store) appendAll(ctx context.Context, tx *sql.Tx, jobID string, entries []store.Entry) ([]store.Event, error) {
 	var evs []store.Event
 	for _, e := range entries {
-		if len(e.Payload) > 0 && !json.Valid(e.Payload) {
-			return nil, fmt.Errorf("payload of a %s event is not valid JSON", e.Type)
+		ev, err := sqlstore.NewEvent(jobID, e)
+		if err != nil {
+			return nil, err
 		}
-		ev := store.Event{JobID: jobID, Time: now(), Type: e.Type}
-		if len(e.Payload) > 0 {
-			ev.Payload = append(json.RawMessage(nil), e.Payload...)
-		}
-		row := tx.StmtContext(ctx, s.stmts.appendEvent).QueryRowContext(ctx, jobID, nanos(ev.Time), e.Type, nullable(ev.Payload))
+		row := tx.StmtContext(ctx, s.stmts.appendEvent).QueryRowContext(ctx, jobID, nanos(ev.Time), e.Type, sqlstore.Payload(ev.Payload))
 		if err := notFound(row.Scan(&ev.Seq)); err != nil {
 			return nil, err
 		}
 		evs = append(evs, ev)
 	}
 	return evs, nil
-}
-
-// nullable stores an empty payload as NULL.
-func nullable(p json.RawMessage) any {
-	if len(p) == 0 {
-		return nil
-	}
-	return string(p)
 }
 
 // Events returns up to limit events of job jobID with Seq > after, in

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/store/sqlstore"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	sqlitedrv "modernc.org/sqlite"
@@ -19,8 +20,8 @@ func (s *Store) CreateJob(ctx context.Context, j store.Job) (store.Job, bool, er
 	if j.ID == "" {
 		return store.Job{}, false, errors.New("create job: empty id")
 	}
-	prepareNew(&j)
-	args, err := jobArgs(&j)
+	sqlstore.PrepareNew(&j)
+	args, err := sqlstore.Args(&j)
 	if err != nil {
 		return store.Job{}, false, fmt.Errorf("create job: %w", err)
 	}
@@ -31,7 +32,7 @@ func (s *Store) CreateJob(ctx context.Context, j store.Job) (store.Job, bool, er
 			if err == nil {
 				hash := j.RequestHash
 				j, created = old, false
-				return replay(old, hash)
+				return sqlstore.Replay(old, hash)
 			}
 			if !errors.Is(err, sql.ErrNoRows) {
 				return err
@@ -47,29 +48,6 @@ func (s *Store) CreateJob(ctx context.Context, j store.Job) (store.Job, bool, er
 		return store.Job{}, false, fmt.Errorf("create job: %w", err)
 	}
 	return j, created, nil
-}
-
-// prepareNew fills CreateJob's defaults.
-func prepareNew(j *store.Job) {
-	if j.Status == "" {
-		j.Status = store.StatusPending
-	}
-	if j.CreatedAt.IsZero() {
-		j.CreatedAt = now()
-	}
-	if j.UpdatedAt.IsZero() {
-		j.UpdatedAt = j.CreatedAt
-	}
-	normalize(j)
-}
-
-// replay decides a create whose idempotency key exists: the same request
-// (hash) gets the stored job, another one ErrConflict.
-func replay(old store.Job, hash string) error {
-	if old.RequestHash != hash {
-		return fmt.Errorf("idempotency key %q was used by another request: %w", old.IdempotencyKey, store.ErrConflict)
-	}
-	return nil
 }
 
 func isConstraint(err error, code int) bool {
@@ -119,10 +97,7 @@ func (s *Store) UpdateJobLogged(ctx context.Context, id string, fn func(*store.J
 		if err != nil {
 			return userError{err}
 		}
-		next.ID, next.CreatedAt, next.IdempotencyKey, next.RequestHash, next.Task =
-			j.ID, j.CreatedAt, j.IdempotencyKey, j.RequestHash, j.Task
-		next.UpdatedAt = now()
-		out = next
+		out = sqlstore.Updated(j, next)
 		if err := s.save(ctx, tx, &out); err != nil {
 			return err
 		}
@@ -153,8 +128,8 @@ func (s *Store) load(ctx context.Context, tx *sql.Tx, id string) (store.Job, err
 
 // save writes every mutable column of j.
 func (s *Store) save(ctx context.Context, tx *sql.Tx, j *store.Job) error {
-	normalize(j)
-	args, err := updateArgs(j)
+	sqlstore.Normalize(j)
+	args, err := sqlstore.UpdateArgs(j)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/store/sqlstore"
 )
 
 const claimSQL = "SELECT id FROM jobs WHERE status = 'pending' ORDER BY created_at, id LIMIT 1"
@@ -27,12 +28,7 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration)
 		if err != nil {
 			return err
 		}
-		t := now()
-		j.Status, j.Attempts = store.StatusRunning, j.Attempts+1
-		if j.StartedAt.IsZero() {
-			j.StartedAt = t
-		}
-		j.LeaseOwner, j.LeaseUntil, j.UpdatedAt = owner, t.Add(lease), t
+		sqlstore.Claim(&j, owner, lease)
 		out = j
 		return s.save(ctx, tx, &out)
 	})
@@ -46,8 +42,7 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration)
 func (s *Store) Heartbeat(ctx context.Context, id, owner string, lease time.Duration) (store.Job, error) {
 	var out store.Job
 	err := s.leased(ctx, id, owner, func(j *store.Job) {
-		t := now()
-		j.LeaseUntil, j.UpdatedAt = t.Add(lease), t
+		sqlstore.Extend(j, lease)
 		out = *j
 	})
 	if err != nil {
@@ -58,14 +53,7 @@ func (s *Store) Heartbeat(ctx context.Context, id, owner string, lease time.Dura
 
 // Release gives owner's running job back to pending, not counting the run.
 func (s *Store) Release(ctx context.Context, id, owner string) error {
-	err := s.leased(ctx, id, owner, func(j *store.Job) {
-		t := now()
-		j.Status, j.Attempts = store.StatusPending, max(0, j.Attempts-1)
-		if j.CancelRequested {
-			j.Status, j.Error, j.EndedAt = store.StatusCanceled, "canceled by request", t
-		}
-		j.LeaseOwner, j.LeaseUntil, j.UpdatedAt = "", time.Time{}, t
-	})
+	err := s.leased(ctx, id, owner, sqlstore.Release)
 	if err != nil {
 		return fmt.Errorf("release job %s: %w", id, err)
 	}
@@ -107,7 +95,7 @@ func (s *Store) RequeueExpired(ctx context.Context, now time.Time, reclaim strin
 				return err
 			}
 			before = append(before, j)
-			requeue(&j, now)
+			sqlstore.Requeue(&j, now)
 			if err := s.save(ctx, tx, &j); err != nil {
 				return err
 			}
@@ -118,20 +106,6 @@ func (s *Store) RequeueExpired(ctx context.Context, now time.Time, reclaim strin
 		return nil, fmt.Errorf("requeue expired jobs: %w", err)
 	}
 	return before, nil
-}
-
-// requeue ends a lease that expired at now.
-func requeue(j *store.Job, now time.Time) {
-	switch {
-	case j.CancelRequested:
-		j.Status, j.EndedAt, j.Error = store.StatusCanceled, now, "canceled by request"
-	case j.Attempts >= j.MaxAttempts:
-		j.Status, j.EndedAt = store.StatusError, now
-		j.Error = fmt.Sprintf("lease expired after %d attempts (worker died or lost contact)", j.Attempts)
-	default:
-		j.Status = store.StatusPending
-	}
-	j.LeaseOwner, j.LeaseUntil, j.UpdatedAt = "", time.Time{}, now
 }
 
 func queryIDs(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string, error) {

@@ -2,23 +2,22 @@ package sqlite
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/store/sqlstore"
 )
 
 // Page sizes of ListJobs.
 const (
-	DefaultListLimit = 50
-	MaxListLimit     = 1000
+	DefaultListLimit = sqlstore.DefaultListLimit
+	MaxListLimit     = sqlstore.MaxListLimit
 )
 
 // ErrBadCursor means a ListOptions.Cursor was not made by ListJobs.
-var ErrBadCursor = fmt.Errorf("%w: bad cursor", store.ErrInvalid)
+var ErrBadCursor = sqlstore.ErrBadCursor
 
 // ListJobs returns jobs newest first (created_at, then id, descending). The
 // cursor is the sort key of the last job returned, so paging is exact even
@@ -47,7 +46,7 @@ func (s *Store) ListJobs(ctx context.Context, opts store.ListOptions) (store.Job
 	if len(page.Jobs) > limit {
 		page.Jobs = page.Jobs[:limit]
 		last := page.Jobs[limit-1]
-		page.NextCursor = encodeCursor(nanos(last.CreatedAt), last.ID)
+		page.NextCursor = sqlstore.EncodeCursor(last)
 	}
 	return page, nil
 }
@@ -55,22 +54,17 @@ func (s *Store) ListJobs(ctx context.Context, opts store.ListOptions) (store.Job
 // listQuery builds ListJobs's query; it asks for one row more than the
 // page so it knows whether there is a next page.
 func listQuery(opts store.ListOptions) (string, []any, int, error) {
-	limit := opts.Limit
-	if limit <= 0 {
-		limit = DefaultListLimit
-	}
-	limit = min(limit, MaxListLimit)
+	limit := sqlstore.ListLimit(opts)
 	var where []string
 	var args []any
 	if opts.Status != "" {
 		where, args = append(where, "status = ?"), append(args, string(opts.Status))
 	}
 	if opts.Query != "" {
-		like := strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(opts.Query)
-		where, args = append(where, `task LIKE ? ESCAPE '\'`), append(args, "%"+like+"%")
+		where, args = append(where, `task LIKE ? ESCAPE '\'`), append(args, sqlstore.LikePattern(opts.Query))
 	}
 	if opts.Cursor != "" {
-		created, id, err := decodeCursor(opts.Cursor)
+		created, id, err := sqlstore.DecodeCursor(opts.Cursor)
 		if err != nil {
 			return "", nil, 0, err
 		}
@@ -82,23 +76,6 @@ func listQuery(opts store.ListOptions) (string, []any, int, error) {
 	}
 	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
 	return q, append(args, limit+1), limit, nil
-}
-
-func encodeCursor(created int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(created, 10) + ":" + id))
-}
-
-func decodeCursor(c string) (int64, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, "", fmt.Errorf("%w %q", ErrBadCursor, c)
-	}
-	num, id, ok := strings.Cut(string(b), ":")
-	created, err := strconv.ParseInt(num, 10, 64)
-	if !ok || err != nil {
-		return 0, "", fmt.Errorf("%w %q", ErrBadCursor, c)
-	}
-	return created, id, nil
 }
 
 // endedBeforeSQL reads the partial index jobs_ended_undeleted in order, so

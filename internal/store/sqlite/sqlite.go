@@ -183,6 +183,3 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	return tx.Commit()
 }
-
-// now is the store's clock, as it will read back from the database.
-func now() time.Time { return fromNanos(time.Now().UnixNano()) }

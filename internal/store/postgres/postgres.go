@@ -1,0 +1,112 @@
+// Package postgres is the store.Store several agentbox processes share: a
+// PostgreSQL database reached through pgx v5's pool. It keeps the SQLite
+// store's schema and semantics (internal/store/sqlstore holds what they
+// share) and passes the same storetest suite.
+//
+// Concurrency is the database's: every read-modify-write locks the job's
+// row (SELECT … FOR UPDATE) in a READ COMMITTED transaction, claims skip
+// rows another claimer holds (FOR UPDATE SKIP LOCKED), and an event takes
+// the next seq by incrementing the job's last_seq in the same statement
+// that inserts it. Migrations run under an advisory lock, so replicas
+// starting at once apply each one once.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Options tune a Store; the zero value is the default.
+type Options struct {
+	// MaxConns bounds the connection pool. Default 4×GOMAXPROCS, at least 8.
+	MaxConns int32
+}
+
+// Store is a store.Store in a PostgreSQL database. It is safe for
+// concurrent use, also by many processes on the same database.
+type Store struct {
+	pool *pgxpool.Pool
+	url  string // redacted
+	once sync.Once
+}
+
+// Open connects to the database at url (postgres://… or postgresql://…)
+// and migrates it to this binary's schema. It fails with ErrSchemaTooNew
+// if a newer agentbox migrated the database. Errors never show the URL's
+// password.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: bad URL", Redact(url))
+	}
+	cfg.MaxConns = opts.MaxConns
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = int32(max(8, 4*runtime.GOMAXPROCS(0)))
+	}
+	s := &Store{url: Redact(url)}
+	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", s.url, err)
+	}
+	if err := migrate(ctx, s.pool); err != nil {
+		s.pool.Close()
+		return nil, fmt.Errorf("open store %s: %w", s.url, err)
+	}
+	return s, nil
+}
+
+// Redact is a database URL with its password replaced by "xxxxx", fit for
+// logs; a string that is not a URL comes back as "(unparsable URL)".
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// URL is the store's database URL without its password.
+func (s *Store) URL() string { return s.url }
+
+// Pool is the store's connection pool, for what shares its database (the
+// notifier, tests).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool, waiting for connections in use. Calls after the
+// first do nothing.
+func (s *Store) Close() error {
+	s.once.Do(s.pool.Close)
+	return nil
+}
+
+// write runs fn in a transaction and commits it; an error from fn rolls
+// back and is returned as is.
+func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// notFound turns pgx.ErrNoRows into store.ErrNotFound.
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}
