@@ -3,7 +3,8 @@ package jobs
 import "sync"
 
 // hub wakes the followers of a job's event log when events are appended in
-// this process. Followers re-read the store; a missed wake costs one poll.
+// this process, or in another one whose notes the store passes on
+// (followNotes). Followers re-read the store; a missed wake costs one poll.
 type hub struct {
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
@@ -29,10 +30,24 @@ func (h *hub) subscribe(id string) (<-chan struct{}, func()) {
 	}
 }
 
+// notify wakes the followers of job id.
 func (h *hub) notify(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ch := range h.subs[id] {
+	poke(h.subs[id])
+}
+
+// notifyAll wakes every follower, after events may have gone unannounced.
+func (h *hub) notifyAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, subs := range h.subs {
+		poke(subs)
+	}
+}
+
+func poke(subs map[chan struct{}]struct{}) {
+	for ch := range subs {
 		select {
 		case ch <- struct{}{}:
 		default:

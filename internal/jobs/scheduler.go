@@ -117,26 +117,31 @@ func NewScheduler(cfg SchedulerConfig, st store.Store, d sandbox.Driver, agent A
 }
 
 // Run recovers what a previous life left, then claims and runs jobs until
-// ctx ends; it then stops claiming, gives running jobs the grace period,
-// stops the rest and releases their leases, and returns when all are done.
+// ctx ends (woken by the store's notes when it has them: followNotes); it
+// then stops claiming, gives running jobs the grace period, stops the rest
+// and releases their leases, and returns when all are done.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if s.cfg.Concurrency > 0 {
 		// Only a worker reclaims its previous life's jobs: an API-only node
 		// must not take over a worker's jobs.
 		s.reclaim(ctx, s.cfg.WorkerID)
 	}
-	var reaper sync.WaitGroup
-	reaper.Add(1)
+	var loops sync.WaitGroup
+	loops.Add(2)
 	go func() {
-		defer reaper.Done()
+		defer loops.Done()
 		s.reapLoop(ctx)
+	}()
+	go func() {
+		defer loops.Done()
+		s.followNotes(ctx)
 	}()
 	if s.cfg.Concurrency > 0 {
 		s.claimLoop(ctx)
 	} else {
 		<-ctx.Done()
 	}
-	reaper.Wait()
+	loops.Wait()
 	s.shutdown()
 	return nil
 }

@@ -301,7 +301,8 @@ func (s *Service) LastSeq(ctx context.Context, id string) (int64, error) {
 }
 
 // WaitEvents blocks until the job may have events after seq after, the job
-// has ended, poll passes (events appended by another server), or ctx ends.
+// has ended, poll passes (events appended by another server, when the
+// store has no notes to wake the scheduler's followers with), or ctx ends.
 // The caller reads again with Events.
 func (s *Service) WaitEvents(ctx context.Context, id string, after int64, poll time.Duration) error {
 	ch, stop := s.hub.subscribe(id)
