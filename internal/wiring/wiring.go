@@ -128,7 +128,7 @@ func openStore(ctx context.Context, url, dir string, log *slog.Logger) (store.St
 	if !config.StoreIsPostgres(url) {
 		return sqlite.Open(ctx, filepath.Join(dir, "agentbox.db"), sqlite.Options{})
 	}
-	st, err := postgres.Open(ctx, url, postgres.Options{})
+	st, err := postgres.Open(ctx, url, postgres.Options{Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -278,14 +278,3 @@ func (n *Notifier) listenerPID() uint32 {
 	defer n.mu.Unlock()
 	return n.pid
 }
-
-// NOTE for the lead, merging with P's Store (internal/store/postgres):
-// Open makes s.notifier = NewNotifier(url, opts.Log) and Close calls
-// s.notifier.Close(); the Store implements store.Notifier with
-//
-//	// Subscribe delivers notes of every process sharing the database (see Notifier).
-//	func (s *Store) Subscribe(ctx context.Context) (<-chan store.Note, error) {
-//		return s.notifier.Subscribe(ctx)
-//	}
-//
-// P's *Store is not in this branch, so the method is left to the merge.

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"runtime"
 	"sync"
@@ -25,20 +26,27 @@ import (
 	"github.com/agentbox/agentbox/internal/store"
 )
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Notifier = (*Store)(nil)
+)
 
 // Options tune a Store; the zero value is the default.
 type Options struct {
 	// MaxConns bounds the connection pool. Default 4×GOMAXPROCS, at least 8.
 	MaxConns int32
+	// Log is where the notifier says it lost and regained its
+	// connection; nil discards it.
+	Log *slog.Logger
 }
 
 // Store is a store.Store in a PostgreSQL database. It is safe for
 // concurrent use, also by many processes on the same database.
 type Store struct {
-	pool *pgxpool.Pool
-	url  string // redacted
-	once sync.Once
+	pool     *pgxpool.Pool
+	url      string // redacted
+	notifier *Notifier
+	once     sync.Once
 }
 
 // Open connects to the database at url (postgres://… or postgresql://…)
@@ -62,7 +70,15 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", s.url, err)
 	}
+	s.notifier = NewNotifier(url, opts.Log)
 	return s, nil
+}
+
+// Subscribe delivers the notes of every process sharing the database: a
+// job made pending, an event appended (see Notifier). The store is a
+// store.Notifier.
+func (s *Store) Subscribe(ctx context.Context) (<-chan store.Note, error) {
+	return s.notifier.Subscribe(ctx)
 }
 
 // Redact is a database URL with its password replaced by "xxxxx", fit for
@@ -85,8 +101,12 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Close closes the pool, waiting for connections in use. Calls after the
 // first do nothing.
 func (s *Store) Close() error {
-	s.once.Do(s.pool.Close)
-	return nil
+	var err error
+	s.once.Do(func() {
+		err = s.notifier.Close()
+		s.pool.Close()
+	})
+	return err
 }
 
 // write runs fn in a transaction and commits it; an error from fn rolls

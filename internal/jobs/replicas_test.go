@@ -1,0 +1,77 @@
+package jobs_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/store/postgres"
+	"github.com/agentbox/agentbox/internal/testenv"
+	"github.com/agentbox/agentbox/internal/workspace"
+)
+
+// TestReplicasWakeEachOther: two processes' worth of jobs machinery on one
+// real PostgreSQL database, each with a store (a connection pool and a
+// LISTEN connection) of its own. A job submitted through replica A, which
+// runs no worker, is claimed by B's idle worker within 100 ms, though B
+// polls only hourly; B's events wake a follower on A as soon.
+func TestReplicasWakeEachOther(t *testing.T) {
+	url := testenv.Postgres(t)
+	open := func() *postgres.Store {
+		st, err := postgres.Open(bg, url, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	stA, stB := open(), open()
+
+	// B: a worker, idle for an hour between polls.
+	e := newEnv(t)
+	e.st = stB
+	svcB, _ := e.start(t, jobs.ShellAgent{}, func(c *jobs.SchedulerConfig) { c.Poll = time.Hour })
+	await(t, svcB, submit(t, svcB, "true", store.Limits{})) // B claims, finds nothing more, idles
+
+	// A: an API-only replica.
+	schedA := jobs.NewScheduler(jobs.SchedulerConfig{WorkerID: "api"}, stA, nil, nil, nil)
+	svcA := jobs.NewService(stA, workspace.NewLocal(e.dir), 3, schedA)
+	ctx, cancel := context.WithCancel(bg)
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		schedA.Run(ctx)
+	}()
+	defer func() { cancel(); <-ran }()
+
+	for range 5 {
+		before := time.Now()
+		id := submit(t, svcA, "sleep 0.3; echo done", store.Limits{})
+		submitted := time.Now()
+		// A follows the job's log: B's events must wake it.
+		wctx, wcancel := context.WithTimeout(bg, 10*time.Second)
+		if err := svcA.WaitEvents(wctx, id, 1, time.Hour); err != nil { // past the pending event A wrote
+			wcancel()
+			t.Fatalf("no event from B reached A: %v", err)
+		}
+		wcancel()
+		woke := time.Now()
+		j, err := svcA.Get(bg, id)
+		if err != nil || j.StartedAt.IsZero() {
+			t.Fatalf("job %s not claimed: %+v %v", id, j, err)
+		}
+		// The note goes out when the job's row commits, before Submit
+		// returns: count from the submit's start.
+		claim := j.StartedAt.Sub(before)
+		t.Logf("claimed by B %v after A's submit began (the submit took %v); A woken %v after the claim",
+			claim, submitted.Sub(before), woke.Sub(j.StartedAt))
+		if claim > noteWithin || woke.Sub(j.StartedAt) > noteWithin {
+			t.Errorf("claim %v, A woken %v after it; want each within %v", claim, woke.Sub(j.StartedAt), noteWithin)
+		}
+		if got := await(t, svcA, id); got.Status != store.StatusComplete {
+			t.Fatalf("job %+v", got)
+		}
+	}
+}
