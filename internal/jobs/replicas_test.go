@@ -50,11 +50,20 @@ func TestReplicasWakeEachOther(t *testing.T) {
 		before := time.Now()
 		id := submit(t, svcA, "sleep 0.3; echo done", store.Limits{})
 		submitted := time.Now()
-		// A follows the job's log: B's events must wake it.
+		// A follows the job's log past the pending event it wrote: B's
+		// events must wake it (a wake-up may also come early, from A's own
+		// event's note: the follower then reads and waits again).
 		wctx, wcancel := context.WithTimeout(bg, 10*time.Second)
-		if err := svcA.WaitEvents(wctx, id, 1, time.Hour); err != nil { // past the pending event A wrote
-			wcancel()
-			t.Fatalf("no event from B reached A: %v", err)
+		for {
+			if err := svcA.WaitEvents(wctx, id, 1, time.Hour); err != nil {
+				wcancel()
+				j, _ := svcA.Get(bg, id)
+				evs, _ := svcA.Events(bg, id, 0, 100)
+				t.Fatalf("no event from B reached A: %v; the job is %s, its log has %d events", err, j.Status, len(evs))
+			}
+			if evs, err := svcA.Events(bg, id, 1, 1); err != nil || len(evs) == 1 {
+				break
+			}
 		}
 		wcancel()
 		woke := time.Now()

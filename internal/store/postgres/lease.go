@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/sqlstore"
@@ -19,6 +20,16 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration)
 	var out store.Job
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		j, err := sqlstore.Scan(tx.QueryRow(ctx, claimSQL))
+		if errors.Is(err, pgx.ErrNoRows) {
+			if _, err := tx.Exec(ctx, claimWaitLimit); err != nil {
+				return err
+			}
+			j, err = sqlstore.Scan(tx.QueryRow(ctx, claimWaitSQL))
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == lockNotAvailable {
+				err = pgx.ErrNoRows // still locked: someone holds it for long
+			}
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNoJob
 		}
@@ -34,6 +45,9 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration)
 	}
 	return out, nil
 }
+
+// lockNotAvailable is PostgreSQL's error code for a lock_timeout.
+const lockNotAvailable = "55P03"
 
 // Heartbeat extends owner's lease of a running job to now+lease.
 func (s *Store) Heartbeat(ctx context.Context, id, owner string, lease time.Duration) (store.Job, error) {

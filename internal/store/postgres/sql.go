@@ -19,6 +19,14 @@ var (
 	updateJobSQL = updateSQL()
 	// claimSQL locks the oldest pending job no other claimer holds.
 	claimSQL = selectJob + " WHERE status = 'pending' ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED"
+	// claimWaitSQL waits for the oldest pending job's lock: when every
+	// pending job is locked, claimSQL finds none, though the lock may be a
+	// moment's (an event appended to the job, which its row counts), and
+	// the note that woke the claimer will not come again. Re-checked after
+	// the wait, the row no longer matches if another claimer took it.
+	claimWaitSQL = selectJob + " WHERE status = 'pending' ORDER BY created_at, id LIMIT 1 FOR UPDATE"
+	// claimWaitLimit bounds that wait.
+	claimWaitLimit = "SET LOCAL lock_timeout = '2s'"
 	// expiredSQL locks the running jobs whose lease ended or whose owner is
 	// reclaimed, in id order so concurrent requeuers cannot deadlock.
 	expiredSQL = selectJob + ` WHERE status = 'running' AND (lease_until < $1 OR ($2 <> '' AND lease_owner = $2))
