@@ -49,7 +49,7 @@ recorded in docs/benchmarks.md.`,
 			})
 		},
 	}
-	cmd.AddCommand(newBenchAPICmd(a), newBenchGUICmd(a), newBenchUploadCmd(a), newBenchUICmd(a))
+	cmd.AddCommand(newBenchAPICmd(a), newBenchGUICmd(a), newBenchUploadCmd(a), newBenchUICmd(a), newBenchStoreCmd())
 	cmd.Flags().IntVar(&o.Creates, "creates", 10, "sandboxes to create")
 	cmd.Flags().IntVar(&o.Execs, "execs", 200, "exec round trips (the docker exec baseline runs a tenth as many)")
 	cmd.Flags().IntVar(&o.Files, "files", 50, "1 MiB write+read cycles")
@@ -224,4 +224,50 @@ func (a *app) benchSandboxes(cmd *cobra.Command, o *bench.Options, measure func(
 	defer d.Close()
 	o.Driver, o.Image, o.Log = d, a.cfg.Sandbox.Image, cmd.ErrOrStderr()
 	return measure()
+}
+
+func newBenchStoreCmd() *cobra.Command {
+	var o bench.StoreOptions
+	var pgURL string
+	cmd := &cobra.Command{
+		Use:   "store",
+		Short: "Compare the job stores: SQLite and PostgreSQL, durable creates, status reads and claim latency",
+		Long: `store measures each job store in the same run: SQLite as agentbox serve opens
+it (a file in a temporary directory), and PostgreSQL at --postgres, or, without
+it, on a durable server of Debian's postgresql package (fsync on) that it
+starts in a temporary directory as the postgres user and removes afterwards.
+
+For each: --creates durable job creates and --reads status reads (GetJob of a
+random job) on --concurrency goroutines, as rates; then --claims submit → claim
+round trips, one at a time: a job created on the submitter's store and claimed
+by an idle worker on a store of its own (for PostgreSQL another connection
+pool, woken by LISTEN/NOTIFY as another replica is; for SQLite the same
+process's signal), timed from the create to the claim. Results are recorded
+in docs/benchmarks.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			stores, closeAll, err := wiring.BenchStores(cmd.Context(), pgURL)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			var rs []bench.StoreResult
+			for _, s := range stores {
+				fmt.Fprintf(cmd.ErrOrStderr(), "measuring %s...\n", s.Name)
+				r, err := bench.Store(cmd.Context(), s, o)
+				if err != nil {
+					return fmt.Errorf("%s: %w", s.Name, err)
+				}
+				rs = append(rs, r)
+			}
+			bench.StoreMarkdown(cmd.OutOrStdout(), o, rs)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&pgURL, "postgres", "", "the PostgreSQL database to measure (postgres://…); empty starts a local server")
+	cmd.Flags().IntVar(&o.Creates, "creates", 5000, "durable job creates")
+	cmd.Flags().IntVar(&o.Reads, "reads", 50000, "status reads")
+	cmd.Flags().IntVar(&o.Claims, "claims", 200, "submit → claim round trips")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 8, "goroutines for creates and reads")
+	return cmd
 }

@@ -3,6 +3,7 @@ package wiring
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,9 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/bench"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/pgserver"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/store/postgres"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
 )
 
@@ -123,4 +127,52 @@ func (b *BenchAPI) runScheduler(ctx context.Context, sched *jobs.Scheduler) {
 		stop()
 		<-done
 	})
+}
+
+// BenchStores are the stores `agentbox bench store` compares: SQLite as
+// `agentbox serve` opens it, in a temporary directory, and PostgreSQL at
+// pgURL, or, with pgURL empty, on a durable server of Debian's postgresql
+// that it starts in a temporary directory (internal/pgserver). Each has
+// a submitter's store and a worker's: for PostgreSQL two connection pools
+// with a listener each, as two replicas have. Close stops and removes
+// everything.
+func BenchStores(ctx context.Context, pgURL string) ([]bench.Stores, func(), error) {
+	var c closers
+	dir, err := os.MkdirTemp("", "agentbox-benchstore-")
+	if err != nil {
+		return nil, nil, err
+	}
+	c.add(func() error { return os.RemoveAll(dir) })
+	lite, err := sqlite.Open(ctx, filepath.Join(dir, "agentbox.db"), sqlite.Options{})
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	c.add(lite.Close)
+	name := "PostgreSQL at " + postgres.Redact(pgURL)
+	if pgURL == "" {
+		srv, err := pgserver.Start("", "agentbox-benchpg-", pgserver.Options{Durable: true})
+		if err != nil {
+			c.Close()
+			return nil, nil, fmt.Errorf("start a PostgreSQL server (or pass --postgres URL): %w", err)
+		}
+		c.addFunc(srv.Stop)
+		if pgURL, err = srv.CreateDatabase(ctx, "bench"); err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		name = "PostgreSQL 15, local, durable"
+	}
+	var pgs [2]*postgres.Store
+	for i := range pgs {
+		if pgs[i], err = postgres.Open(ctx, pgURL, postgres.Options{}); err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		c.add(pgs[i].Close)
+	}
+	return []bench.Stores{
+		{Name: "SQLite", Submit: lite, Worker: lite},
+		{Name: name, Submit: pgs[0], Worker: pgs[1]},
+	}, func() { c.Close() }, nil
 }
