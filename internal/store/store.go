@@ -225,6 +225,22 @@ const (
 	NoteEvent   = "event"
 )
 
+// Worker is a process that claims and runs jobs, as registered in the
+// store: with several hosts, the API finds a running job's worker here.
+type Worker struct {
+	ID string
+	// Address is where the worker's internal endpoint answers
+	// (host:port), empty for a worker without one.
+	Address string
+	// Capacity is how many jobs it runs at once; Running how many it ran
+	// at its last heartbeat.
+	Capacity, Running int
+	StartedAt         time.Time
+	// HeartbeatAt is its last PutWorker; a worker silent for longer than
+	// its lease is presumed dead.
+	HeartbeatAt time.Time
+}
+
 // Store is agentbox's durable state.
 type Store interface {
 	// CreateJob inserts j (ID, Task, ... set by the caller; Status pending;
@@ -269,6 +285,19 @@ type Store interface {
 	LastSeq(ctx context.Context, jobID string) (int64, error)
 	// CountByStatus counts jobs in each status.
 	CountByStatus(ctx context.Context) (map[Status]int, error)
+	// QueuePosition is a pending job's place in the queue: 1 for the job
+	// the next claim takes, n for the nth; 0 for a job not pending,
+	// ErrNotFound for an unknown job.
+	QueuePosition(ctx context.Context, id string) (int, error)
+	// PutWorker registers a worker or refreshes its entry (a heartbeat),
+	// every field as given; a zero StartedAt or HeartbeatAt is stored as
+	// now.
+	PutWorker(ctx context.Context, w Worker) error
+	// Workers lists the registered workers by ID.
+	Workers(ctx context.Context) ([]Worker, error)
+	// RemoveWorker removes a worker's entry (it stopped cleanly); an
+	// unknown ID is no error.
+	RemoveWorker(ctx context.Context, id string) error
 	// EndedBefore returns up to limit (0: at least 50) jobs in an end state
 	// whose EndedAt is before t and whose DeletedAt is unset, oldest EndedAt
 	// first, then by ID: the jobs whose data a retention period has run out

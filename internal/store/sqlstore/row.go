@@ -169,3 +169,11 @@ func Normalize(j *store.Job) {
 	}
 	j.Turn = max(j.Turn, 1)
 }
+
+// Wrap is nil for a nil err, else err prefixed with what was being done.
+func Wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

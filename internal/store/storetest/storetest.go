@@ -50,6 +50,8 @@ func Run(t *testing.T, open Opener) {
 		{"EventsConcurrent", testEventsConcurrent},
 		{"LastSeq", testLastSeq},
 		{"CountByStatus", testCountByStatus},
+		{"QueuePosition", testQueuePosition},
+		{"Workers", testWorkers},
 		{"DeletedAt", testDeletedAt},
 		{"EndedBefore", testEndedBefore},
 		{"EndedBeforeLimit", testEndedBeforeLimit},
