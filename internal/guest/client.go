@@ -45,6 +45,15 @@ func New(dial Dialer, secret string) *Client {
 	return &Client{http: &http.Client{Transport: tr}, probe: &http.Client{Transport: probe}, MaxResponseBytes: 16 << 20}
 }
 
+// NewWithTransport returns a client whose every request goes through tr,
+// which reaches the guest some other way than a Dialer (a tunnel through
+// the worker running the sandbox, say) and adds any credentials itself.
+// Requests are for host "guest" with the guest's own paths; Close reaches
+// tr only if it has a CloseIdleConnections method.
+func NewWithTransport(tr http.RoundTripper) *Client {
+	return &Client{http: &http.Client{Transport: tr}, probe: &http.Client{Transport: tr}, MaxResponseBytes: 16 << 20}
+}
+
 // NewClient returns a client of the guest listening on socketPath. Its
 // directory is trusted; the socket itself is never reached through a link
 // (see NewClientAt).
