@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/wire"
 )
 
@@ -85,6 +86,8 @@ func (s *server) proxyError(r *http.Request, id, service string, err error) erro
 		return context.Cause(r.Context())
 	case errors.As(err, &ge):
 		return fmt.Errorf("the %s of job %s is unavailable: %w", service, id, ge)
+	case errors.Is(err, jobs.ErrNoSandbox):
+		return err // the job ended, or left its worker, on the way (409)
 	}
 	s.log.Warn("proxy: sandbox did not answer", "job_id", id, "service", service, "err", err)
 	return errorf(http.StatusBadGateway, wire.CodeBadGateway, "the sandbox of job %s did not answer; it may be stopping", id)
