@@ -2,7 +2,7 @@ package postgres
 
 import (
 	"context"
-		"errors"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
