@@ -27,7 +27,7 @@ func newClientCmds(a *app) []*cobra.Command {
 		newSubmitCmd(a), newStatusCmd(a), newListCmd(a),
 		newLogsCmd(a), newCancelCmd(a), newDeleteCmd(a), newDownloadCmd(a), newViewCmd(a),
 		newReplyCmd(a),
-		newDiffCmd(a),
+		newDiffCmd(a), newWorkersCmd(a),
 	}
 }
 

@@ -29,11 +29,19 @@ desktop and Jupyter open in a browser with a one-time link from
 signed with <data dir>/viewer.key (or AGENTBOX_VIEWER_KEY_FILE), so it
 outlives a restart.
 
+Roles (--role, AGENTBOX_ROLE): all runs everything in one process. With a
+PostgreSQL store, any number of api replicas (REST, SSE and the UI; no
+sandboxes) and worker processes (each claims jobs and runs them on its own
+engine, serving only an internal endpoint on --addr, authenticated with
+AGENTBOX_CLUSTER_SECRET) share the jobs; see docs/cluster.md.
+
 On SIGTERM or Ctrl-C serve stops claiming jobs, gives running jobs the grace
 period, then stops them and hands them back (pending) for the next start.`,
 		Example: `  agentbox serve
   agentbox serve --addr 0.0.0.0:8080 --data-dir /srv/agentbox --concurrency 4
   agentbox serve --store postgres://agentbox@db.internal/agentbox
+  agentbox serve --role api --addr 0.0.0.0:8080 --store postgres://agentbox@db.internal/agentbox
+  AGENTBOX_CLUSTER_SECRET=... agentbox serve --role worker --addr 0.0.0.0:8081 --store postgres://agentbox@db.internal/agentbox
   AGENTBOX_TOKEN=secret agentbox serve`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -46,6 +54,7 @@ period, then stops them and hands them back (pending) for the next start.`,
 	f.StringVar(&s.Addr, "addr", "", "listen address (AGENTBOX_ADDR; default 127.0.0.1:8080)")
 	f.StringVar(&a.flagCfg.DataDir, "data-dir", "", "data directory (AGENTBOX_DATA_DIR; default ~/.local/share/agentbox)")
 	f.StringVar(&a.flagCfg.Store, "store", "", "job store: sqlite (agentbox.db in the data dir) or a postgres://user:password@host/db URL (AGENTBOX_STORE; default sqlite)")
+	f.StringVar(&a.flagCfg.Role, "role", "", "what this process runs: all (the API and the jobs), api (REST, SSE and the UI; no sandboxes) or worker (runs jobs; serves only the internal endpoint); api and worker share a postgres:// store, a worker needs AGENTBOX_CLUSTER_SECRET (AGENTBOX_ROLE; default all; see docs/cluster.md)")
 	f.IntVar(&s.Concurrency, "concurrency", 0, "jobs run at once; 0 serves the API only (AGENTBOX_CONCURRENCY; default 2)")
 	f.BoolVar(&s.NoAuth, "no-auth", false, "turn auth off (loopback addresses only)")
 	f.DurationVar(&s.Lease, "lease", 0, "job lease without a heartbeat (AGENTBOX_LEASE; default 30s)")
@@ -76,6 +85,9 @@ func (a *app) applyServeFlags() error {
 	}
 	if a.flagCfg.Store != "" {
 		a.cfg.Store = a.flagCfg.Store
+	}
+	if a.flagCfg.Role != "" {
+		a.cfg.Role = a.flagCfg.Role
 	}
 	if a.flagSet("concurrency") {
 		c.Concurrency = f.Concurrency

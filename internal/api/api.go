@@ -115,6 +115,8 @@ type Service interface {
 	Workspace(ctx context.Context, id string) (workspace.Store, error)
 	Artifacts(ctx context.Context, id string, w io.Writer, opts artifact.Options) (artifact.Report, error)
 	Diff(ctx context.Context, id string, patch bool, w io.Writer) error
+	QueuePosition(ctx context.Context, id string) (int, error)
+	Workers(ctx context.Context) ([]jobs.WorkerStatus, error)
 	Sandboxes
 }
 
@@ -258,6 +260,7 @@ func (s *server) routes() []route {
 		{"GET /v1/jobs/{id}/diff", authBearer, s.diff},
 		{"GET /v1/jobs/{id}/media/{name}", authImage, s.media},
 		{"POST /v1/jobs/{id}/viewer", authBearer, s.viewer},
+		{"GET /v1/workers", authBearer, s.workers},
 		{"POST /schedule", authBearer, s.legacySubmit},
 		{"POST /submit", authBearer, s.legacySubmit},
 		{"GET /status/{id}", authBearer, s.legacyStatus},

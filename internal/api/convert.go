@@ -68,8 +68,21 @@ func (s *server) jobDTO(j store.Job) wire.Job {
 		CreatedAt:       utc(j.CreatedAt), UpdatedAt: utc(j.UpdatedAt),
 		StartedAt: utc(j.StartedAt), EndedAt: utc(j.EndedAt), DeletedAt: utc(j.DeletedAt),
 		Image: j.Image, WorkspaceFrom: j.WorkspaceFrom, Repo: repoDTO(j.Repo), Git: gitDTO(j.Git),
-		Turn: max(j.Turn, 1), Links: s.links(j.ID),
+		Turn: max(j.Turn, 1), Worker: runningOn(j), Links: s.links(j.ID),
 	}
+}
+
+// runningOn is the worker running j, empty unless it is running.
+func runningOn(j store.Job) string {
+	if j.Status != store.StatusRunning {
+		return ""
+	}
+	return j.LeaseOwner
+}
+
+func workerDTO(w jobs.WorkerStatus) wire.Worker {
+	return wire.Worker{WorkerID: w.ID, Address: w.Address, Capacity: w.Capacity, Running: w.Running,
+		StartedAt: utc(w.StartedAt), HeartbeatAt: utc(w.HeartbeatAt), Alive: w.Alive}
 }
 
 func repoDTO(r *store.Repo) *wire.Repo {

@@ -33,7 +33,11 @@ func (f fakeService) Get(_ context.Context, id string) (store.Job, error) { retu
 func (f fakeService) List(context.Context, store.ListOptions) (store.JobPage, error) {
 	return store.JobPage{}, errors.New("database is locked")
 }
-func (f fakeService) Cancel(context.Context, string) (store.Job, error) { panic("not used") }
+func (f fakeService) Cancel(context.Context, string) (store.Job, error)  { panic("not used") }
+func (f fakeService) QueuePosition(context.Context, string) (int, error) { panic("not used") }
+func (f fakeService) Workers(context.Context) ([]jobs.WorkerStatus, error) {
+	panic("not used")
+}
 func (f fakeService) Events(context.Context, string, int64, int) ([]store.Event, error) {
 	panic("not used")
 }

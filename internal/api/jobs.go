@@ -63,7 +63,27 @@ func (s *server) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.jobDTO(j))
+	out := s.jobDTO(j)
+	if j.Status == store.StatusPending {
+		if out.QueuePosition, err = s.svc.QueuePosition(r.Context(), j.ID); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// workers handles GET /v1/workers: the registered workers, by ID.
+func (s *server) workers(w http.ResponseWriter, r *http.Request) error {
+	ws, err := s.svc.Workers(r.Context())
+	if err != nil {
+		return err
+	}
+	out := wire.WorkerList{Workers: make([]wire.Worker, 0, len(ws))}
+	for _, x := range ws {
+		out.Workers = append(out.Workers, workerDTO(x))
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -88,6 +88,7 @@ func TestOpenAPISchemasMatchDTOs(t *testing.T) {
 		"Health": reflect.TypeFor[wire.Health](), "ViewerLinks": reflect.TypeFor[wire.ViewerLinks](),
 		"Repo": reflect.TypeFor[wire.Repo](), "PullRequest": reflect.TypeFor[wire.PullRequest](),
 		"Git": reflect.TypeFor[wire.Git](), "MessageRequest": reflect.TypeFor[wire.MessageRequest](),
+		"Worker": reflect.TypeFor[wire.Worker](), "WorkerList": reflect.TypeFor[wire.WorkerList](),
 	}
 	maps.Copy(dtos, eventSchemas())
 	notDTOs := []string{"Status"} // an enum, not a struct

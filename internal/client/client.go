@@ -200,6 +200,13 @@ func (c *Client) Get(ctx context.Context, id string) (wire.Job, error) {
 	return out, err
 }
 
+// Workers lists the workers registered with the server (GET /v1/workers).
+func (c *Client) Workers(ctx context.Context) ([]wire.Worker, error) {
+	var out wire.WorkerList
+	err := c.getJSON(ctx, "GET", "/v1/workers", nil, nil, http.StatusOK, &out)
+	return out.Workers, err
+}
+
 // ListOptions filter and page List.
 type ListOptions struct {
 	Status string // empty: all

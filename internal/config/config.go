@@ -27,7 +27,11 @@ type Config struct {
 	// (AGENTBOX_STORE, --store): "" or "sqlite" for agentbox.db in the data
 	// dir, a postgres:// or postgresql:// URL for a PostgreSQL database
 	// that several servers may share.
-	Store   string
+	Store string
+	// Role is what `agentbox serve` runs (AGENTBOX_ROLE, --role): RoleAll
+	// (default), RoleAPI or RoleWorker. See Cluster.
+	Role    string
+	Cluster Cluster
 	Docker  Docker
 	Sandbox Sandbox
 	Model   Model
@@ -215,6 +219,7 @@ func Default() Config {
 			JobTimeout: 30 * time.Minute, MaxAttempts: 3, Grace: 30 * time.Second,
 			Retention: 7 * 24 * time.Hour, MaxUpload: 1 << 30,
 		},
+		Role:   RoleAll,
 		Client: Client{URL: "http://127.0.0.1:8080"},
 		Agent:  Agent{Kind: "model", MaxSteps: 100},
 		Git:    defaultGit(),
@@ -236,6 +241,9 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	str("AGENTBOX_DATA_DIR", &c.DataDir)
 	str("AGENTBOX_STORE", &c.Store)
+	str("AGENTBOX_ROLE", &c.Role)
+	str("AGENTBOX_CLUSTER_SECRET", &c.Cluster.Secret)
+	str("AGENTBOX_ADVERTISE_ADDR", &c.Cluster.AdvertiseAddr)
 	str("DOCKER_HOST", &c.Docker.Host)
 	str("AGENTBOX_DRIVER", &c.Sandbox.Driver)
 	str("AGENTBOX_GUEST_TRANSPORT", &c.Sandbox.GuestTransport)
@@ -356,7 +364,7 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir: empty (set AGENTBOX_DATA_DIR)"))
 	}
-	errs = append(errs, validStore(c.Store), c.Sandbox.Validate(), c.Server.Validate(), c.Agent.Validate(), c.Git.Validate())
+	errs = append(errs, validStore(c.Store), c.validRole(), c.Sandbox.Validate(), c.Server.Validate(), c.Agent.Validate(), c.Git.Validate())
 	return errors.Join(errs...)
 }
 

@@ -40,7 +40,7 @@ func (s *Scheduler) reclaim(ctx context.Context, own string) {
 }
 
 func (s *Scheduler) destroyStale(ctx context.Context, j store.Job) {
-	if len(j.Sandbox) == 0 {
+	if len(j.Sandbox) == 0 || s.driver == nil {
 		return
 	}
 	var h sandbox.Handle
@@ -54,9 +54,12 @@ func (s *Scheduler) destroyStale(ctx context.Context, j store.Job) {
 }
 
 // reapOrphans destroys the sandboxes this worker made whose job is no
-// longer running. Sandboxes of other servers and of agentbox exec are never
-// touched.
+// longer running; without a driver (an API replica) there are none.
+// Sandboxes of other servers and of agentbox exec are never touched.
 func (s *Scheduler) reapOrphans(ctx context.Context) {
+	if s.driver == nil {
+		return // an API replica: it makes no sandboxes
+	}
 	hs, err := s.driver.List(ctx)
 	if err != nil {
 		s.log.Error("list sandboxes", "err", err)

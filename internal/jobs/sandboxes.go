@@ -82,7 +82,7 @@ func (s *Service) guest(ctx context.Context, id string) (*guest.Client, error) {
 	case j.Status != store.StatusRunning:
 		s.recovered.drop(id)
 		return nil, fmt.Errorf("%w: job %s is %s and its sandbox was removed", ErrNoSandbox, id, j.Status)
-	case s.sched == nil:
+	case s.sched == nil || s.sched.driver == nil:
 		return nil, fmt.Errorf("%w: job %s runs on another server; this one has no sandbox driver", ErrNoSandbox, id)
 	}
 	var h sandbox.Handle

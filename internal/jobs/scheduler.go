@@ -60,7 +60,13 @@ type SchedulerConfig struct {
 	Repos *Repos
 	// Media keeps the images of the jobs' tool results; nil: none are.
 	Media *Media
-	Log   *slog.Logger
+	// Address is where this worker's internal endpoint answers, as it
+	// registers itself in the store's worker registry; Register is how
+	// often it refreshes its entry (default WorkerHeartbeat). A scheduler
+	// with Concurrency 0 does not register.
+	Address  string
+	Register time.Duration
+	Log      *slog.Logger
 }
 
 func (c *SchedulerConfig) defaults() {
@@ -79,6 +85,7 @@ func (c *SchedulerConfig) defaults() {
 	c.Grace = max(c.Grace, 0)
 	def(&c.WatchdogInterval, 5*time.Second)
 	def(&c.ReapInterval, time.Minute)
+	def(&c.Register, WorkerHeartbeat)
 	if c.WatchdogFailures <= 0 {
 		c.WatchdogFailures = 3
 	}
@@ -109,6 +116,7 @@ type Scheduler struct {
 // NewScheduler returns a scheduler; Run starts it. metrics may be nil.
 func NewScheduler(cfg SchedulerConfig, st store.Store, d sandbox.Driver, agent Agent, m *Metrics) *Scheduler {
 	cfg.defaults()
+	m.setLease(cfg.Lease)
 	return &Scheduler{
 		cfg: cfg, store: st, driver: d, agent: agent, hub: newHub(), metrics: m, log: cfg.Log,
 		wakeCh: make(chan struct{}, 1), running: map[string]context.CancelCauseFunc{},
@@ -119,8 +127,16 @@ func NewScheduler(cfg SchedulerConfig, st store.Store, d sandbox.Driver, agent A
 // Run recovers what a previous life left, then claims and runs jobs until
 // ctx ends (woken by the store's notes when it has them: followNotes); it
 // then stops claiming, gives running jobs the grace period, stops the rest
-// and releases their leases, and returns when all are done.
+// and releases their leases, and returns when all are done. A scheduler
+// that runs jobs keeps its entry in the store's worker registry meanwhile
+// and removes it at the end.
 func (s *Scheduler) Run(ctx context.Context) error {
+	regCtx, stopRegistry := context.WithCancel(context.WithoutCancel(ctx))
+	registered := s.startRegistry(regCtx)
+	defer func() {
+		stopRegistry()
+		<-registered
+	}()
 	if s.cfg.Concurrency > 0 {
 		// Only a worker reclaims its previous life's jobs: an API-only node
 		// must not take over a worker's jobs.
@@ -183,6 +199,7 @@ func (s *Scheduler) claimLoop(ctx context.Context) {
 			s.idle(ctx, s.cfg.Poll)
 			continue
 		}
+		s.metrics.claimed(j)
 		s.start(ctx, j, func() { <-slots })
 	}
 }

@@ -23,6 +23,10 @@ func Job(w io.Writer, j wire.Job) error {
 	}
 	row("job", j.JobID)
 	row("status", j.Status)
+	if j.QueuePosition > 0 {
+		row("queue position", fmt.Sprint(j.QueuePosition))
+	}
+	row("worker", j.Worker)
 	row("task", firstLine(j.Task, 100))
 	row("model", j.Model)
 	row("image", j.Image)
@@ -91,6 +95,20 @@ func Jobs(w io.Writer, jobs []wire.Job) error {
 	fmt.Fprintln(tw, "JOB\tSTATUS\tCREATED\tSTEPS\tTASK")
 	for _, j := range jobs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.JobID, j.Status, ago(j.CreatedAt), j.Steps, firstLine(j.Task, 60))
+	}
+	return tw.Flush()
+}
+
+// Workers prints the registered workers as a table.
+func Workers(w io.Writer, ws []wire.Worker) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKER\tADDRESS\tALIVE\tRUNNING\tCAPACITY\tHEARTBEAT\tSTARTED")
+	for _, x := range ws {
+		alive := "no"
+		if x.Alive {
+			alive = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", x.WorkerID, x.Address, alive, x.Running, x.Capacity, ago(x.HeartbeatAt), ago(x.StartedAt))
 	}
 	return tw.Flush()
 }

@@ -35,3 +35,23 @@ func TestJobShowsTheGitOutcome(t *testing.T) {
 		t.Errorf("GitOutcome without a push:\n%s", b.String())
 	}
 }
+
+// TestJobShowsWorkerAndQueue: a running job names its worker, a pending
+// one its place in the queue.
+func TestJobShowsWorkerAndQueue(t *testing.T) {
+	for _, tc := range []struct {
+		j    wire.Job
+		want string
+	}{
+		{wire.Job{JobID: "job_1", Status: "running", Worker: "host-1a2b"}, "\nworker: host-1a2b\n"},
+		{wire.Job{JobID: "job_2", Status: "pending", QueuePosition: 3}, "\nqueue position: 3\n"},
+	} {
+		var b strings.Builder
+		if err := Job(&b, tc.j); err != nil {
+			t.Fatal(err)
+		}
+		if got := regexp.MustCompile(`: +`).ReplaceAllString(b.String(), ": "); !strings.Contains(got, tc.want) {
+			t.Errorf("status lacks %q:\n%s", tc.want, b.String())
+		}
+	}
+}

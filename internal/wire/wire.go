@@ -136,8 +136,37 @@ type Job struct {
 	// the commit, the pull request, and why any of them failed.
 	Git *Git `json:"git,omitempty"`
 	// Turn counts the job's turns: 1, and one more per follow-up message.
-	Turn  int   `json:"turn"`
-	Links Links `json:"links"`
+	Turn int `json:"turn"`
+	// Worker is the ID of the worker running the job (GET /v1/workers);
+	// empty unless it is running.
+	Worker string `json:"worker,omitempty"`
+	// QueuePosition is a pending job's place in the queue, 1 for the next
+	// one claimed; 0 (omitted) unless it is pending. Only GET
+	// /v1/jobs/{id} fills it in.
+	QueuePosition int   `json:"queue_position,omitempty"`
+	Links         Links `json:"links"`
+}
+
+// Worker is a process that claims and runs jobs, as GET /v1/workers lists
+// it.
+type Worker struct {
+	WorkerID string `json:"worker_id"`
+	// Address is where its internal endpoint answers (host:port).
+	Address string `json:"address,omitempty"`
+	// Capacity is how many jobs it runs at once; Running how many it ran
+	// at its last heartbeat.
+	Capacity    int       `json:"capacity"`
+	Running     int       `json:"running"`
+	StartedAt   time.Time `json:"started_at"`
+	HeartbeatAt time.Time `json:"heartbeat_at"`
+	// Alive is whether its last heartbeat is recent: within three
+	// heartbeat intervals or the lease.
+	Alive bool `json:"alive"`
+}
+
+// WorkerList is GET /v1/workers, by worker ID.
+type WorkerList struct {
+	Workers []Worker `json:"workers"`
 }
 
 // Usage is what a job consumed from its model, and what that cost.

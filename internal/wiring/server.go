@@ -55,13 +55,11 @@ func (s *Server) open(ctx context.Context) error {
 		return err
 	}
 	s.addFunc(unlock)
-	tokens, err := serverTokens(cfg, s.log)
-	if err != nil {
-		return err
-	}
-	viewerKey, err := viewerKey(cfg, s.log)
-	if err != nil {
-		return err
+	var ac api.Config
+	if servesAPI(cfg.Role) {
+		if ac, err = apiConfig(cfg, s.log); err != nil {
+			return err
+		}
 	}
 	if s.listener, err = net.Listen("tcp", cfg.Server.Addr); err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -72,28 +70,56 @@ func (s *Server) open(ctx context.Context) error {
 	if err := s.openJobs(ctx, reg); err != nil {
 		return err
 	}
-	s.serveAPI(ctx, api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL, MaxUploadBytes: cfg.Server.MaxUpload,
-		ViewerKey: viewerKey, ViewURL: cfg.Server.ViewURL}, reg)
+	handler := workerHandler(cfg, s.jobs, reg)
+	if servesAPI(cfg.Role) {
+		handler = api.New(ac, s.jobs.service, reg, s.log)
+	}
+	s.serveHTTP(ctx, handler)
 	return nil
 }
 
-// openJobs opens the job side with cfg's workers and starts the janitor.
+// apiConfig decides the API's tokens and viewer key.
+func apiConfig(cfg config.Config, log *slog.Logger) (api.Config, error) {
+	tokens, err := serverTokens(cfg, log)
+	if err != nil {
+		return api.Config{}, err
+	}
+	viewerKey, err := viewerKey(cfg, log)
+	if err != nil {
+		return api.Config{}, err
+	}
+	return api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL, MaxUploadBytes: cfg.Server.MaxUpload,
+		ViewerKey: viewerKey, ViewURL: cfg.Server.ViewURL}, nil
+}
+
+// openJobs opens the job side for cfg's role: an API replica's scheduler
+// runs nothing (Concurrency 0, no driver) but follows the store's notes
+// and requeues the jobs of dead workers; a worker's claims and runs jobs
+// and registers it. The retention janitor runs where the API does.
 func (s *Server) openJobs(ctx context.Context, reg *prometheus.Registry) error {
 	cfg := s.cfg
-	j, err := openJobs(ctx, cfg, s.log, jobsConfig{dir: cfg.DataDir, store: cfg.Store, workers: true, metrics: reg,
-		maxAttempts: cfg.Server.MaxAttempts, ceilings: &cfg.Sandbox.Ceilings,
-		sched: jobs.SchedulerConfig{WorkerID: workerID(cfg.DataDir), Concurrency: cfg.Server.Concurrency, Lease: cfg.Server.Lease,
-			DefaultTimeout: cfg.Server.JobTimeout, Grace: schedulerGrace(cfg.Server.Grace), Log: s.log}})
+	sc := jobs.SchedulerConfig{WorkerID: workerID(cfg.DataDir), Concurrency: cfg.Server.Concurrency, Lease: cfg.Server.Lease,
+		DefaultTimeout: cfg.Server.JobTimeout, Grace: schedulerGrace(cfg.Server.Grace), Log: s.log,
+		Address: advertiseAddr(cfg, s.listener.Addr())}
+	if !runsJobs(cfg.Role) {
+		sc.Concurrency = 0
+	}
+	j, err := openJobs(ctx, cfg, s.log, jobsConfig{dir: cfg.DataDir, store: cfg.Store, workers: true, noDriver: !runsJobs(cfg.Role),
+		metrics: reg, maxAttempts: cfg.Server.MaxAttempts, ceilings: &cfg.Sandbox.Ceilings, sched: sc})
 	if err != nil {
 		return err
 	}
 	s.jobs = j
 	s.add(j.Close)
-	s.removePartial(ctx)
-	janitor := jobs.NewJanitor(j.service, jobs.JanitorConfig{Retention: cfg.Server.Retention, Log: s.log})
-	janitor.Start(ctx)
-	s.addFunc(janitor.Close)
-	jobs.RegisterDiskMetrics(reg, cfg.DataDir, cfg.Sandbox.MinFreeDisk, docker.DiskFree)
+	if servesAPI(cfg.Role) {
+		janitor := jobs.NewJanitor(j.service, jobs.JanitorConfig{Retention: cfg.Server.Retention, Log: s.log})
+		janitor.Start(ctx)
+		s.addFunc(janitor.Close)
+	}
+	if runsJobs(cfg.Role) {
+		s.removePartial(ctx)
+		jobs.RegisterDiskMetrics(reg, cfg.DataDir, cfg.Sandbox.MinFreeDisk, docker.DiskFree)
+	}
 	return nil
 }
 
@@ -110,18 +136,19 @@ func (s *Server) removePartial(ctx context.Context) {
 	}
 }
 
-// serveAPI makes the HTTP server. Long-lived requests (event streams, the
+// serveHTTP makes the HTTP server over h (the API, or a worker's
+// endpoints). Long-lived requests (event streams, the
 // desktop's and Jupyter's WebSockets) end when shutdown begins, so they do
 // not hold it up; clients resume from Last-Event-ID, noVNC reconnects. No
 // ReadTimeout or WriteTimeout: they would cut streams and large downloads
 // (the proxy clears them for WebSockets anyway). The sandboxes' desktop and
 // Jupyter are reached through the service's Guest: no container port is
 // ever published.
-func (s *Server) serveAPI(ctx context.Context, ac api.Config, reg *prometheus.Registry) {
+func (s *Server) serveHTTP(ctx context.Context, h http.Handler) {
 	baseCtx, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	s.addFunc(endStreams)
 	s.http = &http.Server{
-		Handler:           api.New(ac, s.jobs.service, reg, s.log),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
@@ -134,9 +161,9 @@ func (s *Server) serveAPI(ctx context.Context, ac api.Config, reg *prometheus.Re
 // HTTP fails first, the scheduler is wound down the same way.
 func (s *Server) Serve(ctx context.Context) error {
 	cfg := s.cfg
-	s.log.Info("agentbox serving", "addr", "http://"+s.listener.Addr().String(), "data_dir", cfg.DataDir,
-		"concurrency", cfg.Server.Concurrency, "auth", !cfg.Server.NoAuth, "agent", cfg.Agent.Kind)
-	if cfg.Agent.Kind == "model" && !cfg.Model.Configured() {
+	s.log.Info("agentbox serving", "role", cfg.Role, "addr", "http://"+s.listener.Addr().String(), "data_dir", cfg.DataDir,
+		"concurrency", s.jobs.scheduler.Capacity(), "auth", !cfg.Server.NoAuth, "agent", cfg.Agent.Kind)
+	if runsJobs(cfg.Role) && cfg.Agent.Kind == "model" && !cfg.Model.Configured() {
 		s.log.Warn("no model configured: jobs will end in error until one is (set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL; see docs/models.md)")
 	}
 	return runServer(ctx, s.http, s.listener, s.jobs.scheduler)

@@ -74,7 +74,10 @@ type jobsConfig struct {
 	// workers adds a driver and a scheduler configured by sched (its
 	// Workspaces is filled in); without, the service is the API's only.
 	workers bool
-	sched   jobs.SchedulerConfig
+	// noDriver makes the scheduler without a sandbox driver: an API
+	// replica's, which runs no jobs.
+	noDriver bool
+	sched    jobs.SchedulerConfig
 	// metrics, if set, receives the scheduler's metrics.
 	metrics     prometheus.Registerer
 	maxAttempts int
@@ -138,13 +141,17 @@ func openStore(ctx context.Context, url, dir string, log *slog.Logger) (store.St
 	return st, nil
 }
 
-// startWorkers opens the driver and makes the scheduler.
+// startWorkers opens the driver (unless jc.noDriver) and makes the
+// scheduler.
 func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfig) error {
-	d, err := NewDriver(cfg, log, jc.sched.Concurrency)
-	if err != nil {
-		return err
+	var d Driver
+	if !jc.noDriver {
+		var err error
+		if d, err = NewDriver(cfg, log, jc.sched.Concurrency); err != nil {
+			return err
+		}
+		j.add(d.Close)
 	}
-	j.add(d.Close)
 	var m *jobs.Metrics
 	if jc.metrics != nil {
 		m = jobs.NewMetrics(jc.metrics, j.store)

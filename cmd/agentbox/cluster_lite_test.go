@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/testenv"
+	"github.com/agentbox/agentbox/internal/wire"
+)
+
+const testClusterSecret = "cluster-secret-0123456789abcdef0123"
+
+// TestClusterLite runs one `serve --role api` and one `serve --role
+// worker` (separate data dirs and ports) on one PostgreSQL database: a job
+// submitted to the API runs on the worker, its status naming the worker
+// while it runs, and completes; the API lists the worker alive with its
+// capacity (GET /v1/workers, agentbox workers); the worker serves no API.
+func TestClusterLite(t *testing.T) {
+	url := testenv.Postgres(t)
+	api := newServer(t, "AGENTBOX_ROLE=api", "AGENTBOX_STORE="+url)
+	worker := newServer(t, "AGENTBOX_ROLE=worker", "AGENTBOX_STORE="+url, "AGENTBOX_CLUSTER_SECRET="+testClusterSecret,
+		"AGENTBOX_CONCURRENCY=3")
+	api.start()
+	worker.start()
+	var ws wire.WorkerList
+	waitUntil(t, 30*time.Second, func() bool {
+		return api.do("GET", "/v1/workers", nil, &ws) == 200 && len(ws.Workers) == 1
+	})
+	w := ws.Workers[0]
+	if !w.Alive || w.Capacity != 3 || w.Address != strings.TrimPrefix(worker.url, "http://") {
+		t.Errorf("worker %+v: want alive, capacity 3, address %s", w, worker.url)
+	}
+	if code := worker.do("GET", "/v1/jobs", nil, nil); code != 404 {
+		t.Errorf("GET /v1/jobs on the worker: %d, want 404", code)
+	}
+	id, code := api.submit("sleep 2; echo done")
+	if code != 201 {
+		t.Fatalf("submit: %d\n%s", code, api.logs)
+	}
+	var running wire.Job
+	waitUntil(t, time.Minute, func() bool {
+		return api.do("GET", "/v1/jobs/"+id, nil, &running) == 200 && running.Status != "pending"
+	})
+	if running.Status != "running" || running.Worker != w.WorkerID {
+		t.Errorf("job %s %q on worker %q, want running on %q", id, running.Status, running.Worker, w.WorkerID)
+	}
+	out, _, err := run(t.Context(), "status", "--url", api.url, "--token", testToken, id)
+	if err != nil || !strings.Contains(out, "worker:") || !strings.Contains(out, w.WorkerID) {
+		t.Errorf("agentbox status of the running job: %v\n%s", err, out)
+	}
+	if j := api.awaitFinal([]string{id})[id]; j.Status != "complete" {
+		t.Fatalf("job %+v\napi:\n%s\nworker:\n%s", j, api.logs, worker.logs)
+	}
+	var done wire.Job
+	api.do("GET", "/v1/jobs/"+id, nil, &done)
+	if done.Worker != "" || done.QueuePosition != 0 {
+		t.Errorf("ended job names worker %q, queue position %d", done.Worker, done.QueuePosition)
+	}
+	out, _, err = run(t.Context(), "workers", "--url", api.url, "--token", testToken)
+	if err != nil || !strings.Contains(out, "WORKER") || !strings.Contains(out, w.WorkerID) || !strings.Contains(out, "yes") {
+		t.Errorf("agentbox workers: %v\n%s", err, out)
+	}
+	out, _, err = run(t.Context(), "workers", "--json", "--url", api.url, "--token", testToken)
+	var list wire.WorkerList
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list.Workers) != 1 || list.Workers[0].Capacity != 3 {
+		t.Errorf("agentbox workers --json: %v\n%s", err, out)
+	}
+	out, _, err = run(t.Context(), "status", "--url", api.url, "--token", testToken, id)
+	if err != nil || !strings.Contains(out, "complete") {
+		t.Errorf("agentbox status: %v\n%s", err, out)
+	}
+}
