@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +21,7 @@ const testClusterSecret = "cluster-secret-0123456789abcdef0123"
 // capacity (GET /v1/workers, agentbox workers); the worker serves no API.
 func TestClusterLite(t *testing.T) {
 	url := testenv.Postgres(t)
-	api := newServer(t, "AGENTBOX_ROLE=api", "AGENTBOX_STORE="+url)
+	api := newServer(t, "AGENTBOX_ROLE=api", "AGENTBOX_STORE="+url, "AGENTBOX_CLUSTER_SECRET="+testClusterSecret)
 	worker := newServer(t, "AGENTBOX_ROLE=worker", "AGENTBOX_STORE="+url, "AGENTBOX_CLUSTER_SECRET="+testClusterSecret,
 		"AGENTBOX_CONCURRENCY=3")
 	api.start()
@@ -32,8 +34,20 @@ func TestClusterLite(t *testing.T) {
 	if !w.Alive || w.Capacity != 3 || w.Address != strings.TrimPrefix(worker.url, "http://") {
 		t.Errorf("worker %+v: want alive, capacity 3, address %s", w, worker.url)
 	}
-	if code := worker.do("GET", "/v1/jobs", nil, nil); code != 404 {
-		t.Errorf("GET /v1/jobs on the worker: %d, want 404", code)
+	// A worker serves no API: the API's token is no credential there, and
+	// with the cluster secret there is no such route.
+	if code := worker.do("GET", "/v1/jobs", nil, nil); code != 401 {
+		t.Errorf("GET /v1/jobs on the worker with the API token: %d, want 401", code)
+	}
+	req, _ := http.NewRequest("GET", worker.url+"/v1/jobs", nil)
+	req.Header.Set("Authorization", "Bearer "+testClusterSecret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("GET /v1/jobs on the worker with the cluster secret: %d, want 404", resp.StatusCode)
 	}
 	id, code := api.submit("sleep 2; echo done")
 	if code != 201 {
@@ -70,5 +84,49 @@ func TestClusterLite(t *testing.T) {
 	out, _, err = run(t.Context(), "status", "--url", api.url, "--token", testToken, id)
 	if err != nil || !strings.Contains(out, "complete") {
 		t.Errorf("agentbox status: %v\n%s", err, out)
+	}
+
+	checkDesktopThroughReplica(t, api, worker)
+}
+
+// checkDesktopThroughReplica opens the desktop of a job running on the
+// worker through the API replica, which reaches it over the worker's
+// internal endpoint; that endpoint refuses anyone without the secret.
+func checkDesktopThroughReplica(t *testing.T, api, worker *server) {
+	t.Helper()
+	id, code := api.submit("sleep 120")
+	if code != 201 {
+		t.Fatalf("submit: %d", code)
+	}
+	defer api.do("POST", "/v1/jobs/"+id+"/cancel", nil, nil)
+	waitUntil(t, time.Minute, func() bool { return api.job(id).Status == "running" })
+	var page []byte
+	waitUntil(t, time.Minute, func() bool { // the desktop starts with its first viewer
+		req, _ := http.NewRequest("GET", api.url+"/v1/jobs/"+id+"/desktop/vnc.html", nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		page, _ = io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusOK
+	})
+	if !strings.Contains(string(page), "noVNC") {
+		t.Errorf("the desktop through the API replica is not noVNC:\n%.300s", page)
+	}
+	for _, auth := range []string{"", "Bearer " + testToken, "Bearer " + testClusterSecret + "x"} {
+		req, _ := http.NewRequest("GET", worker.url+"/internal/v1/jobs/"+id+"/guest/proxy/desktop/vnc.html", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("the worker's internal endpoint with %q: %d, want 401", auth, resp.StatusCode)
+		}
 	}
 }

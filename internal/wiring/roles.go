@@ -1,7 +1,9 @@
 package wiring
 
 import (
+	"context"
 	"crypto/subtle"
+	"log/slog"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -10,7 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/cluster"
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/wire"
 )
 
@@ -41,7 +47,7 @@ func advertiseAddr(cfg config.Config, l net.Addr) string {
 // workerHandler is what a worker serves on --addr: GET /healthz, GET
 // /metrics for a bearer of the cluster secret, and the internal endpoint
 // the API replicas reach running jobs through (internalHandler).
-func workerHandler(cfg config.Config, j *jobSide, reg *prometheus.Registry) http.Handler {
+func workerHandler(cfg config.Config, j *jobSide, reg *prometheus.Registry, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeWireJSON(w, http.StatusOK, wire.Health{Status: "ok"})
@@ -55,20 +61,38 @@ func workerHandler(cfg config.Config, j *jobSide, reg *prometheus.Registry) http
 		}
 		metrics.ServeHTTP(w, r)
 	})
-	mux.Handle("/", internalHandler(cfg, j))
+	mux.Handle("/", internalHandler(cfg, j, log))
 	return mux
 }
 
-// internalHandler is a worker's internal endpoint: what the API replicas
-// ask a worker about the jobs it runs (files, diff, the desktop and
-// Jupyter of a running job), authenticated with AGENTBOX_CLUSTER_SECRET.
-// The seam for internal/cluster's handler: until it is plugged in here,
-// every request answers 404.
-func internalHandler(_ config.Config, _ *jobSide) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeWireJSON(w, http.StatusNotFound, wire.ErrorResponse{Error: wire.ErrorDetail{
-			Code: wire.CodeNotFound, Message: "no route " + r.Method + " " + r.URL.Path + " on a worker (role worker serves no API)"}})
-	})
+// internalHandler is a worker's internal endpoint (internal/cluster):
+// the API replicas reach the desktop and Jupyter of the jobs this worker
+// runs through it, authenticated with AGENTBOX_CLUSTER_SECRET.
+func internalHandler(cfg config.Config, j *jobSide, log *slog.Logger) http.Handler {
+	return cluster.Handler(cfg.Cluster.Secret, j.service, log)
+}
+
+// clusterSandboxes is the job service whose Guest also reaches the jobs
+// other workers run, through their internal endpoints (cluster.Resolver):
+// what the API's desktop and Jupyter proxy uses.
+type clusterSandboxes struct {
+	*jobs.Service
+	resolver *cluster.Resolver
+}
+
+func (c clusterSandboxes) Guest(ctx context.Context, id string) (*guest.Client, error) {
+	return c.resolver.Guest(ctx, id)
+}
+
+// apiService is what the API serves: the job service, with the other
+// workers' sandboxes reachable when the store is shared.
+func apiService(cfg config.Config, j *jobSide, self string, log *slog.Logger) api.Service {
+	if !config.StoreIsPostgres(cfg.Store) {
+		return j.service
+	}
+	r := cluster.NewResolver(j.service, j.store, self, cfg.Cluster.Secret, log)
+	r.Lease = max(cfg.Server.Lease, r.Lease)
+	return clusterSandboxes{Service: j.service, resolver: r}
 }
 
 // clusterBearer reports whether r carries the cluster secret as its

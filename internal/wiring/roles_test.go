@@ -75,7 +75,8 @@ func call(t *testing.T, method, url string, body, out any) int {
 	return resp.StatusCode
 }
 
-// TestRoleWorker: a worker serves no API (/v1/jobs answers 404 JSON),
+// TestRoleWorker: a worker serves no API (/v1/jobs answers 401 JSON: its
+// internal endpoint takes the cluster secret only),
 // answers /healthz, serves /metrics to the cluster secret only, and is in
 // the store's worker registry while it runs, with its address and
 // capacity; a clean stop removes it.
@@ -83,8 +84,8 @@ func TestRoleWorker(t *testing.T) {
 	url := testenv.Postgres(t)
 	base, srv, stop := serveRole(t, config.RoleWorker, url)
 	var e wire.ErrorResponse
-	if code := call(t, "GET", base+"/v1/jobs", nil, &e); code != http.StatusNotFound || e.Error.Code != wire.CodeNotFound {
-		t.Errorf("GET /v1/jobs on a worker: %d %+v, want 404 not_found", code, e)
+	if code := call(t, "GET", base+"/v1/jobs", nil, &e); code != http.StatusUnauthorized || e.Error.Code != wire.CodeUnauthorized {
+		t.Errorf("GET /v1/jobs on a worker: %d %+v, want 401 unauthorized", code, e)
 	}
 	if code := call(t, "GET", base+"/healthz", nil, nil); code != http.StatusOK {
 		t.Errorf("GET /healthz: %d", code)

@@ -70,9 +70,13 @@ func (s *Server) open(ctx context.Context) error {
 	if err := s.openJobs(ctx, reg); err != nil {
 		return err
 	}
-	handler := workerHandler(cfg, s.jobs, reg)
+	handler := workerHandler(cfg, s.jobs, reg, s.log)
 	if servesAPI(cfg.Role) {
-		handler = api.New(ac, s.jobs.service, reg, s.log)
+		self := ""
+		if runsJobs(cfg.Role) {
+			self = workerID(cfg.DataDir)
+		}
+		handler = api.New(ac, apiService(cfg, s.jobs, self, s.log), reg, s.log)
 	}
 	s.serveHTTP(ctx, handler)
 	return nil
