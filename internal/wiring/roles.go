@@ -3,8 +3,8 @@ package wiring
 import (
 	"context"
 	"crypto/subtle"
-	"log/slog"
 	"encoding/json"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
