@@ -49,7 +49,7 @@ recorded in docs/benchmarks.md.`,
 			})
 		},
 	}
-	cmd.AddCommand(newBenchAPICmd(a), newBenchGUICmd(a), newBenchUploadCmd(a), newBenchUICmd(a), newBenchStoreCmd())
+	cmd.AddCommand(newBenchAPICmd(a), newBenchGUICmd(a), newBenchUploadCmd(a), newBenchUICmd(a), newBenchStoreCmd(), newBenchDrainCmd(a))
 	cmd.Flags().IntVar(&o.Creates, "creates", 10, "sandboxes to create")
 	cmd.Flags().IntVar(&o.Execs, "execs", 200, "exec round trips (the docker exec baseline runs a tenth as many)")
 	cmd.Flags().IntVar(&o.Files, "files", 50, "1 MiB write+read cycles")
@@ -269,5 +269,42 @@ in docs/benchmarks.md.`,
 	cmd.Flags().IntVar(&o.Reads, "reads", 50000, "status reads")
 	cmd.Flags().IntVar(&o.Claims, "claims", 200, "submit → claim round trips")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 8, "goroutines for creates and reads")
+	return cmd
+}
+
+func newBenchDrainCmd(a *app) *cobra.Command {
+	var o bench.DrainOptions
+	cmd := &cobra.Command{
+		Use:   "drain",
+		Short: "Measure a cluster draining a queue: jobs/s of --workers workers on one PostgreSQL",
+		Long: `drain starts a cluster in this process: a durable PostgreSQL server of
+Debian's postgresql package in a temporary directory, one API replica and
+--workers workers (each with a data dir of its own and --concurrency slots),
+the workers running each job's task as a bash script in a sandbox of the local
+engine. It queues --jobs jobs of the task "true" through the API (8 clients),
+then waits until none is pending or running, and prints how long the queue
+took to drain and the jobs per second. Results are recorded in
+docs/benchmarks.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := wiring.OpenBenchCluster(cmd.Context(), a.cfg, o.Workers, o.Concurrency)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			r, err := bench.Drain(cmd.Context(), c.URL, c.Token, o)
+			if err != nil {
+				return err
+			}
+			bench.DrainMarkdown(cmd.OutOrStdout(), o, r)
+			if r.Complete != o.Jobs {
+				return fmt.Errorf("%d of %d jobs ended complete", r.Complete, o.Jobs)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&o.Jobs, "jobs", 1000, "jobs to queue")
+	cmd.Flags().IntVar(&o.Workers, "workers", 4, "workers")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 2, "jobs each worker runs at once")
 	return cmd
 }

@@ -30,3 +30,18 @@ func TestBenchStore(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchDrain runs `agentbox bench drain` small: a cluster of an API
+// replica and two workers in one process drains six jobs, all complete.
+func TestBenchDrain(t *testing.T) {
+	testenv.DockerWithImage(t)
+	testenv.Postgres(t) // skips or fails as the PostgreSQL tests do; the bench starts its own server
+	t.Setenv("AGENTBOX_GUEST_BINARY", guestBinary)
+	out, errOut, err := run(t.Context(), "bench", "drain", "--jobs", "6", "--workers", "2", "--concurrency", "2")
+	if err != nil {
+		t.Fatalf("bench drain: %v\n%s%s", err, out, errOut)
+	}
+	if !strings.Contains(out, "drained by 2 workers of 2 slots each") || !strings.Contains(out, "| 6 |") {
+		t.Errorf("output:\n%s", out)
+	}
+}

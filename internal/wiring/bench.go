@@ -2,6 +2,8 @@ package wiring
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -175,4 +177,80 @@ func BenchStores(ctx context.Context, pgURL string) ([]bench.Stores, func(), err
 		{Name: "SQLite", Submit: lite, Worker: lite},
 		{Name: name, Submit: pgs[0], Worker: pgs[1]},
 	}, func() { c.Close() }, nil
+}
+
+// BenchCluster is a cluster in one process for `agentbox bench drain`:
+// a durable PostgreSQL of its own (internal/pgserver), one API replica
+// and n workers, each a Server with a data dir of its own, running each
+// job's task as a bash script (the shell agent) in sandboxes of the
+// local engine. Close stops everything and removes what it made.
+type BenchCluster struct {
+	URL, Token string
+	closers
+}
+
+// OpenBenchCluster starts a BenchCluster of n workers running up to
+// concurrency jobs each.
+func OpenBenchCluster(ctx context.Context, cfg config.Config, n, concurrency int) (*BenchCluster, error) {
+	b := &BenchCluster{Token: "bench-token"}
+	srv, err := pgserver.Start("", "agentbox-benchpg-", pgserver.Options{Durable: true})
+	if err != nil {
+		return nil, fmt.Errorf("start a PostgreSQL server: %w", err)
+	}
+	b.addFunc(srv.Stop)
+	url, err := srv.CreateDatabase(ctx, "bench")
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	var secret [24]byte
+	_, _ = rand.Read(secret[:])
+	cfg.Store, cfg.Agent.Kind, cfg.Server.Token = url, "shell", b.Token
+	cfg.Cluster.Secret = hex.EncodeToString(secret[:])
+	cfg.Server.Addr = "127.0.0.1:0"
+	for i := range n + 1 {
+		c := cfg
+		c.Role, c.Server.Concurrency = config.RoleWorker, concurrency
+		if i == 0 {
+			c.Role, c.Server.Concurrency = config.RoleAPI, 0
+		}
+		c.Sandbox.Instance = fmt.Sprintf("bench-drain-%d", i)
+		addr, err := b.serveOne(ctx, c)
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		if i == 0 {
+			b.URL = "http://" + addr
+		}
+	}
+	return b, nil
+}
+
+// serveOne starts one Server of the cluster in a data dir of its own and
+// returns its address.
+func (b *BenchCluster) serveOne(ctx context.Context, cfg config.Config) (string, error) {
+	dir, err := os.MkdirTemp("", "agentbox-benchdrain-")
+	if err != nil {
+		return "", err
+	}
+	b.add(func() error { return os.RemoveAll(dir) })
+	cfg.DataDir = dir
+	if err := cfg.Validate(); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s, err := OpenServer(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		cancel()
+		return "", err
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	b.add(func() error {
+		cancel()
+		err := <-served
+		return errors.Join(err, s.Close())
+	})
+	return s.listener.Addr().String(), nil
 }
