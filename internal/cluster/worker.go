@@ -95,6 +95,9 @@ func (w *worker) tunnel(rw http.ResponseWriter, r *http.Request) {
 		Rewrite:       func(pr *httputil.ProxyRequest) { rewriteToGuest(pr, p, raw) },
 		Transport:     g.Transport(),
 		FlushInterval: -1, // event streams and long polls pass at once
+		// Only the worker marks its own errors: a sandbox's service must
+		// not pass for it.
+		ModifyResponse: func(resp *http.Response) error { resp.Header.Del(errorHeader); return nil },
 		ErrorHandler: func(rw http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
 				return // the API side left

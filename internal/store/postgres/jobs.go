@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -120,6 +121,7 @@ func load(ctx context.Context, tx pgx.Tx, id string) (store.Job, error) {
 // save writes every mutable column of j.
 func save(ctx context.Context, tx pgx.Tx, j *store.Job) error {
 	sqlstore.Normalize(j)
+	j.Result, j.Error = pgText(j.Result), pgText(j.Error)
 	args, err := sqlstore.UpdateArgs(j)
 	if err != nil {
 		return err
@@ -148,4 +150,11 @@ func (s *Store) CountByStatus(ctx context.Context) (map[store.Status]int, error)
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
 	return counts, nil
+}
+
+// pgText is s with U+FFFD in place of what PostgreSQL's text refuses (NUL,
+// bytes that are not UTF-8): a job's result and error hold what the model
+// and the sandbox said, and the job must end all the same.
+func pgText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }

@@ -70,6 +70,7 @@ func TestOpenHidesPassword(t *testing.T) {
 	for _, url := range []string{
 		"postgres://agentbox:s3cret-pw@127.0.0.1:1/agentbox?connect_timeout=1",
 		"postgres://agentbox:s3cret-pw@127.0.0.1:1/agentbox?sslmode=bogus",
+		"postgres://agentbox@127.0.0.1:1/agentbox?connect_timeout=1&password=s3cret-pw",
 	} {
 		_, err := postgres.Open(t.Context(), url, postgres.Options{})
 		if err == nil || strings.Contains(err.Error(), "s3cret-pw") {
@@ -77,6 +78,11 @@ func TestOpenHidesPassword(t *testing.T) {
 		}
 	}
 	if got := postgres.Redact("postgresql://u:pw@h:5432/db?sslmode=disable"); strings.Contains(got, "pw@") || !strings.Contains(got, "u:xxxxx@h:5432/db") {
+		t.Errorf("Redact = %q", got)
+	}
+	// libpq's URLs also take the password, and the client key's, as parameters.
+	got := postgres.Redact("postgres://u@h/db?sslmode=require&password=s3cret-pw&sslpassword=k3y-pw&application_name=a")
+	if strings.Contains(got, "s3cret-pw") || strings.Contains(got, "k3y-pw") || !strings.Contains(got, "u@h/db?sslmode=require&password=xxxxx&sslpassword=xxxxx&application_name=a") {
 		t.Errorf("Redact = %q", got)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/url"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -81,15 +82,28 @@ func (s *Store) Subscribe(ctx context.Context) (<-chan store.Note, error) {
 	return s.notifier.Subscribe(ctx)
 }
 
-// Redact is a database URL with its password replaced by "xxxxx", fit for
-// logs; a string that is not a URL comes back as "(unparsable URL)".
+// Redact is a database URL with its passwords (the user's, and the
+// password and sslpassword parameters libpq also takes) replaced by
+// "xxxxx", fit for logs; a string that is not a URL comes back as
+// "(unparsable URL)".
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(unparsable URL)"
 	}
+	params := strings.Split(u.RawQuery, "&")
+	for i, p := range params {
+		k, _, _ := strings.Cut(p, "=")
+		if name, err := url.QueryUnescape(k); err != nil || secretParams[name] {
+			params[i] = k + "=xxxxx"
+		}
+	}
+	u.RawQuery = strings.Join(params, "&")
 	return u.Redacted()
 }
+
+// secretParams are the connection parameters that hold passwords.
+var secretParams = map[string]bool{"password": true, "sslpassword": true}
 
 // URL is the store's database URL without its password.
 func (s *Store) URL() string { return s.url }

@@ -44,3 +44,26 @@ func open(tb testing.TB, url string) *postgres.Store {
 	}
 	return s
 }
+
+// TestEndsAJobWhoseResultIsNotText: a job's result and error carry what
+// the model and the sandbox said, which may hold a NUL or bytes that are
+// not UTF-8; PostgreSQL's text takes neither, and the job must still end
+// (else its lease expires and it runs again).
+func TestEndsAJobWhoseResultIsNotText(t *testing.T) {
+	s := open(t, testenv.Postgres(t))
+	defer s.Close()
+	if _, _, err := s.CreateJob(t.Context(), store.Job{ID: "j1", Task: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.UpdateJob(t.Context(), "j1", func(j *store.Job) error {
+		j.Status, j.Result, j.Error = store.StatusError, "a\x00b", "c\xffd"
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("UpdateJob: %v", err)
+	}
+	got, err := s.GetJob(t.Context(), "j1")
+	if err != nil || got.Status != store.StatusError || got.Result != "a\uFFFDb" || got.Error != "c\uFFFDd" || got.Result != j.Result || got.Error != j.Error {
+		t.Fatalf("stored %q %q %q, returned %q %q (%v); want the text with U+FFFD in place of what is not", got.Status, got.Result, got.Error, j.Result, j.Error, err)
+	}
+}
