@@ -53,7 +53,7 @@ period, then stops them and hands them back (pending) for the next start.`,
 	f := cmd.Flags()
 	f.StringVar(&s.Addr, "addr", "", "listen address (AGENTBOX_ADDR; default 127.0.0.1:8080)")
 	f.StringVar(&a.flagCfg.DataDir, "data-dir", "", "data directory (AGENTBOX_DATA_DIR; default ~/.local/share/agentbox)")
-	f.StringVar(&a.flagCfg.Store, "store", "", "job store: sqlite (agentbox.db in the data dir) or a postgres://user:password@host/db URL (AGENTBOX_STORE; default sqlite)")
+	f.StringVar(&a.flagCfg.Store, "store", "", "job store: sqlite (agentbox.db in the data dir) or a postgres://user@host/db URL, its password in PGPASSWORD or ~/.pgpass, not on the command line (AGENTBOX_STORE; default sqlite)")
 	f.StringVar(&a.flagCfg.Role, "role", "", "what this process runs: all (the API and the jobs), api (REST, SSE and the UI; no sandboxes) or worker (runs jobs; serves only the internal endpoint); api and worker share a postgres:// store, a worker needs AGENTBOX_CLUSTER_SECRET (AGENTBOX_ROLE; default all; see docs/cluster.md)")
 	f.IntVar(&s.Concurrency, "concurrency", 0, "jobs run at once; 0 serves the API only (AGENTBOX_CONCURRENCY; default 2)")
 	f.BoolVar(&s.NoAuth, "no-auth", false, "turn auth off (loopback addresses only)")

@@ -36,7 +36,7 @@ func appendAll(ctx context.Context, q querier, jobID string, entries []store.Ent
 			return nil, err
 		}
 		row := q.QueryRow(ctx, appendEventSQL, jobID, sqlstore.Nanos(ev.Time), e.Type, sqlstore.Payload(ev.Payload))
-		if err := notFound(row.Scan(&ev.Seq)); err != nil {
+		if err := dbErr(row.Scan(&ev.Seq)); err != nil {
 			return nil, err
 		}
 		evs = append(evs, ev)
@@ -84,7 +84,7 @@ func (s *Store) events(ctx context.Context, jobID string, after int64, limit int
 // exists is nil if job id exists, ErrNotFound if not.
 func (s *Store) exists(ctx context.Context, id string) error {
 	var one int
-	return notFound(s.pool.QueryRow(ctx, jobExistsSQL, id).Scan(&one))
+	return dbErr(s.pool.QueryRow(ctx, jobExistsSQL, id).Scan(&one))
 }
 
 // LastSeq returns the seq of job jobID's last event, 0 if it has none; a
@@ -92,7 +92,7 @@ func (s *Store) exists(ctx context.Context, id string) error {
 func (s *Store) LastSeq(ctx context.Context, jobID string) (int64, error) {
 	var seq int64
 	if err := s.pool.QueryRow(ctx, lastSeqSQL, jobID).Scan(&seq); err != nil {
-		return 0, fmt.Errorf("last event of job %s: %w", jobID, notFound(err))
+		return 0, fmt.Errorf("last event of job %s: %w", jobID, dbErr(err))
 	}
 	return seq, nil
 }

@@ -23,18 +23,18 @@ func (s *Store) CreateJob(ctx context.Context, j store.Job) (store.Job, bool, er
 	sqlstore.PrepareNew(&j)
 	args, err := sqlstore.Args(&j)
 	if err != nil {
-		return store.Job{}, false, fmt.Errorf("create job: %w", err)
+		return store.Job{}, false, fmt.Errorf("create job: %w", dbErr(err))
 	}
 	tag, err := s.pool.Exec(ctx, insertJobSQL, args...)
 	if err != nil {
-		return store.Job{}, false, fmt.Errorf("create job: %w", err)
+		return store.Job{}, false, fmt.Errorf("create job: %w", dbErr(err))
 	}
 	if tag.RowsAffected() == 1 {
 		return j, true, nil
 	}
 	old, err := s.byKey(ctx, j)
 	if err != nil {
-		return store.Job{}, false, fmt.Errorf("create job: %w", err)
+		return store.Job{}, false, fmt.Errorf("create job: %w", dbErr(err))
 	}
 	return old, false, nil
 }
@@ -60,7 +60,7 @@ func (s *Store) byKey(ctx context.Context, j store.Job) (store.Job, error) {
 func (s *Store) GetJob(ctx context.Context, id string) (store.Job, error) {
 	j, err := sqlstore.Scan(s.pool.QueryRow(ctx, getJobSQL, id))
 	if err != nil {
-		return store.Job{}, fmt.Errorf("get job %s: %w", id, notFound(err))
+		return store.Job{}, fmt.Errorf("get job %s: %w", id, dbErr(err))
 	}
 	return j, nil
 }
@@ -115,7 +115,7 @@ func (e userError) Error() string { return e.err.Error() }
 // load reads and locks a job inside a transaction.
 func load(ctx context.Context, tx pgx.Tx, id string) (store.Job, error) {
 	j, err := sqlstore.Scan(tx.QueryRow(ctx, lockJobSQL, id))
-	return j, notFound(err)
+	return j, dbErr(err)
 }
 
 // save writes every mutable column of j.

@@ -20,11 +20,11 @@ func (s *Store) ListJobs(ctx context.Context, opts store.ListOptions) (store.Job
 	}
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return store.JobPage{}, fmt.Errorf("list jobs: %w", err)
+		return store.JobPage{}, fmt.Errorf("list jobs: %w", dbErr(err))
 	}
 	var page store.JobPage
 	if page.Jobs, err = collectJobs(rows); err != nil {
-		return store.JobPage{}, fmt.Errorf("list jobs: %w", err)
+		return store.JobPage{}, fmt.Errorf("list jobs: %w", dbErr(err))
 	}
 	if len(page.Jobs) > limit {
 		page.Jobs = page.Jobs[:limit]

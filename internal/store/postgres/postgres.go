@@ -22,6 +22,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentbox/agentbox/internal/store"
@@ -137,10 +138,17 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return tx.Commit(ctx)
 }
 
-// notFound turns pgx.ErrNoRows into store.ErrNotFound.
-func notFound(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
+// dbErr maps what PostgreSQL answered to the store's errors: no row is
+// store.ErrNotFound; text it cannot store or compare (a NUL byte, invalid
+// UTF-8, in a task, a query or an ID a client sent) is store.ErrInvalid,
+// the client's mistake, where SQLite stores or finds nothing.
+func dbErr(err error) error {
+	var pe *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
 		return store.ErrNotFound
+	case errors.As(err, &pe) && (pe.Code == "22021" || pe.Code == "22P05"):
+		return fmt.Errorf("%w: text with a NUL byte or not UTF-8: %v", store.ErrInvalid, pe.Message)
 	}
 	return err
 }

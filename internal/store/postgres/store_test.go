@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"testing"
@@ -65,5 +66,26 @@ func TestEndsAJobWhoseResultIsNotText(t *testing.T) {
 	got, err := s.GetJob(t.Context(), "j1")
 	if err != nil || got.Status != store.StatusError || got.Result != "a\uFFFDb" || got.Error != "c\uFFFDd" || got.Result != j.Result || got.Error != j.Error {
 		t.Fatalf("stored %q %q %q, returned %q %q (%v); want the text with U+FFFD in place of what is not", got.Status, got.Result, got.Error, j.Result, j.Error, err)
+	}
+}
+
+// TestRefusesTextItCannotStore: a client's text PostgreSQL cannot hold or
+// compare (a NUL byte, invalid UTF-8) is the client's mistake
+// (store.ErrInvalid, a 400), not the server's (a 500).
+func TestRefusesTextItCannotStore(t *testing.T) {
+	s := open(t, testenv.Postgres(t))
+	defer s.Close()
+	ctx := t.Context()
+	for name, err := range map[string]error{
+		"a task with NUL": func() error { _, _, err := s.CreateJob(ctx, store.Job{ID: "j1", Task: "a\x00b"}); return err }(),
+		"an id with NUL":  func() error { _, err := s.GetJob(ctx, "j\x00"); return err }(),
+		"a query not UTF-8": func() error {
+			_, err := s.ListJobs(ctx, store.ListOptions{Query: "\xff"})
+			return err
+		}(),
+	} {
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: %v, want store.ErrInvalid", name, err)
+		}
 	}
 }
