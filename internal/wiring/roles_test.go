@@ -93,17 +93,9 @@ func TestRoleWorker(t *testing.T) {
 	if code := call(t, "GET", base+"/metrics", nil, nil); code != http.StatusUnauthorized {
 		t.Errorf("GET /metrics with the API token: %d, want 401", code)
 	}
-	req, _ := http.NewRequest("GET", base+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+roleSecret)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var metrics bytes.Buffer
-	metrics.ReadFrom(resp.Body)
-	resp.Body.Close()
+	metrics := scrape(t, base, roleSecret)
 	for _, m := range []string{"agentbox_queue_depth", "agentbox_workers_alive", "agentbox_claim_latency_seconds"} {
-		if !strings.Contains(metrics.String(), m) {
+		if !strings.Contains(metrics, m) {
 			t.Errorf("worker /metrics has no %s", m)
 		}
 	}
@@ -146,18 +138,10 @@ func TestRoleAPI(t *testing.T) {
 	if code := call(t, "GET", base+"/v1/workers", nil, &ws); code != http.StatusOK || ws.Workers == nil || len(ws.Workers) != 0 {
 		t.Errorf("GET /v1/workers: %d %+v, want none", code, ws)
 	}
-	req, _ := http.NewRequest("GET", base+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+roleToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var metrics bytes.Buffer
-	metrics.ReadFrom(resp.Body)
-	resp.Body.Close()
+	metrics := scrape(t, base, roleToken)
 	for _, m := range []string{"agentbox_queue_depth 1", "agentbox_workers_alive 0"} {
-		if !strings.Contains(metrics.String(), m) {
-			t.Errorf("api /metrics has no %q:\n%s", m, metrics.String())
+		if !strings.Contains(metrics, m) {
+			t.Errorf("api /metrics has no %q:\n%s", m, metrics)
 		}
 	}
 }
@@ -176,3 +160,18 @@ func await(t *testing.T, what string, cond func() bool) {
 var guestBinary string
 
 func TestMain(m *testing.M) { testenv.MainWithGuest(m, &guestBinary) }
+
+// scrape reads base's /metrics with bearer.
+func scrape(t *testing.T, base, bearer string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	return b.String()
+}
