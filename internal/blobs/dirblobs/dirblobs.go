@@ -1,0 +1,220 @@
+// Package dirblobs keeps blobs in a directory of the host, which every
+// host of a cluster mounts (NFS, a shared volume) when they share it.
+//
+// Layout: <dir>/<ns>/objects/<first two hex digits>/<digest>, refs in
+// <dir>/<ns>/refs/<name>. Every file is written under a temporary name
+// in <dir>/<ns>/tmp and renamed into place once whole and synced, so a
+// reader on any host sees a blob or a ref whole or not at all. Only the
+// server writes here (no sandbox mounts it), and every name is checked
+// by the blobs package's rules before it becomes a path.
+package dirblobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentbox/agentbox/internal/blobs"
+)
+
+// Store is a blobs.Store over a directory.
+type Store struct{ dir string }
+
+var _ blobs.Store = (*Store)(nil)
+
+// New returns the store over dir, made (0700) if missing.
+func New(dir string) (*Store, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("blob directory %q: want an absolute path", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("blob directory: %w", err)
+	}
+	return &Store{dir: dir}, nil
+}
+
+// Dir is the directory the store keeps its namespaces in.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) object(ns, digest string) (string, error) {
+	if err := errors.Join(blobs.CheckNS(ns), blobs.CheckDigest(digest)); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.dir, ns, "objects", digest[:2], digest), nil
+}
+
+func (s *Store) ref(ns, name string) (string, error) {
+	if err := errors.Join(blobs.CheckNS(ns), blobs.CheckRef(name)); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.dir, ns, "refs", name), nil
+}
+
+// Has reports whether the blob's file is there.
+func (s *Store) Has(_ context.Context, ns, digest string) (bool, error) {
+	p, err := s.object(ns, digest)
+	if err != nil {
+		return false, err
+	}
+	_, err = os.Lstat(p)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("blob %s: %w", digest, err)
+}
+
+// Put writes the blob under a temporary name, checks it, and renames it
+// into place.
+func (s *Store) Put(ctx context.Context, ns, digest string, size int64, r io.Reader) error {
+	p, err := s.object(ns, digest)
+	if err != nil {
+		return err
+	}
+	if ok, err := s.Has(ctx, ns, digest); err != nil || ok {
+		return err
+	}
+	return s.write(ctx, ns, p, func(w io.Writer) error {
+		v := blobs.NewVerifier(r, digest, size)
+		if _, err := io.Copy(w, readerCtx{ctx, v}); err != nil {
+			return err
+		}
+		return v.Check()
+	})
+}
+
+// write makes the file p of namespace ns with what fill writes: in a
+// temporary file, synced, then renamed to p.
+func (s *Store) write(ctx context.Context, ns, p string, fill func(w io.Writer) error) error {
+	tmpDir := filepath.Join(s.dir, ns, "tmp")
+	if err := errors.Join(os.MkdirAll(tmpDir, 0o700), os.MkdirAll(filepath.Dir(p), 0o700)); err != nil {
+		return fmt.Errorf("blob store: %w", err)
+	}
+	f, err := os.CreateTemp(tmpDir, "put-")
+	if err != nil {
+		return fmt.Errorf("blob store: %w", err)
+	}
+	defer os.Remove(f.Name()) // gone once renamed; else what a failure left
+	err = fill(f)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		return fmt.Errorf("put %s: %w", filepath.Base(p), err)
+	}
+	return nil
+}
+
+// Open opens the blob's file.
+func (s *Store) Open(_ context.Context, ns, digest string) (io.ReadCloser, int64, error) {
+	p, err := s.object(ns, digest)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, fmt.Errorf("blob %s of %s: %w", digest, ns, blobs.ErrNotFound)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("blob %s: %w", digest, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("blob %s: %w", digest, err)
+	}
+	return f, fi.Size(), nil
+}
+
+// SetRef writes the ref's file whole.
+func (s *Store) SetRef(ctx context.Context, ns, name string, value []byte) error {
+	p, err := s.ref(ns, name)
+	if err != nil {
+		return err
+	}
+	if len(value) > blobs.MaxRef {
+		return fmt.Errorf("ref %s: %d bytes, over %d", name, len(value), blobs.MaxRef)
+	}
+	return s.write(ctx, ns, p, func(w io.Writer) error {
+		_, err := w.Write(value)
+		return err
+	})
+}
+
+// Ref reads the ref's file.
+func (s *Store) Ref(_ context.Context, ns, name string) ([]byte, error) {
+	p, err := s.ref(ns, name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("ref %s of %s: %w", name, ns, blobs.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ref %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// Remove renames the namespace's directory out of sight first, so that
+// it is gone at once for every host, then removes it.
+func (s *Store) Remove(_ context.Context, ns string) error {
+	if err := blobs.CheckNS(ns); err != nil {
+		return err
+	}
+	trash, err := os.MkdirTemp(s.dir, ".trash-")
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", ns, err)
+	}
+	defer os.RemoveAll(trash)
+	err = os.Rename(filepath.Join(s.dir, ns), filepath.Join(trash, ns))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", ns, err)
+	}
+	return nil
+}
+
+// List lists the namespaces' directories.
+func (s *Store) List(context.Context) ([]string, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list blob namespaces: %w", err)
+	}
+	var ns []string
+	for _, e := range ents {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			ns = append(ns, e.Name())
+		}
+	}
+	return ns, nil
+}
+
+// readerCtx stops a long copy when ctx ends.
+type readerCtx struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r readerCtx) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
+}
