@@ -55,6 +55,7 @@ period, then stops them and hands them back (pending) for the next start.`,
 	f.StringVar(&a.flagCfg.DataDir, "data-dir", "", "data directory (AGENTBOX_DATA_DIR; default ~/.local/share/agentbox)")
 	f.StringVar(&a.flagCfg.Store, "store", "", "job store: sqlite (agentbox.db in the data dir) or a postgres://user@host/db URL, its password in PGPASSWORD or ~/.pgpass, not on the command line (AGENTBOX_STORE; default sqlite)")
 	f.StringVar(&a.flagCfg.Role, "role", "", "what this process runs: all (the API and the jobs), api (REST, SSE and the UI; no sandboxes) or worker (runs jobs; serves only the internal endpoint); api and worker share a postgres:// store, a worker needs AGENTBOX_CLUSTER_SECRET (AGENTBOX_ROLE; default all; see docs/cluster.md)")
+	f.StringVar(&a.flagCfg.Blobs, "blobs", "", "where workspace checkpoints and final artifacts go, so a job survives a lost worker and every API replica serves its files: postgres (the job store's database), the absolute path of a directory every host mounts, or none (AGENTBOX_BLOBS; default postgres with a postgres:// store, else none; see docs/cluster.md)")
 	f.IntVar(&s.Concurrency, "concurrency", 0, "jobs run at once; 0 serves the API only (AGENTBOX_CONCURRENCY; default 2)")
 	f.BoolVar(&s.NoAuth, "no-auth", false, "turn auth off (loopback addresses only)")
 	f.DurationVar(&s.Lease, "lease", 0, "job lease without a heartbeat (AGENTBOX_LEASE; default 30s)")
@@ -88,6 +89,9 @@ func (a *app) applyServeFlags() error {
 	}
 	if a.flagCfg.Role != "" {
 		a.cfg.Role = a.flagCfg.Role
+	}
+	if a.flagCfg.Blobs != "" {
+		a.cfg.Blobs = a.flagCfg.Blobs
 	}
 	if a.flagSet("concurrency") {
 		c.Concurrency = f.Concurrency

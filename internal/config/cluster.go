@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 )
 
 // The roles of `agentbox serve` (Config.Role).
@@ -73,4 +74,47 @@ func (c Config) validRole() error {
 		errs = append(errs, fmt.Errorf("role worker: concurrency %d, want at least 1 (AGENTBOX_CONCURRENCY)", c.Server.Concurrency))
 	}
 	return errors.Join(errs...)
+}
+
+// The kinds of blob store (Config.Blobs, BlobsKind).
+const (
+	// BlobsNone keeps no checkpoints: a job's workspace lives on the host
+	// that runs it, as on one host.
+	BlobsNone = "none"
+	// BlobsPostgres keeps them in the job store's PostgreSQL database.
+	BlobsPostgres = "postgres"
+	// BlobsDir keeps them in a directory every host mounts.
+	BlobsDir = "dir"
+)
+
+// BlobsKind says where workspace checkpoints and final artifacts go, from
+// Config.Blobs (AGENTBOX_BLOBS, --blobs): "none"; "postgres", the job
+// store's database; an absolute path, a directory every host mounts
+// (BlobsDir, with the path); empty, "postgres" with a PostgreSQL store
+// (a cluster) and "none" with SQLite (one host).
+func (c Config) BlobsKind() (kind, dir string) {
+	switch b := c.Blobs; {
+	case b == "" && StoreIsPostgres(c.Store):
+		return BlobsPostgres, ""
+	case b == "" || b == BlobsNone:
+		return BlobsNone, ""
+	case b == BlobsPostgres:
+		return BlobsPostgres, ""
+	default:
+		return BlobsDir, b
+	}
+}
+
+// validBlobs checks Config.Blobs: a Postgres blob store needs the
+// Postgres job store, a directory an absolute path.
+func (c Config) validBlobs() error {
+	kind, dir := c.BlobsKind()
+	switch {
+	case kind == BlobsPostgres && !StoreIsPostgres(c.Store):
+		return errors.New("blobs postgres: keeps checkpoints in the job store's database, and the store is SQLite " +
+			"(set AGENTBOX_STORE=postgres://…, or AGENTBOX_BLOBS to a directory every host mounts)")
+	case kind == BlobsDir && !filepath.IsAbs(dir):
+		return fmt.Errorf("blobs %q: want none, postgres, or the absolute path of a directory every host mounts (AGENTBOX_BLOBS, --blobs)", dir)
+	}
+	return nil
 }

@@ -74,3 +74,37 @@ func TestClusterFromEnv(t *testing.T) {
 		t.Errorf("default role %q", d.Role)
 	}
 }
+
+// TestBlobs: checkpoints default to the Postgres database in a cluster
+// and to none on SQLite; a directory must be absolute; postgres blobs need
+// the Postgres store.
+func TestBlobs(t *testing.T) {
+	pg := "postgres://agentbox@db/agentbox"
+	for _, tc := range []struct {
+		env             map[string]string
+		kind, dir, fail string
+	}{
+		{map[string]string{}, BlobsNone, "", ""},
+		{map[string]string{"AGENTBOX_STORE": pg}, BlobsPostgres, "", ""},
+		{map[string]string{"AGENTBOX_STORE": pg, "AGENTBOX_BLOBS": "none"}, BlobsNone, "", ""},
+		{map[string]string{"AGENTBOX_STORE": pg, "AGENTBOX_BLOBS": "/mnt/blobs"}, BlobsDir, "/mnt/blobs", ""},
+		{map[string]string{"AGENTBOX_BLOBS": "/mnt/blobs"}, BlobsDir, "/mnt/blobs", ""},
+		{map[string]string{"AGENTBOX_BLOBS": "postgres"}, "", "", "blobs postgres: keeps checkpoints in the job store's database, and the store is SQLite"},
+		{map[string]string{"AGENTBOX_BLOBS": "blobs"}, "", "", `blobs "blobs": want none, postgres, or the absolute path`},
+	} {
+		c, err := fromLookup(lookup(tc.env))
+		if tc.fail != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.fail) {
+				t.Errorf("%v: error %v, want %q", tc.env, err, tc.fail)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%v: %v", tc.env, err)
+			continue
+		}
+		if kind, dir := c.BlobsKind(); kind != tc.kind || dir != tc.dir {
+			t.Errorf("%v: blobs %q %q, want %q %q", tc.env, kind, dir, tc.kind, tc.dir)
+		}
+	}
+}

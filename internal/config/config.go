@@ -30,7 +30,10 @@ type Config struct {
 	Store string
 	// Role is what `agentbox serve` runs (AGENTBOX_ROLE, --role): RoleAll
 	// (default), RoleAPI or RoleWorker. See Cluster.
-	Role    string
+	Role string
+	// Blobs is where workspace checkpoints and final artifacts go
+	// (AGENTBOX_BLOBS, --blobs); see BlobsKind.
+	Blobs   string
 	Cluster Cluster
 	Docker  Docker
 	Sandbox Sandbox
@@ -242,6 +245,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("AGENTBOX_DATA_DIR", &c.DataDir)
 	str("AGENTBOX_STORE", &c.Store)
 	str("AGENTBOX_ROLE", &c.Role)
+	str("AGENTBOX_BLOBS", &c.Blobs)
 	str("AGENTBOX_CLUSTER_SECRET", &c.Cluster.Secret)
 	str("AGENTBOX_ADVERTISE_ADDR", &c.Cluster.AdvertiseAddr)
 	str("DOCKER_HOST", &c.Docker.Host)
@@ -364,7 +368,7 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir: empty (set AGENTBOX_DATA_DIR)"))
 	}
-	errs = append(errs, validStore(c.Store), c.validRole(), c.Sandbox.Validate(), c.Server.Validate(), c.Agent.Validate(), c.Git.Validate())
+	errs = append(errs, validStore(c.Store), c.validRole(), c.validBlobs(), c.Sandbox.Validate(), c.Server.Validate(), c.Agent.Validate(), c.Git.Validate())
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,36 @@
+package wiring
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/agentbox/agentbox/internal/blobs"
+	"github.com/agentbox/agentbox/internal/blobs/dirblobs"
+	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// openBlobs opens the blob store cfg names (config.BlobsKind), nil for
+// none. A "postgres" one shares the job store's database, st.
+func openBlobs(cfg config.Config, st store.Store, log *slog.Logger) (blobs.Store, error) {
+	kind, dir := cfg.BlobsKind()
+	switch kind {
+	case config.BlobsDir:
+		b, err := dirblobs.New(dir)
+		if err != nil {
+			return nil, fmt.Errorf("AGENTBOX_BLOBS: %w", err)
+		}
+		log.Info("checkpoints: a shared directory", "dir", dir)
+		return b, nil
+	case config.BlobsPostgres:
+		return postgresBlobs(st, log)
+	}
+	return nil, nil
+}
+
+// postgresBlobs is the blob store in the job store's PostgreSQL database.
+func postgresBlobs(st store.Store, log *slog.Logger) (blobs.Store, error) {
+	// Filled in when internal/blobs/pgblobs lands (issue 14, item 4).
+	_, _ = st, log
+	return nil, fmt.Errorf("AGENTBOX_BLOBS postgres: not available in this build")
+}
