@@ -49,7 +49,8 @@ type SchedulerConfig struct {
 	WatchdogInterval time.Duration
 	WatchdogFailures int
 	// ReapInterval is how often expired leases and orphaned sandboxes are
-	// looked for; default 1m.
+	// looked for; default the lease, at most 1m: the jobs of a worker
+	// that died run again within two leases.
 	ReapInterval time.Duration
 	// Workspaces keeps the jobs' workspaces; a worker (Concurrency > 0)
 	// needs it.
@@ -84,7 +85,7 @@ func (c *SchedulerConfig) defaults() {
 	}
 	c.Grace = max(c.Grace, 0)
 	def(&c.WatchdogInterval, 5*time.Second)
-	def(&c.ReapInterval, time.Minute)
+	def(&c.ReapInterval, min(c.Lease, time.Minute))
 	def(&c.Register, WorkerHeartbeat)
 	if c.WatchdogFailures <= 0 {
 		c.WatchdogFailures = 3
