@@ -3,8 +3,9 @@
 //
 // Layout: <dir>/<ns>/objects/<first two hex digits>/<digest>, refs in
 // <dir>/<ns>/refs/<name>. Every file is written under a temporary name
-// in <dir>/<ns>/tmp and renamed into place once whole and synced, so a
-// reader on any host sees a blob or a ref whole or not at all. Only the
+// in <dir>/.tmp and renamed into place once whole and synced, so a
+// reader on any host sees a blob or a ref whole or not at all, and a Put
+// that fails makes no namespace appear in List. Only the
 // server writes here (no sandbox mounts it), and every name is checked
 // by the blobs package's rules before it becomes a path.
 package dirblobs
@@ -81,7 +82,7 @@ func (s *Store) Put(ctx context.Context, ns, digest string, size int64, r io.Rea
 	if ok, err := s.Has(ctx, ns, digest); err != nil || ok {
 		return err
 	}
-	return s.write(ctx, ns, p, func(w io.Writer) error {
+	return s.write(ctx, p, func(w io.Writer) error {
 		v := blobs.NewVerifier(r, digest, size)
 		if _, err := io.Copy(w, readerCtx{ctx, v}); err != nil {
 			return err
@@ -90,11 +91,11 @@ func (s *Store) Put(ctx context.Context, ns, digest string, size int64, r io.Rea
 	})
 }
 
-// write makes the file p of namespace ns with what fill writes: in a
-// temporary file, synced, then renamed to p.
-func (s *Store) write(ctx context.Context, ns, p string, fill func(w io.Writer) error) error {
-	tmpDir := filepath.Join(s.dir, ns, "tmp")
-	if err := errors.Join(os.MkdirAll(tmpDir, 0o700), os.MkdirAll(filepath.Dir(p), 0o700)); err != nil {
+// write makes the file p with what fill writes: in a temporary file,
+// synced, then renamed to p, whose directories are made only then.
+func (s *Store) write(ctx context.Context, p string, fill func(w io.Writer) error) error {
+	tmpDir := filepath.Join(s.dir, ".tmp")
+	if err := os.MkdirAll(tmpDir, 0o700); err != nil {
 		return fmt.Errorf("blob store: %w", err)
 	}
 	f, err := os.CreateTemp(tmpDir, "put-")
@@ -111,6 +112,9 @@ func (s *Store) write(ctx context.Context, ns, p string, fill func(w io.Writer) 
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(p), 0o700)
 	}
 	if err == nil {
 		err = os.Rename(f.Name(), p)
@@ -151,7 +155,7 @@ func (s *Store) SetRef(ctx context.Context, ns, name string, value []byte) error
 	if len(value) > blobs.MaxRef {
 		return fmt.Errorf("ref %s: %d bytes, over %d", name, len(value), blobs.MaxRef)
 	}
-	return s.write(ctx, ns, p, func(w io.Writer) error {
+	return s.write(ctx, p, func(w io.Writer) error {
 		_, err := w.Write(value)
 		return err
 	})
