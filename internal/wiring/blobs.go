@@ -6,8 +6,10 @@ import (
 
 	"github.com/agentbox/agentbox/internal/blobs"
 	"github.com/agentbox/agentbox/internal/blobs/dirblobs"
+	"github.com/agentbox/agentbox/internal/blobs/pgblobs"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/store/postgres"
 )
 
 // openBlobs opens the blob store cfg names (config.BlobsKind), nil for
@@ -28,9 +30,13 @@ func openBlobs(cfg config.Config, st store.Store, log *slog.Logger) (blobs.Store
 	return nil, nil
 }
 
-// postgresBlobs is the blob store in the job store's PostgreSQL database.
+// postgresBlobs is the blob store in the job store's PostgreSQL database
+// (its blob_* tables, made by the store's migrations).
 func postgresBlobs(st store.Store, log *slog.Logger) (blobs.Store, error) {
-	// Filled in when internal/blobs/pgblobs lands (issue 14, item 4).
-	_, _ = st, log
-	return nil, fmt.Errorf("AGENTBOX_BLOBS postgres: not available in this build")
+	pg, ok := st.(*postgres.Store)
+	if !ok {
+		return nil, fmt.Errorf("AGENTBOX_BLOBS postgres: the job store is not PostgreSQL")
+	}
+	log.Info("checkpoints: the job store's PostgreSQL database")
+	return pgblobs.New(pg.Pool()), nil
 }
