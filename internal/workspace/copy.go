@@ -88,7 +88,14 @@ func (c *copier) dir(p string, fi fs.FileInfo) error {
 // deeper (a deep tree must not hold a descriptor per level). It reads no
 // more names than entries are left.
 func (c *copier) list(p string, fi fs.FileInfo) ([]string, error) {
-	f, err := c.src.OpenFile(p, readFlags|syscall.O_DIRECTORY, 0)
+	return listDir(c.src, p, fi, c.u.lim.maxEntries()-c.u.entries, c.u.lim.maxEntries())
+}
+
+// listDir reads the sorted names in the directory p of src, whose Lstat
+// is fi, checking it is that very entry; more than left names is
+// ErrTooLarge (a tree of more than max entries).
+func listDir(src *os.Root, p string, fi fs.FileInfo, left, max int64) ([]string, error) {
+	f, err := src.OpenFile(p, readFlags|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -96,13 +103,12 @@ func (c *copier) list(p string, fi fs.FileInfo) ([]string, error) {
 	if err := sameEntry(f, fi); err != nil {
 		return nil, fmt.Errorf("entry %q: %w", p, err)
 	}
-	left := c.u.lim.maxEntries() - c.u.entries
 	names, err := f.Readdirnames(int(min(left+1, 1<<30)))
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("entry %q: %w", p, err)
 	}
 	if int64(len(names)) > left {
-		return nil, fmt.Errorf("%w: more than %d entries", ErrTooLarge, c.u.lim.maxEntries())
+		return nil, fmt.Errorf("%w: more than %d entries", ErrTooLarge, max)
 	}
 	slices.Sort(names)
 	return names, nil
