@@ -95,7 +95,12 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 	if n := len(l.Messages); n > 0 && l.Messages[n-1].Role == llm.RoleAssistant {
 		l.Say(nudge) // cut after a plain answer: the model's turn again
 	}
-	if l.Steps > lim.turn {
+	switch {
+	case r.Restored != nil && l.Steps > r.Restored.Step:
+		note := restoredText(r.Restored.Step, l.Steps)
+		l.Emit(event.Notice{Step: l.Steps, Text: note})
+		l.Messages = tell(l.Messages, "[agentbox] "+note)
+	case l.Steps > lim.turn:
 		note := resumeText(l.Steps, r.Recovered)
 		l.Emit(event.Notice{Step: l.Steps, Text: note})
 		if !r.Recovered {
@@ -103,6 +108,21 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 		}
 	}
 	return a.drive(ctx, r, l, lim)
+}
+
+// restoredText tells the model its job moved to another worker whose
+// workspace is the checkpoint of step n while the log is at step m > n.
+func restoredText(n, m int) string {
+	kept := fmt.Sprintf("as they were after step %d (the last checkpoint)", n)
+	if n == 0 {
+		kept = "as they were before step 1 (the last checkpoint)"
+	}
+	lost := fmt.Sprintf("what step %d changed in files is lost", m)
+	if m > n+1 {
+		lost = fmt.Sprintf("what steps %d to %d changed in files is lost", n+1, m)
+	}
+	return fmt.Sprintf("The job moved to another worker after its worker was lost, at step %d: the files in /workspace are %s; "+
+		"%s; processes started earlier (servers) are gone. Check the files before going on.", m, kept, lost)
 }
 
 // stepLimits bound a run's steps.

@@ -31,7 +31,7 @@ var ErrUnknownType = errors.New("unknown event type")
 // payloads holds a zero payload of every type, in the order Types lists
 // them.
 var payloads = []Payload{
-	State{}, Sandbox{}, Command{}, Output{}, Exit{}, Log{}, Deleted{}, Git{}, Message{},
+	State{}, Sandbox{}, Command{}, Output{}, Exit{}, Log{}, Deleted{}, Git{}, Message{}, Checkpoint{},
 	Model{}, ToolCall{}, ToolResult{}, Notice{}, Condensation{},
 }
 

@@ -54,6 +54,11 @@ var legacy = []struct {
 	{"git clone", event.Git{Action: "clone", Ref: "main", URL: "https://example.com/o/r.git", Commit: "b0"},
 		map[string]any{"action": "clone", "ref": "main", "url": "https://example.com/o/r.git", "commit": "b0"}},
 	{"message", event.Message{Text: "now add a test", Turn: 2}, map[string]any{"text": "now add a test", "turn": 2}},
+	// checkpoint is new in issue 14: its map is the JSON the API documents.
+	{"checkpoint", event.Checkpoint{Tree: "workspace", Step: 3, Files: 120, Bytes: 5000, Uploaded: 1, UploadedBytes: 40, MS: 12},
+		map[string]any{"tree": "workspace", "step": 3, "files": 120, "bytes": 5000, "uploaded": 1, "uploaded_bytes": 40, "ms": 12}},
+	{"checkpoint failed", event.Checkpoint{Tree: "git", Step: 2, Error: "put blob: disk full"},
+		map[string]any{"tree": "git", "step": 2, "files": 0, "bytes": 0, "uploaded": 0, "uploaded_bytes": 0, "ms": 0, "error": "put blob: disk full"}},
 	{"model", event.Model{Step: 3, Message: message, StopReason: "tool_use", Usage: usage, DurationMS: 950},
 		map[string]any{"step": 3, "message": message, "stop_reason": "tool_use", "usage": usage, "duration_ms": int64(950)}},
 	{"tool_call", event.ToolCall{Step: 3, ID: "toolu_1", Name: "bash", Input: json.RawMessage(`{"command": "ls"}`)},

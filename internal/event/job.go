@@ -14,6 +14,9 @@ const (
 	TypeDeleted = "deleted"
 	TypeGit     = "git"
 	TypeMessage = "message"
+	// TypeCheckpoint is new in issue 14: a checkpoint to the cluster's
+	// shared blob store.
+	TypeCheckpoint = "checkpoint"
 )
 
 // State records a job changing state.
@@ -88,6 +91,27 @@ type Message struct {
 	Text string `json:"text"`
 	Turn int    `json:"turn"`
 }
+
+// Checkpoint records a checkpoint of one of the job's trees to the blob
+// store the cluster shares: Tree "workspace" (after each step, and once
+// the sandbox is gone) or "git" (the host's git dir of the job). Step is
+// the job's step it was taken after; Files and Bytes are the tree's,
+// Uploaded and UploadedBytes what this checkpoint had to put (what changed
+// since the last). Error is set when it failed: the job goes on, and a
+// worker that takes it over resumes from the checkpoint before.
+type Checkpoint struct {
+	Bytes         int64  `json:"bytes"`
+	Error         string `json:"error,omitempty"`
+	Files         int    `json:"files"`
+	MS            int64  `json:"ms"`
+	Step          int    `json:"step"`
+	Tree          string `json:"tree"`
+	Uploaded      int    `json:"uploaded"`
+	UploadedBytes int64  `json:"uploaded_bytes"`
+}
+
+// EventType returns TypeCheckpoint.
+func (Checkpoint) EventType() string { return TypeCheckpoint }
 
 // EventType returns TypeGit.
 func (Git) EventType() string { return TypeGit }

@@ -38,42 +38,45 @@ func (s *Service) SetRepos(r *Repos) { s.repos = r }
 // the sandbox is gone. ErrDeleted once its data was removed, ErrNoDiff
 // when there is nothing to take a diff of.
 func (s *Service) Diff(ctx context.Context, id string, patch bool, w io.Writer) error {
-	j, dir, err := s.diffable(ctx, id, patch)
+	j, err := s.diffable(ctx, id, patch)
 	if err != nil {
 		return err
 	}
-	gitDir, h := s.repos.GitDir(id), s.repos.Host
+	gitDir, dir, done, err := s.diffDirs(ctx, j)
+	if err != nil {
+		return err
+	}
+	defer done()
+	h := s.repos.Host
 	if patch {
 		return h.FormatPatch(ctx, gitDir, dir, j.Git.BaseCommit, patchMessage(j), w)
 	}
 	return h.Diff(ctx, gitDir, dir, j.Git.BaseCommit, w)
 }
 
-// diffable checks that job id has a diff to give, and returns the job and
-// its workspace's directory.
-func (s *Service) diffable(ctx context.Context, id string, patch bool) (store.Job, string, error) {
+// diffable checks that job id has a diff to give, and returns the job.
+func (s *Service) diffable(ctx context.Context, id string, patch bool) (store.Job, error) {
 	j, err := s.store.GetJob(ctx, id)
 	switch {
 	case err != nil:
-		return j, "", err
+		return j, err
 	case s.repos == nil:
-		return j, "", errors.New("diff: git is not configured")
+		return j, errors.New("diff: git is not configured")
 	case !j.Status.Final():
-		return j, "", fmt.Errorf("%w: job %s is %s; its diff is made once it has ended and its sandbox is gone, "+
+		return j, fmt.Errorf("%w: job %s is %s; its diff is made once it has ended and its sandbox is gone, "+
 			"as a running sandbox could swap the files git reads for links", ErrNotEnded, id, j.Status)
 	case !j.DeletedAt.IsZero():
-		return j, "", fmt.Errorf("%w: the workspace of job %s was removed at %s; its diff with it",
+		return j, fmt.Errorf("%w: the workspace of job %s was removed at %s; its diff with it",
 			ErrDeleted, id, j.DeletedAt.UTC().Format(time.RFC3339))
 	case patch && j.Repo == nil:
-		return j, "", fmt.Errorf("%w: format=patch is for jobs that started from a repository; job %s did not", ErrNotRepo, id)
+		return j, fmt.Errorf("%w: format=patch is for jobs that started from a repository; job %s did not", ErrNotRepo, id)
 	case j.Repo != nil && j.Git.BaseCommit == "":
-		return j, "", fmt.Errorf("%w: job %s has no diff: its repository was never cloned", ErrNoDiff, id)
+		return j, fmt.Errorf("%w: job %s has no diff: its repository was never cloned", ErrNoDiff, id)
 	}
 	if ok, err := s.ws.Exists(ctx, id); err != nil || !ok {
-		return j, "", fmt.Errorf("%w: job %s has no workspace: it ended before its sandbox started", ErrNoDiff, id)
+		return j, fmt.Errorf("%w: job %s has no workspace: it ended before its sandbox started", ErrNoDiff, id)
 	}
-	dir, err := s.ws.Prepare(ctx, id)
-	return j, dir, err
+	return j, nil
 }
 
 // patchMessage is the commit message of a job's patch: the task's first

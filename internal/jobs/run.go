@@ -36,6 +36,18 @@ type Run struct {
 	// Recovered is true when the sandbox outlived an earlier attempt (a
 	// restart): its processes and files are as that attempt left them.
 	Recovered bool
+	// Restored is set when the workspace was replaced by a checkpoint from
+	// the shared blob store before a new sandbox started on it: the job
+	// moved here from a worker that was lost, and its files are as they
+	// were at that checkpoint, maybe steps behind the log.
+	Restored *Restored
+}
+
+// Restored says which checkpoint a run's workspace was restored from.
+type Restored struct {
+	// Step is the job's step the checkpoint was taken after (0: before
+	// any, as an upload staged by an API replica is).
+	Step int
 }
 
 // History returns the job's whole event log so far, from earlier attempts
@@ -114,6 +126,8 @@ type Outcome struct {
 	// left is why the turn's sandbox could not be destroyed: nothing may
 	// read its workspace then.
 	left error
+	// ws is the workspace's directory, once a sandbox ran on it.
+	ws string
 }
 
 // runJob runs one claimed job to its end. The heartbeat lasts until the
@@ -148,7 +162,12 @@ func (s *Scheduler) runJob(ctx context.Context, cancel context.CancelCauseFunc, 
 	out, runErr, cause := s.execute(ctx, cancel, j)
 	if status, _ := outcomeOf(out, runErr, cause); status == store.StatusComplete {
 		out.git = s.handBack(life, j.ID, out)
+		if out.git != nil {
+			s.gitCheckpoint(life, j.ID, j.Steps+out.Steps)
+		}
 	}
+	s.finalCheckpoint(life, j, out, cause)
+	defer s.ckpt.forget(j.ID)
 	s.finish(context.WithoutCancel(ctx), j, out, runErr, cause, time.Since(begin))
 }
 
@@ -181,21 +200,14 @@ func (s *Scheduler) heartbeat(ctx context.Context, cancel context.CancelCauseFun
 // it had when the agent returned: read before the teardown, so a job that
 // completed is not reported as timed out while its sandbox was removed.
 func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc, j store.Job) (out Outcome, err, cause error) {
-	ws, err := s.cfg.Workspaces.Prepare(ctx, j.ID)
-	if err != nil {
-		return Outcome{}, err, context.Cause(ctx)
-	}
-	if j, err = s.startFrom(ctx, j, ws); err != nil {
-		return Outcome{}, err, context.Cause(ctx)
-	}
-	begin := time.Now()
-	sb, recovered, err := s.sandboxFor(ctx, j, ws)
+	at, err := s.setUp(ctx, j)
 	if err != nil {
 		if errors.Is(err, sandbox.ErrEngineUnavailable) {
 			return Outcome{}, err, fmt.Errorf("%w: %w", errEngineDown, err)
 		}
-		return Outcome{}, fmt.Errorf("start sandbox: %w", err), context.Cause(ctx)
+		return Outcome{}, err, context.Cause(ctx)
 	}
+	j, sb, ws, begin := at.j, at.sb, at.ws, at.begin
 	s.track(j.ID, sb)
 	defer func() {
 		s.untrack(j.ID)
@@ -208,7 +220,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	if err := s.saveHandle(ctx, j.ID, sb.Handle()); err != nil {
 		return Outcome{}, err, context.Cause(ctx)
 	}
-	s.emit(ctx, j.ID, event.Sandbox{SandboxID: sb.Handle().ID, ReadyMS: time.Since(begin).Milliseconds(), Recovered: recovered})
+	s.emit(ctx, j.ID, event.Sandbox{SandboxID: sb.Handle().ID, ReadyMS: time.Since(begin).Milliseconds(), Recovered: at.recovered})
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
@@ -219,9 +231,13 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		stopWatch()
 		<-watched
 	}()
-	out, err = s.agent.Run(ctx, &Run{Job: j, Sandbox: sb, Recovered: recovered,
-		emit:     func(ctx context.Context, p event.Payload) { s.emit(ctx, j.ID, p) },
-		progress: func(ctx context.Context, p Progress) error { return s.progress(ctx, j, p) },
+	out, err = s.agent.Run(ctx, &Run{Job: j, Sandbox: sb, Recovered: at.recovered, Restored: at.restored,
+		emit: func(ctx context.Context, p event.Payload) { s.emit(ctx, j.ID, p) },
+		progress: func(ctx context.Context, p Progress) error {
+			err := s.progress(ctx, j, p)
+			s.stepCheckpoint(ctx, j.ID, sb, ws, j.Steps+p.Steps)
+			return err
+		},
 		events: func(ctx context.Context, after int64, limit int) ([]store.Event, error) {
 			return s.store.Events(ctx, j.ID, after, limit)
 		},
@@ -230,26 +246,8 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	if why := stoppedBy(sb); why != nil {
 		cancel(why)
 	}
+	out.ws = ws
 	return out, err, context.Cause(ctx)
-}
-
-// sandboxFor reattaches to the sandbox an earlier attempt left running (a
-// restart), or creates a new one on the job's workspace.
-func (s *Scheduler) sandboxFor(ctx context.Context, j store.Job, ws string) (sandbox.Sandbox, bool, error) {
-	var h sandbox.Handle
-	if len(j.Sandbox) > 0 && json.Unmarshal(j.Sandbox, &h) == nil && h.ID != "" {
-		if sb, err := s.driver.Recover(ctx, h); err == nil {
-			return sb, true, nil
-		}
-		if err := s.driver.Remove(ctx, h); err != nil {
-			s.log.Warn("remove stale sandbox", "job_id", j.ID, "sandbox_id", h.ID, "err", err)
-		}
-	}
-	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, Owner: s.cfg.WorkerID, WorkspaceDir: ws, ManagedWorkspace: true,
-		Image:   j.Image,
-		Limits:  sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs, DiskBytes: j.Limits.DiskBytes},
-		WebBase: WebBase(j.ID)})
-	return sb, false, err
 }
 
 func (s *Scheduler) saveHandle(ctx context.Context, id string, h sandbox.Handle) error {

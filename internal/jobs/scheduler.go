@@ -61,6 +61,16 @@ type SchedulerConfig struct {
 	Repos *Repos
 	// Media keeps the images of the jobs' tool results; nil: none are.
 	Media *Media
+	// Checkpoints, if set, is the blob store the cluster shares: the
+	// worker checkpoints its jobs' workspaces there at every step and at
+	// the end, and their git dirs, and restores a job's before its
+	// sandbox starts when the job last ran elsewhere. Nil: no checkpoints.
+	Checkpoints *workspace.Shared
+	// CheckpointMarks is a directory of this host, outside every
+	// workspace, where the worker notes per job which checkpoint its local
+	// workspace holds, so that a restarted worker keeps a workspace it
+	// wrote itself; empty: the notes are kept in memory only.
+	CheckpointMarks string
 	// Address is where this worker's internal endpoint answers, as it
 	// registers itself in the store's worker registry; Register is how
 	// often it refreshes its entry (default WorkerHeartbeat). A scheduler
@@ -106,6 +116,7 @@ type Scheduler struct {
 	metrics *Metrics
 	log     *slog.Logger
 	wakeCh  chan struct{}
+	ckpt    *checkpoints
 
 	mu         sync.Mutex
 	running    map[string]context.CancelCauseFunc
@@ -121,7 +132,7 @@ func NewScheduler(cfg SchedulerConfig, st store.Store, d sandbox.Driver, agent A
 	return &Scheduler{
 		cfg: cfg, store: st, driver: d, agent: agent, hub: newHub(), metrics: m, log: cfg.Log,
 		wakeCh: make(chan struct{}, 1), running: map[string]context.CancelCauseFunc{},
-		sandboxes: map[string]sandbox.Sandbox{},
+		sandboxes: map[string]sandbox.Sandbox{}, ckpt: newCheckpoints(cfg.CheckpointMarks),
 	}
 }
 

@@ -62,10 +62,21 @@ func (s *Steps) Show(typ string, payload json.RawMessage) error {
 		_, err = fmt.Fprintf(s.errw, "» message (turn %d): %s\n", ev.Turn, printable(firstLine(ev.Text, 300)))
 	case event.Git:
 		_, err = fmt.Fprintln(s.errw, gitLine(ev))
+	case event.Checkpoint:
+		_, err = fmt.Fprintln(s.errw, checkpointLine(ev))
 	default:
 		_, err = fmt.Fprintf(s.errw, "[%s] %s\n", typ, firstLine(string(payload), 200))
 	}
 	return err
+}
+
+// checkpointLine is a checkpoint on one line:
+// "[checkpoint workspace step 3: 120 files, 1 uploaded, 12ms]".
+func checkpointLine(ev event.Checkpoint) string {
+	if ev.Error != "" {
+		return fmt.Sprintf("[checkpoint %s step %d failed: %s]", ev.Tree, ev.Step, ev.Error)
+	}
+	return fmt.Sprintf("[checkpoint %s step %d: %d files, %d uploaded, %dms]", ev.Tree, ev.Step, ev.Files, ev.Uploaded, ev.MS)
 }
 
 // gitLine is what the host did with a job's repository, on one line:

@@ -95,6 +95,9 @@ func toItem(ev store.Event) item {
 		it.Title, it.Text, it.Error = "log", p.Message, p.Level == "error"
 	case event.Deleted:
 		it.Title, it.Text = "deleted", "The job's workspace was deleted ("+p.Reason+")."
+	case event.Checkpoint:
+		it.Title, it.Step, it.Error = "checkpoint", p.Step, p.Error != ""
+		it.Text = checkpointText(p)
 	}
 	return it
 }
@@ -169,6 +172,18 @@ func gitText(p event.Git) string {
 		parts = append(parts, "failed: "+p.Error)
 	}
 	return strings.Join(parts, " · ")
+}
+
+func checkpointText(p event.Checkpoint) string {
+	tree := p.Tree
+	if tree == "git" {
+		tree = "git dir"
+	}
+	if p.Error != "" {
+		return fmt.Sprintf("Checkpoint of the %s after step %d failed: %s", tree, p.Step, p.Error)
+	}
+	return fmt.Sprintf("Checkpoint of the %s after step %d: %d files, %d uploaded (%d bytes) in %d ms.",
+		tree, p.Step, p.Files, p.Uploaded, p.UploadedBytes, p.MS)
 }
 
 func short(commit string) string {

@@ -181,3 +181,22 @@ func TestJobHeader(t *testing.T) {
 		t.Errorf("an ended job's header:\n%s", body)
 	}
 }
+
+// TestCheckpointItem: a checkpoint event is a timeline item of its step,
+// an error when it failed.
+func TestCheckpointItem(t *testing.T) {
+	for _, tt := range []struct {
+		p    event.Checkpoint
+		text string
+	}{
+		{event.Checkpoint{Tree: "workspace", Step: 3, Files: 120, Uploaded: 1, UploadedBytes: 40, MS: 12},
+			"Checkpoint of the workspace after step 3: 120 files, 1 uploaded (40 bytes) in 12 ms."},
+		{event.Checkpoint{Tree: "git", Step: 2, Error: "disk full"}, "Checkpoint of the git dir after step 2 failed: disk full"},
+	} {
+		typ, b, _ := event.Marshal(tt.p)
+		it := toItem(store.Event{JobID: "j1", Seq: 1, Type: typ, Payload: b})
+		if it.Title != "checkpoint" || it.Step != tt.p.Step || it.Text != tt.text || it.Error != (tt.p.Error != "") {
+			t.Errorf("toItem(%+v) = %+v", tt.p, it)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package wiring
 import (
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/agentbox/agentbox/internal/blobs"
 	"github.com/agentbox/agentbox/internal/blobs/dirblobs"
@@ -10,6 +11,7 @@ import (
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/postgres"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // openBlobs opens the blob store cfg names (config.BlobsKind), nil for
@@ -39,4 +41,14 @@ func postgresBlobs(st store.Store, log *slog.Logger) (blobs.Store, error) {
 	}
 	log.Info("checkpoints: the job store's PostgreSQL database")
 	return pgblobs.New(pg.Pool()), nil
+}
+
+// openShared is the workspace store over the blob store cfg names, with
+// its cache of materialized checkpoints in dir; nil for none.
+func openShared(cfg config.Config, st store.Store, log *slog.Logger, dir string) (*workspace.Shared, error) {
+	b, err := openBlobs(cfg, st, log)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	return workspace.NewShared(b, filepath.Join(dir, "checkpoint-cache")), nil
 }

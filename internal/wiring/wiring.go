@@ -86,6 +86,10 @@ type jobsConfig struct {
 	// inPlace, if set, is a person's directory every job works in
 	// itself (agentbox run --in-place), mounted as it is.
 	inPlace string
+	// blobs opens the blob store AGENTBOX_BLOBS names (serve only): with
+	// one, the service's workspaces are its checkpoints and the workers
+	// checkpoint to it.
+	blobs bool
 }
 
 // openJobs assembles the job side jc describes; log receives the driver's
@@ -104,13 +108,25 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 		j.Close()
 		return nil, err
 	}
+	var ws workspace.Store = j.workspaces
+	if jc.blobs {
+		shared, err := openShared(cfg, st, log, jc.dir)
+		if err != nil {
+			j.Close()
+			return nil, err
+		}
+		if shared != nil {
+			ws, jc.sched.Checkpoints = shared, shared
+			jc.sched.CheckpointMarks = filepath.Join(jc.dir, "checkpoint-marks")
+		}
+	}
 	if jc.workers {
 		if err := j.startWorkers(cfg, log, jc); err != nil {
 			j.Close()
 			return nil, err
 		}
 	}
-	j.service = jobs.NewService(st, j.workspaces, jc.maxAttempts, j.scheduler)
+	j.service = jobs.NewService(st, ws, jc.maxAttempts, j.scheduler)
 	j.service.SetRepos(j.repos)
 	j.service.SetMedia(j.media)
 	j.service.SetMaxUpload(cfg.Server.MaxUpload)

@@ -69,6 +69,19 @@ func (s *Sandbox) Handle() sandbox.Handle { return s.h.handle() }
 // State is the driver's record of the sandbox, as its handle holds it.
 func (s *Sandbox) State() State { return s.h.State }
 
+// LiveWorkspace is the host directory holding the sandbox's /workspace
+// while it runs: its loop disk's mount point when it has one (the
+// workspace directory gets the content back only at Destroy), else the
+// workspace directory itself. The sandbox writes it: read it beneath an
+// os.Root, following no link.
+func (s *Sandbox) LiveWorkspace() string {
+	if hasDisk(s.h) {
+		_, mnt := diskPaths(s.h.StateDir)
+		return mnt
+	}
+	return s.h.WorkspaceDir
+}
+
 // ContainerID is the ID of the sandbox's container, for tools that talk to
 // the engine (the benchmark's docker exec baseline).
 func (s *Sandbox) ContainerID() string { return s.h.Ref }

@@ -1,0 +1,83 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// attempt is what an attempt at a job runs on: the job as its start
+// recorded it, its workspace, its sandbox.
+type attempt struct {
+	j  store.Job
+	ws string
+	sb sandbox.Sandbox
+	// recovered: sb outlived an earlier attempt; restored: ws was
+	// replaced by a checkpoint (the job ran elsewhere since).
+	recovered bool
+	restored  *Restored
+	begin     time.Time // when the sandbox began to be made ready
+}
+
+// setUp prepares the job's workspace and gives it a sandbox: the one an
+// earlier attempt left running, or else a new one, made once the
+// workspace is restored from the job's checkpoint if it ran elsewhere
+// since and its start is recorded (startFrom).
+func (s *Scheduler) setUp(ctx context.Context, j store.Job) (attempt, error) {
+	ws, err := s.cfg.Workspaces.Prepare(ctx, j.ID)
+	if err != nil {
+		return attempt{}, err
+	}
+	at := attempt{ws: ws, begin: time.Now()}
+	at.sb = s.recoverSandbox(ctx, j)
+	at.recovered = at.sb != nil
+	if !at.recovered {
+		if at.restored, err = s.restore(ctx, j, ws); err != nil {
+			return attempt{}, err
+		}
+	}
+	// A recovered sandbox means the job started before: startFrom leaves it.
+	based := j.Git.BaseCommit != ""
+	if at.j, err = s.startFrom(ctx, j, ws); err != nil {
+		return attempt{}, err
+	}
+	if !based && at.j.Git.BaseCommit != "" {
+		s.gitCheckpoint(ctx, j.ID, j.Steps)
+	}
+	if !at.recovered {
+		at.begin = time.Now()
+		if at.sb, err = s.createSandbox(ctx, at.j, ws); err != nil {
+			return attempt{}, fmt.Errorf("start sandbox: %w", err)
+		}
+	}
+	return at, nil
+}
+
+// recoverSandbox reattaches to the sandbox an earlier attempt left
+// running (a restart), or removes what is left of it and returns nil.
+func (s *Scheduler) recoverSandbox(ctx context.Context, j store.Job) sandbox.Sandbox {
+	var h sandbox.Handle
+	if len(j.Sandbox) == 0 || json.Unmarshal(j.Sandbox, &h) != nil || h.ID == "" {
+		return nil
+	}
+	if sb, err := s.driver.Recover(ctx, h); err == nil {
+		return sb
+	}
+	if err := s.driver.Remove(ctx, h); err != nil {
+		s.log.Warn("remove stale sandbox", "job_id", j.ID, "sandbox_id", h.ID, "err", err)
+	}
+	return nil
+}
+
+// createSandbox creates a new sandbox on the job's workspace.
+func (s *Scheduler) createSandbox(ctx context.Context, j store.Job, ws string) (sandbox.Sandbox, error) {
+	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, Owner: s.cfg.WorkerID, WorkspaceDir: ws, ManagedWorkspace: true,
+		Image:   j.Image,
+		Limits:  sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs, DiskBytes: j.Limits.DiskBytes},
+		WebBase: WebBase(j.ID)})
+	return sb, err
+}
