@@ -49,7 +49,7 @@ recorded in docs/benchmarks.md.`,
 			})
 		},
 	}
-	cmd.AddCommand(newBenchAPICmd(a), newBenchGUICmd(a), newBenchUploadCmd(a), newBenchUICmd(a), newBenchStoreCmd(), newBenchDrainCmd(a))
+	cmd.AddCommand(newBenchAPICmd(a), newBenchGUICmd(a), newBenchUploadCmd(a), newBenchUICmd(a), newBenchStoreCmd(), newBenchDrainCmd(a), newBenchCheckpointCmd(a))
 	cmd.Flags().IntVar(&o.Creates, "creates", 10, "sandboxes to create")
 	cmd.Flags().IntVar(&o.Execs, "execs", 200, "exec round trips (the docker exec baseline runs a tenth as many)")
 	cmd.Flags().IntVar(&o.Files, "files", 50, "1 MiB write+read cycles")
