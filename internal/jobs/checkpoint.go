@@ -197,6 +197,12 @@ func (s *Scheduler) finalCheckpoint(ctx context.Context, j store.Job, out Outcom
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
+	// A worker told to stop may not know yet that its lease was lost: the
+	// checkpoint is the new worker's then.
+	if x, err := s.store.GetJob(ctx, j.ID); err != nil || !holds(&x, j, s.cfg.WorkerID) {
+		s.log.Warn("no final checkpoint: the job is not this worker's any more", "job_id", j.ID, "err", err)
+		return
+	}
 	if s.saveTree(ctx, j.ID, workspace.TreeWorkspace, out.ws, j.Steps+out.Steps) != nil ||
 		errors.Is(cause, errShutdown) || errors.Is(cause, errEngineDown) {
 		return // kept: a released job may run here again

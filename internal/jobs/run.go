@@ -234,8 +234,12 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	out, err = s.agent.Run(ctx, &Run{Job: j, Sandbox: sb, Recovered: at.recovered, Restored: at.restored,
 		emit: func(ctx context.Context, p event.Payload) { s.emit(ctx, j.ID, p) },
 		progress: func(ctx context.Context, p Progress) error {
+			// Only under this worker's lease: one that lost it must not
+			// move the job's checkpoint under its new worker.
 			err := s.progress(ctx, j, p)
-			s.stepCheckpoint(ctx, j.ID, sb, ws, j.Steps+p.Steps)
+			if err == nil {
+				s.stepCheckpoint(ctx, j.ID, sb, ws, j.Steps+p.Steps)
+			}
 			return err
 		},
 		events: func(ctx context.Context, after int64, limit int) ([]store.Event, error) {

@@ -18,7 +18,7 @@ import (
 // through a cache of materialized checkpoints on this host.
 type Shared struct {
 	blobs blobs.Store
-	cache string // <cache>/<id>/<manifest digest>: a materialized checkpoint
+	cache string // <cache>/<id>/<tree>/<manifest digest>: a materialized checkpoint
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // by job: one Materialize at a time
@@ -110,7 +110,9 @@ func (s *Shared) Materialize(ctx context.Context, id, tree string) (string, Chec
 	lock := s.lock(id)
 	lock.Lock()
 	defer lock.Unlock()
-	jobDir := filepath.Join(s.cache, id)
+	// Each tree has its own directory: materializing one never removes
+	// another's (a diff needs the workspace and the git dir at once).
+	jobDir := filepath.Join(s.cache, id, tree)
 	dir := filepath.Join(jobDir, c.Manifest)
 	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
 		return dir, c, nil
@@ -137,8 +139,13 @@ func (s *Shared) lock(id string) *sync.Mutex {
 	return l
 }
 
-// removeOthers removes the materializations in jobDir but keep; the
-// temporary directories of restores under way (".<digest>.restore-…") stay.
+// stale is how long a replaced materialization is kept: a reader may
+// still be streaming a zip or a file out of it.
+const stale = 2 * time.Minute
+
+// removeOthers removes the materializations in jobDir but keep that were
+// made more than stale ago; the temporary directories of restores under
+// way (".<digest>.restore-…") stay.
 func removeOthers(jobDir, keep string) error {
 	ents, err := os.ReadDir(jobDir)
 	if err != nil {
@@ -146,9 +153,13 @@ func removeOthers(jobDir, keep string) error {
 	}
 	var errs []error
 	for _, e := range ents {
-		if e.Name() != keep && !strings.HasPrefix(e.Name(), ".") {
-			errs = append(errs, removeTree(filepath.Join(jobDir, e.Name())))
+		if e.Name() == keep || strings.HasPrefix(e.Name(), ".") {
+			continue
 		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) < stale {
+			continue
+		}
+		errs = append(errs, removeTree(filepath.Join(jobDir, e.Name())))
 	}
 	return errors.Join(errs...)
 }

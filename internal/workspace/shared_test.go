@@ -271,8 +271,38 @@ func TestMaterialize(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "two" {
 		t.Errorf("a.txt: %q, %v", b, err)
 	}
+	// A reader may still stream from the old one: it stays a while.
+	if _, err := os.Lstat(filepath.Join(old, "a.txt")); err != nil {
+		t.Errorf("a fresh old materialization was removed at once: %v", err)
+	}
+	hour := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(old, hour, hour))
+	write(t, src, "a.txt", "three", 0o644)
+	save(t, s, "job1", src, nil, 2)
+	if _, _, err := s.Materialize(t.Context(), "job1", workspace.TreeWorkspace); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := os.Lstat(old); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("old materialization: %v, want it removed", err)
+		t.Errorf("old materialization: %v, want it removed once stale", err)
+	}
+	// The git dir's materialization is another tree's: it never removes
+	// the workspace's.
+	save(t, s, "job1", src, nil, 2) // same tree, same manifest
+	gitSrc := t.TempDir()
+	write(t, gitSrc, "HEAD", "ref: refs/heads/main\n", 0o644)
+	gr, err := os.OpenRoot(gitSrc)
+	must(t, err)
+	defer gr.Close()
+	if _, _, err := s.Save(t.Context(), "job1", workspace.TreeGit, gr, nil, workspace.Checkpoint{Step: 2}); err != nil {
+		t.Fatal(err)
+	}
+	ws, _, err := s.Materialize(t.Context(), "job1", workspace.TreeWorkspace)
+	must(t, err)
+	if _, _, err := s.Materialize(t.Context(), "job1", workspace.TreeGit); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "three" {
+		t.Errorf("the workspace's materialization after the git dir's: %q, %v", b, err)
 	}
 }
 
