@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,7 +88,38 @@ func TestClusterLite(t *testing.T) {
 		t.Errorf("agentbox status: %v\n%s", err, out)
 	}
 
+	checkUploadThroughReplica(t, api)
 	checkDesktopThroughReplica(t, api, worker)
+}
+
+// checkUploadThroughReplica submits a job with a workspace uploaded to the
+// API replica: the worker (another data dir, another host for all it
+// knows) starts from those files, through the blob store, and the replica
+// serves the files, the diff and the zip of what the job changed.
+func checkUploadThroughReplica(t *testing.T, api *server) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("UPLOADED-TO-THE-REPLICA\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runClient(t.Context(), "", "submit", "--url", api.url, "--token", testToken, "--workspace", dir,
+		"cp notes.txt seen.txt && echo changed >> notes.txt")
+	if err != nil {
+		t.Fatalf("submit with a workspace: %v\n%s", err, errOut)
+	}
+	id := strings.TrimSpace(out)
+	if j := api.awaitFinal([]string{id})[id]; j.Status != "complete" {
+		t.Fatalf("job %+v\n%s", j, api.logs)
+	}
+	if got := string(api.get(t, "/v1/jobs/"+id+"/files/seen.txt", 200)); got != "UPLOADED-TO-THE-REPLICA\n" {
+		t.Errorf("seen.txt through the replica: %q; want the uploaded notes", got)
+	}
+	if diff := string(api.get(t, "/v1/jobs/"+id+"/diff", 200)); !strings.Contains(diff, "+changed") || !strings.Contains(diff, "seen.txt") {
+		t.Errorf("the diff through the replica:\n%s", diff)
+	}
+	if f := api.zipFiles(t, id); f["notes.txt"] != "UPLOADED-TO-THE-REPLICA\nchanged\n" {
+		t.Errorf("notes.txt in the zip through the replica: %q", f["notes.txt"])
+	}
 }
 
 // checkDesktopThroughReplica opens the desktop of a job running on the

@@ -32,10 +32,12 @@ func (s *Service) SetRepos(r *Repos) { s.repos = r }
 // started: a unified diff against its base commit (the cloned one, or the
 // snapshot of its starting workspace), or with patch the git
 // format-patch mail of it (repository jobs only: ErrNotRepo otherwise).
-// An unchanged workspace writes nothing. ErrNotEnded while the job runs:
-// its sandbox could swap a file for a link to a host file between git's
-// look at a path and its read of it, so the workspace is read only once
-// the sandbox is gone. ErrDeleted once its data was removed, ErrNoDiff
+// An unchanged workspace writes nothing. ErrNotEnded while the job runs
+// on a service without a Shared store: its sandbox could swap a file for
+// a link to a host file between git's look at a path and its read of it,
+// so the live workspace is read only once the sandbox is gone; a Shared
+// store gives the diff of a running job's last checkpoint, a snapshot
+// the sandbox cannot touch. ErrDeleted once its data was removed, ErrNoDiff
 // when there is nothing to take a diff of.
 func (s *Service) Diff(ctx context.Context, id string, patch bool, w io.Writer) error {
 	j, err := s.diffable(ctx, id, patch)
@@ -62,7 +64,7 @@ func (s *Service) diffable(ctx context.Context, id string, patch bool) (store.Jo
 		return j, err
 	case s.repos == nil:
 		return j, errors.New("diff: git is not configured")
-	case !j.Status.Final():
+	case !j.Status.Final() && s.shared() == nil:
 		return j, fmt.Errorf("%w: job %s is %s; its diff is made once it has ended and its sandbox is gone, "+
 			"as a running sandbox could swap the files git reads for links", ErrNotEnded, id, j.Status)
 	case !j.DeletedAt.IsZero():
@@ -73,7 +75,11 @@ func (s *Service) diffable(ctx context.Context, id string, patch bool) (store.Jo
 	case j.Repo != nil && j.Git.BaseCommit == "":
 		return j, fmt.Errorf("%w: job %s has no diff: its repository was never cloned", ErrNoDiff, id)
 	}
-	if ok, err := s.ws.Exists(ctx, id); err != nil || !ok {
+	ok, err := s.ws.Exists(ctx, id)
+	switch {
+	case err == nil && !ok && !j.Status.Final():
+		return j, fmt.Errorf("%w: job %s is %s and has no checkpoint yet", ErrNotEnded, id, j.Status)
+	case err != nil || !ok:
 		return j, fmt.Errorf("%w: job %s has no workspace: it ended before its sandbox started", ErrNoDiff, id)
 	}
 	return j, nil

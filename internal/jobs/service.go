@@ -322,26 +322,42 @@ func (s *Service) WaitEvents(ctx context.Context, id string, after int64, poll t
 	return nil
 }
 
-// Workspace returns the store holding ended job id's workspace (under the
-// job's ID), once it checked there is one to read: ErrNotEnded while the
-// job runs, ErrDeleted once its data was removed, store.ErrNotFound if it
-// ended before it had one.
+// Workspace returns the store holding job id's workspace (under the job's
+// ID), once it checked there is one to read: ErrDeleted once its data was
+// removed, store.ErrNotFound if it ended before it had one. An ended
+// job's is its final state. A running job's is read from its last
+// checkpoint when the store is a Shared one (a snapshot the sandbox
+// cannot touch); else, or before its first checkpoint, ErrNotEnded: the
+// live workspace is the sandbox's to change under a reader.
 func (s *Service) Workspace(ctx context.Context, id string) (workspace.Store, error) {
 	j, err := s.store.GetJob(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if !j.Status.Final() {
-		return nil, fmt.Errorf("%w: job %s is %s", ErrNotEnded, id, j.Status)
+	if err := s.readable(j); err != nil {
+		return nil, err
 	}
-	if !j.DeletedAt.IsZero() {
-		return nil, fmt.Errorf("%w: the workspace of job %s was removed at %s (DELETE, or the retention period); its record and events remain",
-			ErrDeleted, id, j.DeletedAt.UTC().Format(time.RFC3339))
-	}
-	if ok, err := s.ws.Exists(ctx, id); !ok || err != nil {
+	ok, err := s.ws.Exists(ctx, id)
+	switch {
+	case err == nil && !ok && !j.Status.Final():
+		return nil, fmt.Errorf("%w: job %s is %s and has no checkpoint yet", ErrNotEnded, id, j.Status)
+	case err != nil || !ok:
 		return nil, fmt.Errorf("job %s has no workspace: %w", id, store.ErrNotFound)
 	}
 	return s.ws, nil
+}
+
+// readable says why job j's workspace cannot be read, if it cannot: it
+// was removed, or the job runs and its workspace is only the live one.
+func (s *Service) readable(j store.Job) error {
+	switch {
+	case !j.Status.Final() && s.shared() == nil:
+		return fmt.Errorf("%w: job %s is %s", ErrNotEnded, j.ID, j.Status)
+	case !j.DeletedAt.IsZero():
+		return fmt.Errorf("%w: the workspace of job %s was removed at %s (DELETE, or the retention period); its record and events remain",
+			ErrDeleted, j.ID, j.DeletedAt.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // emit appends an event and wakes its followers. Event writes are part of the

@@ -57,11 +57,18 @@ func (s *Scheduler) setUp(ctx context.Context, j store.Job) (attempt, error) {
 	return at, nil
 }
 
-// recoverSandbox reattaches to the sandbox an earlier attempt left
-// running (a restart), or removes what is left of it and returns nil.
+// recoverSandbox reattaches to the sandbox an earlier attempt of this
+// worker left running (a restart), or removes what is left of it and
+// returns nil.
 func (s *Scheduler) recoverSandbox(ctx context.Context, j store.Job) sandbox.Sandbox {
 	var h sandbox.Handle
 	if len(j.Sandbox) == 0 || json.Unmarshal(j.Sandbox, &h) != nil || h.ID == "" {
+		return nil
+	}
+	if h.Owner != "" && h.Owner != s.cfg.WorkerID {
+		// Another worker's, lost: on another host its engine is out of
+		// reach, and on this one its workspace is that worker's, not the
+		// job's checkpoint. That worker removes it when it comes back.
 		return nil
 	}
 	if sb, err := s.driver.Recover(ctx, h); err == nil {
