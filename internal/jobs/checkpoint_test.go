@@ -2,7 +2,6 @@ package jobs_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -80,18 +79,7 @@ func (c *cluster) worker(t *testing.T, id string, a jobs.Agent, mod ...func(*job
 	sched := jobs.NewScheduler(cfg, c.e.st, d, a, nil)
 	svc := jobs.NewService(c.e.st, shared, 3, sched)
 	svc.SetRepos(repos)
-	ctx, cancel := context.WithCancel(bg)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sched.Run(ctx)
-	}()
-	stop := func() {
-		cancel()
-		<-done
-	}
-	t.Cleanup(stop)
-	return &host{dir: dir, svc: svc, shared: shared, stop: stop}
+	return &host{dir: dir, svc: svc, shared: shared, stop: runScheduler(t, sched)}
 }
 
 // hostRepos is the git of a host whose data dir is dir.

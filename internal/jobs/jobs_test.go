@@ -81,18 +81,24 @@ func (e *env) start(t *testing.T, agent jobs.Agent, mod ...func(*jobs.SchedulerC
 	}
 	sched := jobs.NewScheduler(cfg, e.st, e.driver, agent, nil)
 	svc := jobs.NewService(e.st, cfg.Workspaces, 3, sched)
+	return svc, runScheduler(t, sched)
+}
+
+// runScheduler runs sched until the returned stop is called (or the test
+// ends), and stop returns once it has stopped.
+func runScheduler(t *testing.T, sched *jobs.Scheduler) (stop func()) {
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		sched.Run(ctx)
 	}()
-	stop := func() {
+	stop = func() {
 		cancel()
 		<-done
 	}
 	t.Cleanup(stop)
-	return svc, stop
+	return stop
 }
 
 // await waits for the job to reach a final status, and for its final state
