@@ -5,13 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/blobs"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -43,6 +46,11 @@ type Media struct {
 	Dir       string
 	MaxBytes  int64 // 0: DefaultMaxMediaBytes
 	MaxPerJob int   // 0: DefaultMaxMediaPerJob
+	// Blobs, if set, is the blob store the cluster shares: each image is
+	// kept there too (in the job's namespace, under the ref
+	// "media-<name>"), so that every API replica serves the images of
+	// jobs other hosts ran, and Dir is this host's cache of them.
+	Blobs blobs.Store
 
 	mu sync.Mutex // one Save at a time picks the next number
 }
@@ -77,7 +85,64 @@ func (m *Media) Save(id string, step int, data []byte) (string, error) {
 	if err := writeNew(filepath.Join(dir, name), data); err != nil {
 		return "", fmt.Errorf("keep image: %w", err)
 	}
+	if err := m.share(id, name, data); err != nil {
+		return "", err
+	}
 	return name, nil
+}
+
+// share puts image name of job id in the shared blob store, if any.
+func (m *Media) share(id, name string, data []byte) error {
+	if m.Blobs == nil {
+		return nil
+	}
+	ctx := context.Background()
+	d := blobs.Digest(data)
+	err := m.Blobs.Put(ctx, id, d, int64(len(data)), bytes.NewReader(data))
+	if err == nil {
+		err = m.Blobs.SetRef(ctx, id, "media-"+name, []byte(d))
+	}
+	if err != nil {
+		return fmt.Errorf("keep image in the blob store: %w", err)
+	}
+	return nil
+}
+
+// fetch copies image name of job id from the shared blob store into this
+// host's cache, checking it is the image its ref names; ErrNoMedia when
+// there is none.
+func (m *Media) fetch(dir, id, name string) error {
+	ctx := context.Background()
+	ref, err := m.Blobs.Ref(ctx, id, "media-"+name)
+	if errors.Is(err, blobs.ErrNotFound) {
+		return fmt.Errorf("%w: job %s has no image %s", ErrNoMedia, id, name)
+	}
+	if err != nil {
+		return fmt.Errorf("open image: %w", err)
+	}
+	digest := string(ref)
+	r, size, err := m.Blobs.Open(ctx, id, digest)
+	if err != nil {
+		return fmt.Errorf("open image: %w", err)
+	}
+	defer r.Close()
+	if size > m.maxBytes() {
+		return fmt.Errorf("open image: %d bytes, over %d", size, m.maxBytes())
+	}
+	data, err := io.ReadAll(io.LimitReader(r, m.maxBytes()+1))
+	if err == nil && (blobs.Digest(data) != digest || imageExt(data) != path.Ext(name)[1:]) {
+		err = fmt.Errorf("%w: image %s of job %s", blobs.ErrCorrupt, name, id)
+	}
+	if err == nil {
+		err = os.MkdirAll(dir, 0o700)
+	}
+	if err == nil {
+		err = writeNew(filepath.Join(dir, name), data)
+	}
+	if err != nil {
+		return fmt.Errorf("open image: %w", err)
+	}
+	return nil
 }
 
 // Open opens image name of job id and returns it with its Content-Type.
@@ -92,6 +157,12 @@ func (m *Media) Open(id, name string) (*os.File, string, error) {
 		return nil, "", err
 	}
 	f, err := os.Open(filepath.Join(dir, name))
+	if errors.Is(err, os.ErrNotExist) && m.Blobs != nil {
+		if err := m.fetch(dir, id, name); err != nil {
+			return nil, "", err
+		}
+		f, err = os.Open(filepath.Join(dir, name))
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, "", fmt.Errorf("%w: job %s has no image %s", ErrNoMedia, id, name)
 	}

@@ -3,9 +3,12 @@ package jobs_test
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/blobs"
+	"github.com/agentbox/agentbox/internal/blobs/dirblobs"
 	"github.com/agentbox/agentbox/internal/jobs"
 )
 
@@ -59,5 +62,45 @@ func TestMediaSave(t *testing.T) {
 	}
 	if _, err := os.Stat(m.Dir + "/job_a"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Remove left %v", err)
+	}
+}
+
+// TestMediaShared: an image a worker keeps is served by another host
+// sharing the blob store (an API replica), checked against its digest
+// and kind; one the store holds wrong is refused, not served.
+func TestMediaShared(t *testing.T) {
+	b, err := dirblobs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := &jobs.Media{Dir: t.TempDir(), Blobs: b}
+	replica := &jobs.Media{Dir: t.TempDir(), Blobs: b}
+	png := []byte("\x89PNG\r\n\x1a\nscreenshot")
+	name, err := worker.Save("job_a", 3, png)
+	if err != nil || name != "3-1.png" {
+		t.Fatalf("Save = %q, %v", name, err)
+	}
+	f, kind, err := replica.Open("job_a", name)
+	if err != nil || kind != "image/png" {
+		t.Fatalf("Open on the replica = %q, %v", kind, err)
+	}
+	got, _ := io.ReadAll(f)
+	f.Close()
+	if !bytes.Equal(got, png) {
+		t.Errorf("the replica served %q", got)
+	}
+	if _, _, err := replica.Open("job_a", "4-2.png"); !errors.Is(err, jobs.ErrNoMedia) {
+		t.Errorf("an image no host kept: %v, want ErrNoMedia", err)
+	}
+	// A ref naming a blob that is not that image (text put as a PNG).
+	html := []byte("<script>alert(1)</script>")
+	if err := b.Put(t.Context(), "job_a", blobs.Digest(html), int64(len(html)), bytes.NewReader(html)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetRef(t.Context(), "job_a", "media-5-2.png", []byte(blobs.Digest(html))); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := replica.Open("job_a", "5-2.png"); !errors.Is(err, blobs.ErrCorrupt) {
+		t.Errorf("an image whose blob is not a PNG: %v, want ErrCorrupt", err)
 	}
 }

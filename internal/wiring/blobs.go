@@ -44,11 +44,12 @@ func postgresBlobs(st store.Store, log *slog.Logger) (blobs.Store, error) {
 }
 
 // openShared is the workspace store over the blob store cfg names, with
-// its cache of materialized checkpoints in dir; nil for none.
-func openShared(cfg config.Config, st store.Store, log *slog.Logger, dir string) (*workspace.Shared, error) {
+// its cache of materialized checkpoints in dir, and that blob store; nil
+// for none.
+func openShared(cfg config.Config, st store.Store, log *slog.Logger, dir string) (*workspace.Shared, blobs.Store, error) {
 	b, err := openBlobs(cfg, st, log)
 	if err != nil || b == nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return workspace.NewShared(b, filepath.Join(dir, "checkpoint-cache")), nil
+	return workspace.NewShared(b, filepath.Join(dir, "checkpoint-cache")), b, nil
 }

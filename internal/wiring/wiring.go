@@ -110,13 +110,13 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 	}
 	var ws workspace.Store = j.workspaces
 	if jc.blobs {
-		shared, err := openShared(cfg, st, log, jc.dir)
+		shared, b, err := openShared(cfg, st, log, jc.dir)
 		if err != nil {
 			j.Close()
 			return nil, err
 		}
 		if shared != nil {
-			ws, jc.sched.Checkpoints = shared, shared
+			ws, jc.sched.Checkpoints, j.media.Blobs = shared, shared, b
 			jc.sched.CheckpointMarks = filepath.Join(jc.dir, "checkpoint-marks")
 		}
 	}
