@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +91,30 @@ func TestClusterFailover(t *testing.T) {
 		if files := api.zipFiles(t, id); files["step1.txt"] != "one\n" {
 			t.Errorf("job %s: the zip through the API replica holds step1.txt %q", id, files["step1.txt"])
 		}
+	}
+	survivorMetrics(t, survivor)
+}
+
+// survivorMetrics checks the survivor's /metrics (a bearer of the cluster
+// secret) count the checkpoints it took, and that, the jobs changing no
+// file after their restore, they uploaded nothing.
+func survivorMetrics(t *testing.T, w *server) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", w.url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+testClusterSecret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	text := string(b)
+	if n := metricValue(t, text, `agentbox_checkpoint_seconds_count{result="ok"}`); n < 2 {
+		t.Errorf("the survivor counts %v checkpoints; it took at least one per job", n)
+	}
+	// It restored the files and changed none: nothing new to upload.
+	if n := metricValue(t, text, "agentbox_checkpoint_uploaded_bytes_total"); n != 0 {
+		t.Errorf("the survivor uploaded %v bytes of checkpoints; the jobs changed no file on it", n)
 	}
 }
 

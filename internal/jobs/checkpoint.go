@@ -156,6 +156,7 @@ func (s *Scheduler) saveTree(ctx context.Context, id, tree, dir string, step int
 		return nil
 	}()
 	ev.MS = time.Since(begin).Milliseconds()
+	s.metrics.checkpointed(time.Since(begin), ev.UploadedBytes, err)
 	if err != nil {
 		ev.Error = err.Error()
 		s.log.Error("checkpoint", "job_id", id, "tree", tree, "step", step, "err", err)

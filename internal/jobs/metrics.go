@@ -15,6 +15,8 @@ type Metrics struct {
 	jobDuration  *prometheus.HistogramVec
 	sandboxStart prometheus.Histogram
 	claimLatency prometheus.Histogram
+	checkpoint   *prometheus.HistogramVec
+	uploaded     prometheus.Counter
 	// lease is the scheduler's, for whether a registered worker is alive.
 	lease atomic.Int64
 }
@@ -36,9 +38,16 @@ func NewMetrics(reg prometheus.Registerer, st store.Store) *Metrics {
 			Name: "agentbox_claim_latency_seconds", Help: "Time from a job's creation to its first claim by a worker.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}),
+		checkpoint: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "agentbox_checkpoint_seconds", Help: "Time a checkpoint of a job's tree to the blob store took, by result (ok, error).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"result"}),
+		uploaded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "agentbox_checkpoint_uploaded_bytes_total", Help: "Bytes of files checkpoints put in the blob store (changed files the store lacked).",
+		}),
 	}
 	m.lease.Store(int64(30 * time.Second))
-	reg.MustRegister(m.jobDuration, m.sandboxStart, m.claimLatency, stateCollector{st, m})
+	reg.MustRegister(m.jobDuration, m.sandboxStart, m.claimLatency, m.checkpoint, m.uploaded, stateCollector{st, m})
 	return m
 }
 
@@ -61,6 +70,20 @@ func (m *Metrics) jobEnded(status store.Status, d time.Duration) {
 	if m != nil {
 		m.jobDuration.WithLabelValues(string(status)).Observe(d.Seconds())
 	}
+}
+
+// checkpointed observes a checkpoint that took d and uploaded n bytes, or
+// failed.
+func (m *Metrics) checkpointed(d time.Duration, n int64, err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.checkpoint.WithLabelValues(result).Observe(d.Seconds())
+	m.uploaded.Add(float64(n))
 }
 
 func (m *Metrics) sandboxStarted(d time.Duration) {

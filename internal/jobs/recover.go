@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/event"
@@ -30,7 +31,15 @@ func (s *Scheduler) reclaim(ctx context.Context, own string) {
 		if now.Status.Final() {
 			s.destroyStale(ctx, j) // a job going back to pending keeps its sandbox for the next attempt
 		}
-		s.emit(ctx, j.ID, event.State{Status: now.Status, Error: now.Error, Reason: "the worker running it stopped (lease expired)"})
+		const why = "the worker running it stopped (lease expired)"
+		if now.Status == store.StatusRunning {
+			// Another worker claimed it since it was requeued, and said so
+			// in its own state event: a state event now would come after
+			// that one, so the reason goes in a log line.
+			s.emit(ctx, j.ID, event.Log{Level: "warn", Message: fmt.Sprintf("attempt %d ended: %s; the job was requeued", j.Attempts, why)})
+		} else {
+			s.emit(ctx, j.ID, event.State{Status: now.Status, Error: now.Error, Reason: why})
+		}
 		s.log.Warn("job recovered from a dead worker", "job_id", j.ID, "status", now.Status, "attempts", j.Attempts)
 	}
 	if len(jobs) > 0 {
