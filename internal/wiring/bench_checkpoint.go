@@ -11,14 +11,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/blobs"
 	"github.com/agentbox/agentbox/internal/blobs/dirblobs"
+	"github.com/agentbox/agentbox/internal/blobs/pgblobs"
+	"github.com/agentbox/agentbox/internal/pgserver"
+	"github.com/agentbox/agentbox/internal/store/postgres"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // CheckpointBenchOptions say what `agentbox bench checkpoint` measures.
 type CheckpointBenchOptions struct {
 	Files, Rounds int
-	Blobs         string // the dirblobs directory; "": a temporary one
+	// Blobs is the blob store: an absolute path (a directory store), a
+	// postgres:// URL (its database, migrated), "postgres" (a durable
+	// PostgreSQL server of its own), "": a temporary directory store.
+	Blobs         string
 	Image, Docker string
 	Log           io.Writer
 }
@@ -27,19 +34,22 @@ type CheckpointBenchOptions struct {
 // the incremental ones after a 1-file change, and the plain engine's full
 // copy of the same tree out of a container (docker exec … tar).
 type CheckpointBenchResult struct {
+	Store                string // what the blobs were kept in
 	Full                 time.Duration
-	FullBytes            int64
+	FullBytes, FullTrees int64           // bytes of the files, and of the trees, put
 	Incremental, Tar     []time.Duration // sorted
 	IncrementalUploaded  int64           // bytes, all rounds
 	IncrementalUploads   int
+	TreeBytes            int64 // of the trees put, all rounds
+	TreesUploaded        int
 	TarBytes             int64
 	Entries, FilesPerDir int
 }
 
 // BenchCheckpoint writes a workspace of o.Files small source-like files,
-// checkpoints it whole into a dirblobs store, then o.Rounds times changes
-// one file and checkpoints it again; then times docker exec tar of the
-// same tree in a container of the sandbox image.
+// checkpoints it whole into the blob store o.Blobs names, then o.Rounds
+// times changes one file and checkpoints it again; then times docker exec
+// tar of the same tree in a container of the sandbox image.
 func BenchCheckpoint(ctx context.Context, o CheckpointBenchOptions) (CheckpointBenchResult, error) {
 	var r CheckpointBenchResult
 	tmp, err := os.MkdirTemp("", "agentbox-benchckpt-")
@@ -47,10 +57,9 @@ func BenchCheckpoint(ctx context.Context, o CheckpointBenchOptions) (CheckpointB
 		return r, err
 	}
 	defer os.RemoveAll(tmp)
-	if o.Blobs == "" {
-		o.Blobs = filepath.Join(tmp, "blobs")
-	}
-	b, err := dirblobs.New(o.Blobs)
+	var c closers
+	defer c.Close()
+	b, err := benchBlobs(ctx, o.Blobs, tmp, &c, &r.Store)
 	if err != nil {
 		return r, err
 	}
@@ -81,7 +90,7 @@ func (r *CheckpointBenchResult) checkpoints(ctx context.Context, s *workspace.Sh
 	if err != nil {
 		return err
 	}
-	r.Full, r.FullBytes, r.Entries = st.Took, st.UploadedBytes, st.Entries
+	r.Full, r.FullBytes, r.FullTrees, r.Entries = st.Took, st.UploadedBytes, st.TreeBytes, st.Entries
 	for i := range o.Rounds {
 		p := filepath.Join(ws, fmt.Sprintf("pkg%02d", i%benchDirs), fmt.Sprintf("f%04d.go", i%o.Files))
 		if err := os.WriteFile(p, fmt.Appendf(nil, "package pkg\n\n// round %d\nfunc F() int { return %d }\n", i, i), 0o644); err != nil {
@@ -94,9 +103,44 @@ func (r *CheckpointBenchResult) checkpoints(ctx context.Context, s *workspace.Sh
 		r.Incremental = append(r.Incremental, st.Took)
 		r.IncrementalUploaded += st.UploadedBytes
 		r.IncrementalUploads += st.Uploaded
+		r.TreeBytes += st.TreeBytes
+		r.TreesUploaded += st.TreesUploaded
 	}
 	slices.Sort(r.Incremental)
 	return nil
+}
+
+// benchBlobs opens the blob store arg names (see
+// CheckpointBenchOptions.Blobs), what it made in tmp or closes added to
+// c, and names it in name.
+func benchBlobs(ctx context.Context, arg, tmp string, c *closers, name *string) (blobs.Store, error) {
+	url := arg
+	switch {
+	case arg == "":
+		*name = "a directory store"
+		return dirblobs.New(filepath.Join(tmp, "blobs"))
+	case arg == "postgres":
+		srv, err := pgserver.Start("", "agentbox-benchpg-", pgserver.Options{Durable: true})
+		if err != nil {
+			return nil, fmt.Errorf("start a PostgreSQL server (or pass --blobs postgres://…): %w", err)
+		}
+		c.addFunc(srv.Stop)
+		if url, err = srv.CreateDatabase(ctx, "bench"); err != nil {
+			return nil, err
+		}
+		*name = "PostgreSQL 15, local, durable"
+	case strings.HasPrefix(arg, "postgres://") || strings.HasPrefix(arg, "postgresql://"):
+		*name = "PostgreSQL at " + postgres.Redact(arg)
+	default:
+		*name = "a directory store at " + arg
+		return dirblobs.New(arg)
+	}
+	pg, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		return nil, err
+	}
+	c.add(pg.Close)
+	return pgblobs.New(pg.Pool()), nil
 }
 
 // benchDirs is how many directories the bench's workspace spreads its
@@ -158,12 +202,14 @@ func CheckpointMarkdown(w io.Writer, o CheckpointBenchOptions, r CheckpointBench
 	pct := func(ds []time.Duration, p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
 	msf := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 	inc, tar := pct(r.Incremental, 0.5), pct(r.Tar, 0.5)
-	fmt.Fprintf(w, "A workspace of %d files (%d entries), %d rounds of a 1-file change; blobs in a directory store.\n\n", o.Files, r.Entries, o.Rounds)
+	fmt.Fprintf(w, "A workspace of %d files (%d entries), %d rounds of a 1-file change; blobs in %s.\n\n", o.Files, r.Entries, o.Rounds, r.Store)
 	fmt.Fprintln(w, "| operation | p50 | p95 | bytes moved |")
 	fmt.Fprintln(w, "|---|---|---|---|")
-	fmt.Fprintf(w, "| first checkpoint (everything) | %s | – | %d |\n", msf(r.Full), r.FullBytes)
+	fmt.Fprintf(w, "| first checkpoint (everything) | %s | – | %d (+ %d of trees) |\n", msf(r.Full), r.FullBytes, r.FullTrees)
 	fmt.Fprintf(w, "| checkpoint after a 1-file change | %s | %s | %d per round (%d blobs in %d rounds) |\n",
 		msf(inc), msf(pct(r.Incremental, 0.95)), r.IncrementalUploaded/int64(len(r.Incremental)), r.IncrementalUploads, len(r.Incremental))
+	fmt.Fprintf(w, "| … plus the trees of the directories on its path | – | – | %d per round (%d trees in %d rounds) |\n",
+		r.TreeBytes/int64(len(r.Incremental)), r.TreesUploaded, len(r.Incremental))
 	fmt.Fprintf(w, "| `docker exec C tar -c -C /workspace .` (a full copy) | %s | %s | %d |\n", msf(tar), msf(pct(r.Tar, 0.95)), r.TarBytes)
 	fmt.Fprintf(w, "\nIncremental checkpoint vs the plain engine's full copy (p50): %.1f× faster.\n", float64(tar)/float64(inc))
 }

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,34 +10,40 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 
 	"github.com/agentbox/agentbox/internal/blobs"
 )
 
-// saver walks a hostile tree as Copy does (see copier) and records it in
-// a manifest, putting the blobs of the files that changed since prev.
+// saver walks a hostile tree as Copy does (see copier) and records it as
+// trees, putting the blobs of the files that changed since prev and the
+// trees of the directories whose listing changed.
 type saver struct {
-	ctx     context.Context
-	b       blobs.Store
-	ns      string
-	src     *os.Root
-	prev    map[string]fileStat
-	known   map[string]bool // digests the namespace holds
-	m       manifest
-	files   map[string]fileStat
-	stats   SaveStats
-	bytes   int64
-	buf     []byte
-	entries int64
+	ctx       context.Context
+	b         blobs.Store
+	ns        string
+	src       *os.Root
+	prev      map[string]fileStat
+	prevTrees map[string]treeState
+	known     map[string]bool // digests the namespace holds
+	files     map[string]fileStat
+	trees     map[string]treeState
+	stats     SaveStats
+	bytes     int64
+	buf       []byte
+	entries   int64
 }
 
 func newSaver(ctx context.Context, b blobs.Store, ns string, src *os.Root, prev *Snapshot) *saver {
 	s := &saver{ctx: ctx, b: b, ns: ns, src: src, known: map[string]bool{},
-		files: map[string]fileStat{}, m: manifest{Version: 1}, buf: make([]byte, 64<<10)}
+		files: map[string]fileStat{}, trees: map[string]treeState{}, buf: make([]byte, 64<<10)}
 	if prev != nil && prev.ns == ns {
-		s.prev = prev.files
+		s.prev, s.prevTrees = prev.files, prev.trees
 		for _, f := range prev.files {
 			s.known[f.digest] = true
+		}
+		for _, t := range prev.trees {
+			s.known[t.digest] = true
 		}
 	}
 	return s
@@ -44,87 +51,121 @@ func newSaver(ctx context.Context, b blobs.Store, ns string, src *os.Root, prev 
 
 func (s *saver) skip(p, why string) { s.stats.Skipped = append(s.stats.Skipped, p+": "+why) }
 
-// dir records the entries of the directory p ("." for the root), whose
-// Lstat is fi, and what is under them.
-func (s *saver) dir(p string, fi fs.FileInfo) error {
+// dir records the directory p ("." for the root), whose Lstat is fi, and
+// what is under it, and returns the digest of its tree.
+func (s *saver) dir(p string, fi fs.FileInfo) (string, error) {
 	names, err := listDir(s.src, p, fi, maxCheckpointEntries-s.entries, maxCheckpointEntries)
 	if err != nil {
-		return err
+		return "", err
 	}
 	s.entries += int64(len(names))
+	entries := make([]treeEntry, 0, len(names))
 	for _, name := range names {
-		if err := s.entry(join(p, name)); err != nil {
-			return err
+		e, ok, err := s.entry(join(p, name), name)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			entries = append(entries, e)
+			s.stats.Entries++
 		}
 	}
-	return nil
+	return s.putTree(p, entries)
 }
 
-// entry records the entry at p: a directory and what is under it, a
-// file, a symlink; anything else is skipped.
-func (s *saver) entry(p string) error {
+// putTree records entries as the tree of the directory p: the tree the
+// last checkpoint had if they are its entries, else encoded and put if
+// the store lacks it.
+func (s *saver) putTree(p string, entries []treeEntry) (string, error) {
+	s.stats.Trees++
+	if old, ok := s.prevTrees[p]; ok && slices.Equal(old.entries, entries) {
+		s.trees[p] = old
+		return old.digest, nil
+	}
+	data, d, err := encodeTree(entries)
+	if err != nil {
+		return "", err
+	}
+	s.trees[p] = treeState{digest: d, entries: entries}
+	if s.known[d] {
+		return d, nil
+	}
+	s.known[d] = true
+	if has, err := s.b.Has(s.ctx, s.ns, d); err != nil || has {
+		return d, err
+	}
+	if err := s.b.Put(s.ctx, s.ns, d, int64(len(data)), bytes.NewReader(data)); err != nil {
+		return "", fmt.Errorf("put the tree of %q: %w", p, err)
+	}
+	s.stats.TreesUploaded++
+	s.stats.TreeBytes += int64(len(data))
+	return d, nil
+}
+
+// entry records the entry name at p: a directory and what is under it, a
+// file, a symlink; anything else is skipped (ok false).
+func (s *saver) entry(p, name string) (e treeEntry, ok bool, err error) {
 	if err := s.ctx.Err(); err != nil {
-		return err
+		return e, false, err
 	}
 	if len(p) > maxPathBytes {
 		s.skip(p[:64]+"...", fmt.Sprintf("a path of %d bytes, over %d", len(p), maxPathBytes))
-		return nil
+		return e, false, nil
 	}
 	fi, err := s.src.Lstat(p)
 	if err != nil {
-		return fmt.Errorf("entry %q: %w", p, err)
+		return e, false, fmt.Errorf("entry %q: %w", p, err)
 	}
-	e := manifestEntry{Path: p, Mode: fi.Mode().Perm(), MTime: fi.ModTime().UnixNano()}
+	e = treeEntry{Name: name, Mode: fi.Mode().Perm(), MTime: fi.ModTime().UnixNano()}
 	switch m := fi.Mode(); {
 	case m.IsDir():
 		e.Kind = entryDir
-		s.m.Entries = append(s.m.Entries, e)
-		return s.dir(p, fi)
+		e.Digest, err = s.dir(p, fi)
+		return e, err == nil, err
 	case m.IsRegular():
 		e.Kind = entryFile
-		return s.file(e, fi)
+		return s.file(p, e, fi)
 	case m&fs.ModeSymlink != 0:
-		return s.symlink(e)
+		return s.symlink(p, e)
 	default:
 		s.skip(p, modeKind(m)+", which is not checkpointed")
-		return nil
+		return e, false, nil
 	}
 }
 
-// symlink records the symlink e.Path with its target as it is.
-func (s *saver) symlink(e manifestEntry) error {
-	target, err := s.src.Readlink(e.Path)
+// symlink records the symlink p with its target as it is (and no mtime:
+// a restore does not keep it).
+func (s *saver) symlink(p string, e treeEntry) (treeEntry, bool, error) {
+	target, err := s.src.Readlink(p)
 	if err != nil {
-		return fmt.Errorf("entry %q: %w", e.Path, err)
+		return e, false, fmt.Errorf("entry %q: %w", p, err)
 	}
 	if target == "" || len(target) > maxTargetBytes {
-		s.skip(e.Path, fmt.Sprintf("a symlink with a target of %d bytes", len(target)))
-		return nil
+		s.skip(p, fmt.Sprintf("a symlink with a target of %d bytes", len(target)))
+		return e, false, nil
 	}
-	e.Kind, e.Target = entrySymlink, target
-	s.m.Entries = append(s.m.Entries, e)
-	return nil
+	e.Kind, e.Target, e.MTime = entrySymlink, target, 0
+	return e, true, nil
 }
 
-// file records the regular file e.Path, whose Lstat is fi: with the
-// digest it had if its stat is what the last checkpoint saw, else read,
-// hashed and put if the store lacks it.
-func (s *saver) file(e manifestEntry, fi fs.FileInfo) error {
+// file records the regular file p, whose Lstat is fi: with the digest it
+// had if its stat is what the last checkpoint saw, else read, hashed and
+// put if the store lacks it.
+func (s *saver) file(p string, e treeEntry, fi fs.FileInfo) (treeEntry, bool, error) {
 	st, ok := statOf(fi, "")
-	if old, seen := s.prev[e.Path]; ok && seen && old.sameAs(st) {
+	if old, seen := s.prev[p]; ok && seen && old.sameAs(st) {
 		st.digest = old.digest
 	} else {
 		var err error
-		if st, err = s.read(e.Path, fi); err != nil {
-			return err
+		if st, err = s.read(p, fi); err != nil {
+			return e, false, err
 		}
 	}
 	e.Size, e.Digest = st.size, st.digest
-	s.files[e.Path], s.known[st.digest] = st, true
-	s.m.Entries = append(s.m.Entries, e)
+	s.files[p], s.known[st.digest] = st, true
 	s.stats.Files++
 	s.bytes += st.size
-	return nil
+	return e, true, nil
 }
 
 // sameAs reports whether the file is as it was at f.

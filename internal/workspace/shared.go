@@ -33,8 +33,9 @@ func NewShared(b blobs.Store, cacheDir string) *Shared {
 }
 
 // Save checkpoints the tree under src as `tree` of job id: reads what changed
-// since prev (nil: all), puts the blobs the store lacks, puts the manifest
-// blob, then sets the ref `tree` to c (c.Manifest/Files/Bytes filled in).
+// since prev (nil: all), puts the blobs the store lacks, puts the trees of
+// the directories whose listing changed, then sets the ref `tree` to c
+// (c.Manifest/Files/Bytes filled in; c.Manifest names the root's tree).
 // src is hostile (a sandbox writes it): no link followed, entries checked
 // to be what their directory listed (like workspace.Copy).
 func (s *Shared) Save(ctx context.Context, id, tree string, src *os.Root, prev *Snapshot, c Checkpoint) (*Snapshot, SaveStats, error) {
@@ -56,11 +57,7 @@ func (s *Shared) save(sv *saver, tree string, c Checkpoint) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sv.dir(".", fi); err != nil {
-		return nil, err
-	}
-	sv.stats.Entries = len(sv.m.Entries)
-	d, err := putManifest(sv.ctx, s.blobs, sv.ns, &sv.m)
+	d, err := sv.dir(".", fi)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +69,7 @@ func (s *Shared) save(sv *saver, tree string, c Checkpoint) (*Snapshot, error) {
 	if err := s.blobs.SetRef(sv.ctx, sv.ns, tree, ref); err != nil {
 		return nil, err
 	}
-	return &Snapshot{ns: sv.ns, manifest: d, files: sv.files}, nil
+	return &Snapshot{ns: sv.ns, manifest: d, files: sv.files, trees: sv.trees}, nil
 }
 
 // Latest returns the ref of tree of job id; an error wrapping ErrNotFound if none.
@@ -84,19 +81,22 @@ func (s *Shared) Latest(ctx context.Context, id, tree string) (Checkpoint, error
 // id (atomically, as workspace.Copy builds a tree), and returns the Snapshot
 // of what it wrote (so the next Save uploads only what changes after).
 func (s *Shared) Restore(ctx context.Context, id string, c Checkpoint, dir string) (*Snapshot, error) {
-	m, err := readManifest(ctx, s.blobs, id, c.Manifest)
+	if err := blobs.CheckDigest(c.Manifest); err != nil {
+		return nil, fmt.Errorf("restore %s: %w", id, err)
+	}
+	t, err := readTrees(ctx, s.blobs, id, c.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", id, err)
 	}
 	var files map[string]fileStat
 	err = build(dir, tempRestore, func(tmp string) (err error) {
-		files, err = restoreInto(ctx, s.blobs, id, m, tmp)
+		files, err = restoreInto(ctx, s.blobs, id, t.entries, tmp)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", id, err)
 	}
-	return &Snapshot{ns: id, manifest: c.Manifest, files: files}, nil
+	return &Snapshot{ns: id, manifest: c.Manifest, files: files, trees: t.trees}, nil
 }
 
 // Materialize returns a directory of this host holding the latest checkpoint
@@ -167,10 +167,10 @@ func removeOthers(jobDir, keep string) error {
 // tempRestore is the kind of the directories Restore makes trees in.
 const tempRestore = "restore"
 
-// restoreInto writes the entries of m beneath the new, empty directory
-// tmp, each file's blob checked against its digest as it is written, and
-// returns the stats of the files it wrote.
-func restoreInto(ctx context.Context, b blobs.Store, ns string, m *manifest, tmp string) (map[string]fileStat, error) {
+// restoreInto writes entries beneath the new, empty directory tmp, each
+// file's blob checked against its digest as it is written, and returns
+// the stats of the files it wrote.
+func restoreInto(ctx context.Context, b blobs.Store, ns string, entries []pathEntry, tmp string) (map[string]fileStat, error) {
 	root, err := os.OpenRoot(tmp)
 	if err != nil {
 		return nil, err
@@ -178,7 +178,7 @@ func restoreInto(ctx context.Context, b blobs.Store, ns string, m *manifest, tmp
 	defer root.Close()
 	u := newUnpacker(ctx, root, Limits{MaxBytes: 1 << 62, MaxEntries: maxCheckpointEntries})
 	defer u.closeDir()
-	for _, e := range m.Entries {
+	for _, e := range entries {
 		if err := restoreEntry(ctx, b, ns, u, e); err != nil {
 			return nil, err
 		}
@@ -187,41 +187,41 @@ func restoreInto(ctx context.Context, b blobs.Store, ns string, m *manifest, tmp
 		return nil, err
 	}
 	files := map[string]fileStat{}
-	for _, e := range m.Entries {
+	for _, e := range entries {
 		if e.Kind != entryFile {
 			continue
 		}
-		fi, err := root.Lstat(e.Path)
+		fi, err := root.Lstat(e.path)
 		if err != nil {
 			return nil, err
 		}
 		if st, ok := statOf(fi, e.Digest); ok {
-			files[e.Path] = st
+			files[e.path] = st
 		}
 	}
 	return files, os.Chmod(tmp, 0o755)
 }
 
 // restoreEntry writes the entry e through u.
-func restoreEntry(ctx context.Context, b blobs.Store, ns string, u *unpacker, e manifestEntry) error {
+func restoreEntry(ctx context.Context, b blobs.Store, ns string, u *unpacker, e pathEntry) error {
 	mtime := time.Unix(0, e.MTime)
 	switch e.Kind {
 	case entryDir:
-		return u.mkdir(e.Path, e.Mode, mtime)
+		return u.mkdir(e.path, e.Mode, mtime)
 	case entrySymlink:
-		return u.link(e.Path, e.Target)
+		return u.link(e.path, e.Target)
 	}
 	rc, _, err := b.Open(ctx, ns, e.Digest)
 	if err != nil {
-		return fmt.Errorf("entry %q: %w", e.Path, err)
+		return fmt.Errorf("entry %q: %w", e.path, err)
 	}
 	defer rc.Close()
 	v := blobs.NewVerifier(rc, e.Digest, e.Size)
-	if err := u.writeFile(e.Path, e.Mode, mtime, v); err != nil {
+	if err := u.writeFile(e.path, e.Mode, mtime, v); err != nil {
 		return err
 	}
 	if err := v.Check(); err != nil {
-		return fmt.Errorf("entry %q: %w", e.Path, err)
+		return fmt.Errorf("entry %q: %w", e.path, err)
 	}
 	return nil
 }

@@ -3,11 +3,19 @@
 //
 // Layout: <dir>/<ns>/objects/<first two hex digits>/<digest>, refs in
 // <dir>/<ns>/refs/<name>. Every file is written under a temporary name
-// in <dir>/.tmp and renamed into place once whole and synced, so a
-// reader on any host sees a blob or a ref whole or not at all, and a Put
-// that fails makes no namespace appear in List. Only the
-// server writes here (no sandbox mounts it), and every name is checked
-// by the blobs package's rules before it becomes a path.
+// in <dir>/.tmp and renamed into place once whole, so a reader on any
+// host sees a blob or a ref whole or not at all, and a Put that fails
+// makes no namespace appear in List. Only the server writes here (no
+// sandbox mounts it), and every name is checked by the blobs package's
+// rules before it becomes a path.
+//
+// Durability is the ref's: a ref is only set once what it names is
+// durable. Put syncs nothing (a checkpoint puts thousands of blobs); SetRef
+// first syncs the whole file system holding the store (syncfs), which
+// makes every blob put before it durable, then writes the ref's file,
+// syncs it, renames it into place and syncs the refs directory. A crash
+// may lose blobs no ref names yet, or the latest ref (leaving the one
+// before, whole), never a blob a ref names.
 package dirblobs
 
 import (
@@ -19,6 +27,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/internal/blobs"
 )
@@ -82,7 +92,7 @@ func (s *Store) Put(ctx context.Context, ns, digest string, size int64, r io.Rea
 	if ok, err := s.Has(ctx, ns, digest); err != nil || ok {
 		return err
 	}
-	return s.write(ctx, p, func(w io.Writer) error {
+	return s.write(ctx, p, false, func(w io.Writer) error {
 		v := blobs.NewVerifier(r, digest, size)
 		if _, err := io.Copy(w, readerCtx{ctx, v}); err != nil {
 			return err
@@ -92,8 +102,9 @@ func (s *Store) Put(ctx context.Context, ns, digest string, size int64, r io.Rea
 }
 
 // write makes the file p with what fill writes: in a temporary file,
-// synced, then renamed to p, whose directories are made only then.
-func (s *Store) write(ctx context.Context, p string, fill func(w io.Writer) error) error {
+// then renamed to p, whose directories are made only then. durable syncs
+// the file before the rename and p's directory after.
+func (s *Store) write(ctx context.Context, p string, durable bool, fill func(w io.Writer) error) error {
 	tmpDir := filepath.Join(s.dir, ".tmp")
 	if err := os.MkdirAll(tmpDir, 0o700); err != nil {
 		return fmt.Errorf("blob store: %w", err)
@@ -107,7 +118,7 @@ func (s *Store) write(ctx context.Context, p string, fill func(w io.Writer) erro
 	if err == nil {
 		err = ctx.Err()
 	}
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -119,10 +130,34 @@ func (s *Store) write(ctx context.Context, p string, fill func(w io.Writer) erro
 	if err == nil {
 		err = os.Rename(f.Name(), p)
 	}
+	if err == nil && durable {
+		err = syncDir(filepath.Dir(p))
+	}
 	if err != nil {
 		return fmt.Errorf("put %s: %w", filepath.Base(p), err)
 	}
 	return nil
+}
+
+// syncDir syncs the directory dir (its entries).
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// syncAll makes everything written to the file system holding the store
+// durable: the blobs a ref about to be set names.
+func (s *Store) syncAll() error {
+	d, err := os.Open(s.dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return unix.Syncfs(int(d.Fd()))
 }
 
 // Open opens the blob's file.
@@ -146,7 +181,8 @@ func (s *Store) Open(_ context.Context, ns, digest string) (io.ReadCloser, int64
 	return f, fi.Size(), nil
 }
 
-// SetRef writes the ref's file whole.
+// SetRef makes every blob put so far durable, then writes the ref's file
+// whole and durably.
 func (s *Store) SetRef(ctx context.Context, ns, name string, value []byte) error {
 	p, err := s.ref(ns, name)
 	if err != nil {
@@ -155,7 +191,13 @@ func (s *Store) SetRef(ctx context.Context, ns, name string, value []byte) error
 	if len(value) > blobs.MaxRef {
 		return fmt.Errorf("ref %s: %d bytes, over %d", name, len(value), blobs.MaxRef)
 	}
-	return s.write(ctx, p, func(w io.Writer) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return fmt.Errorf("ref %s: %w", name, err)
+	}
+	if err := s.syncAll(); err != nil {
+		return fmt.Errorf("ref %s: sync the blobs: %w", name, err)
+	}
+	return s.write(ctx, p, true, func(w io.Writer) error {
 		_, err := w.Write(value)
 		return err
 	})
