@@ -152,3 +152,51 @@ func (v *Verifier) Check() error {
 	}
 	return nil
 }
+
+// Blob is a small blob held whole in memory, for a Batcher.
+type Blob struct {
+	Digest string
+	Data   []byte
+}
+
+// MaxBatchBlob is the largest blob a Batcher is given, and MaxBatch the
+// most bytes of one batch.
+const (
+	MaxBatchBlob = 64 << 10
+	MaxBatch     = 8 << 20
+)
+
+// Batcher is an optional ability of a Store: putting many small blobs in
+// one round trip, where Put costs one each (a database). A checkpoint of
+// thousands of small files uses it when the store has it.
+type Batcher interface {
+	// PutBatch stores each blob of bs (each at most MaxBatchBlob bytes, all
+	// at most MaxBatch) in namespace ns as Put would, checking each digest
+	// first (ErrCorrupt, storing nothing), and returns how many of them,
+	// and how many bytes, the namespace did not hold yet.
+	PutBatch(ctx context.Context, ns string, bs []Blob) (added int, bytes int64, err error)
+}
+
+// CheckBatch checks a batch for PutBatch: its namespace, its sizes, and
+// that every blob has its digest.
+func CheckBatch(ns string, bs []Blob) error {
+	if err := CheckNS(ns); err != nil {
+		return err
+	}
+	total := 0
+	for _, b := range bs {
+		if err := CheckDigest(b.Digest); err != nil {
+			return err
+		}
+		if len(b.Data) > MaxBatchBlob {
+			return fmt.Errorf("blobs: a batched blob of %d bytes, over %d", len(b.Data), MaxBatchBlob)
+		}
+		if total += len(b.Data); total > MaxBatch {
+			return fmt.Errorf("blobs: a batch of more than %d bytes", MaxBatch)
+		}
+		if Digest(b.Data) != b.Digest {
+			return fmt.Errorf("%w: a batched blob is not %s", ErrCorrupt, b.Digest)
+		}
+	}
+	return nil
+}

@@ -32,11 +32,12 @@ type saver struct {
 	bytes     int64
 	buf       []byte
 	entries   int64
+	batch     *batches // nil: a store without batches
 }
 
 func newSaver(ctx context.Context, b blobs.Store, ns string, src *os.Root, prev *Snapshot) *saver {
 	s := &saver{ctx: ctx, b: b, ns: ns, src: src, known: map[string]bool{},
-		files: map[string]fileStat{}, trees: map[string]treeState{}, buf: make([]byte, 64<<10)}
+		files: map[string]fileStat{}, trees: map[string]treeState{}, buf: make([]byte, 64<<10), batch: batcher(b)}
 	if prev != nil && prev.ns == ns {
 		s.prev, s.prevTrees = prev.files, prev.trees
 		for _, f := range prev.files {
@@ -91,6 +92,9 @@ func (s *saver) putTree(p string, entries []treeEntry) (string, error) {
 		return d, nil
 	}
 	s.known[d] = true
+	if s.batch != nil && len(data) <= blobs.MaxBatchBlob {
+		return d, s.addTree(d, data)
+	}
 	if has, err := s.b.Has(s.ctx, s.ns, d); err != nil || has {
 		return d, err
 	}
@@ -210,7 +214,22 @@ func (s *saver) read(p string, fi fs.FileInfo) (fileStat, error) {
 
 // hashPut hashes f from its start, then puts it from its start again if
 // the namespace lacks its blob (the store checks it is what was hashed).
+// A small file, with a store that batches, is read once and batched.
 func (s *saver) hashPut(f *os.File) (string, int64, error) {
+	if fi, err := f.Stat(); err == nil && s.batch != nil && fi.Size() <= blobs.MaxBatchBlob {
+		data, ok, err := readSmall(f)
+		if err != nil {
+			return "", 0, err
+		}
+		if ok {
+			d := blobs.Digest(data)
+			if !s.known[d] {
+				s.known[d] = true
+				err = s.addFile(d, data)
+			}
+			return d, int64(len(data)), err
+		}
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", 0, err
 	}

@@ -58,6 +58,9 @@ func (s *Shared) save(sv *saver, tree string, c Checkpoint) (*Snapshot, error) {
 		return nil, err
 	}
 	d, err := sv.dir(".", fi)
+	if err == nil {
+		err = sv.flush()
+	}
 	if err != nil {
 		return nil, err
 	}

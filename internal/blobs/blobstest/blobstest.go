@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"PutConcurrent", testPutConcurrent},
 		{"PutCanceled", testPutCanceled},
 		{"NotFound", testNotFound},
+		{"Batch", testBatch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

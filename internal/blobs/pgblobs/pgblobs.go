@@ -9,6 +9,10 @@
 // they were verified, so Has and Open see a blob whole or not at all.
 // Concurrent Puts of one blob wait on each other's chunk rows and insert
 // nothing twice (ON CONFLICT DO NOTHING). Refs are rows of blob_refs.
+//
+// Durability is at the ref, as in dirblobs: a Put commits without waiting
+// for the WAL flush (synchronous_commit off), SetRef waits for it, and a
+// ref is only set once what it names was put.
 package pgblobs
 
 import (
@@ -68,7 +72,15 @@ func (s *Store) Put(ctx context.Context, ns, digest string, size int64, r io.Rea
 		return fmt.Errorf("put %s: %w", digest, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	chunks, err := putChunks(ctx, tx, ns, digest, blobs.NewVerifier(r, digest, size))
+	// A blob need not be durable on its own: nothing names it until a ref
+	// does, and SetRef commits synchronously, which flushes the WAL of
+	// every transaction before it. A checkpoint of thousands of files
+	// waits for one flush, not one each.
+	_, err = tx.Exec(ctx, "SET LOCAL synchronous_commit = off")
+	var chunks int
+	if err == nil {
+		chunks, err = putChunks(ctx, tx, ns, digest, blobs.NewVerifier(r, digest, size))
+	}
 	if err == nil {
 		err = putObject(ctx, tx, ns, digest, size, chunks)
 	}
