@@ -28,11 +28,12 @@ type saver struct {
 	bytes   int64
 	buf     []byte
 	entries int64
+	budget  saveBudget
 }
 
 func newSaver(ctx context.Context, b blobs.Store, ns string, src *os.Root, prev *Snapshot) *saver {
 	s := &saver{ctx: ctx, b: b, ns: ns, src: src, known: map[string]bool{},
-		files: map[string]fileStat{}, m: manifest{Version: 1}, buf: make([]byte, 64<<10)}
+		files: map[string]fileStat{}, m: manifest{Version: 1}, buf: make([]byte, 64<<10), budget: newSaveBudget(ctx)}
 	if prev != nil && prev.ns == ns {
 		s.prev = prev.files
 		for _, f := range prev.files {
@@ -116,7 +117,7 @@ func (s *saver) file(e manifestEntry, fi fs.FileInfo) error {
 	} else {
 		var err error
 		if st, err = s.read(e.Path, fi); err != nil {
-			return err
+			return s.skipped(e.Path, err)
 		}
 	}
 	e.Size, e.Digest = st.size, st.digest
@@ -152,6 +153,9 @@ func (s *saver) read(p string, fi fs.FileInfo) (fileStat, error) {
 		return fileStat{}, fmt.Errorf("entry %q: %w", p, err)
 	}
 	st, _ := statOf(now, "")
+	if err := s.budget.admit(f, now.Size()); err != nil {
+		return fileStat{}, fmt.Errorf("entry %q: %w", p, err)
+	}
 	for try := 0; ; try++ {
 		st.digest, st.size, err = s.hashPut(f)
 		if !errors.Is(err, blobs.ErrCorrupt) || try == 1 {
@@ -174,7 +178,7 @@ func (s *saver) hashPut(f *os.File) (string, int64, error) {
 		return "", 0, err
 	}
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, onlyReader{f}, s.buf)
+	n, err := io.CopyBuffer(h, s.budget.reader(f), s.buf)
 	if err != nil {
 		return "", 0, err
 	}
