@@ -71,6 +71,9 @@ func (s *saver) entry(p string) error {
 		s.skip(p[:64]+"...", fmt.Sprintf("a path of %d bytes, over %d", len(p), maxPathBytes))
 		return nil
 	}
+	if s.unnamable(p) {
+		return nil
+	}
 	fi, err := s.src.Lstat(p)
 	if err != nil {
 		return fmt.Errorf("entry %q: %w", p, err)

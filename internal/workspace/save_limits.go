@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/docker/go-units"
 
@@ -118,4 +120,16 @@ func (s *saver) skipped(p string, err error) error {
 		return nil
 	}
 	return err
+}
+
+// unnamable reports whether the entry p cannot be named in a manifest,
+// and records it as skipped then: JSON holds only UTF-8, and a name that
+// is not would come back another (every bad byte U+FFFD), two such names
+// one, and the checkpoint would not restore at all.
+func (s *saver) unnamable(p string) bool {
+	if utf8.ValidString(p) {
+		return false
+	}
+	s.skip(strings.ToValidUTF8(p, "\uFFFD"), "a name that is not UTF-8, which is not checkpointed")
+	return true
 }

@@ -73,3 +73,31 @@ func saveWithin(t *testing.T, s *workspace.Shared, dir string, prev *workspace.S
 	snap, _, err := s.SaveWithin(t.Context(), "job1", workspace.TreeWorkspace, root, prev, workspace.Checkpoint{Step: step, At: time.Now()}, lim)
 	return snap, err
 }
+
+// TestCheckpointInvalidNames: names a sandbox makes that are not UTF-8
+// (which JSON cannot hold) or hold a newline; the checkpoint still
+// restores, and holds the other files.
+func TestCheckpointInvalidNames(t *testing.T) {
+	s, _ := newShared(t)
+	src := t.TempDir()
+	write(t, src, "a.txt", "alpha", 0o644)
+	write(t, src, "new\nline", "nl", 0o644)
+	write(t, src, "bad\xff", "ff", 0o644)
+	write(t, src, "bad\xfe", "fe", 0o644)
+	write(t, src, "dir\xff/inner", "in", 0o644)
+	_, st := save(t, s, "job1", src, nil, 1)
+	c, err := s.Latest(t.Context(), "job1", workspace.TreeWorkspace)
+	must(t, err)
+	dst := filepath.Join(t.TempDir(), "ws")
+	if _, err := s.Restore(t.Context(), "job1", c, dst); err != nil {
+		t.Fatalf("restore: %v (saved %+v)", err, st)
+	}
+	for name, want := range map[string]string{"a.txt": "alpha", "new\nline": "nl"} {
+		if b, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(b) != want {
+			t.Errorf("%q: %q, %v", name, b, err)
+		}
+	}
+	if len(st.Skipped) != 3 || !strings.Contains(st.Skipped[0], "not UTF-8") {
+		t.Errorf("skipped %q: want the three names that are not UTF-8", st.Skipped)
+	}
+}
