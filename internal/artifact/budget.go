@@ -12,7 +12,7 @@ import (
 // it does not fit. Holes are checked first: a sparse file may be far
 // larger than the budget, and "sparse" is the better reason then.
 func (z *zipper) charge(f *os.File, size int64) (why string) {
-	holes := holeBytes(f, size, z.holesLeft)
+	holes := HoleBytes(f, size, z.holesLeft)
 	if holes > z.holesLeft {
 		return fmt.Sprintf("sparse file of %s: its holes are more than the %s left of the %s of holes one zip expands into zeros",
 			units.BytesSize(float64(size)), units.BytesSize(float64(z.holesLeft)), units.BytesSize(float64(z.opts.maxHoleBytes())))
@@ -26,11 +26,13 @@ func (z *zipper) charge(f *os.File, size int64) (why string) {
 	return ""
 }
 
-// holeBytes counts the bytes of holes in the first size bytes of f with
+// HoleBytes counts the bytes of holes in the first size bytes of f with
 // SEEK_HOLE and SEEK_DATA, and stops counting once it has found more than
 // limit, so a file of many small holes costs a bounded number of calls.
-// A file system without holes reports the whole file as data.
-func holeBytes(f *os.File, size, limit int64) int64 {
+// A file system without holes reports the whole file as data. It moves
+// f's offset. The checkpoints of workspaces use it too: a sparse file
+// costs its sandbox no disk, but reading it costs all its zeros.
+func HoleBytes(f *os.File, size, limit int64) int64 {
 	var holes int64
 	for off := int64(0); off < size && holes <= limit; {
 		hole, err := f.Seek(off, unix.SEEK_HOLE)

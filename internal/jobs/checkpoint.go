@@ -127,8 +127,9 @@ func (c *checkpoints) marked(id string) string {
 
 // saveTree checkpoints the tree under dir as tree of job id after step,
 // reading only what changed since the last save of that directory, and
-// emits its event. The mark follows a saved workspace.
-func (s *Scheduler) saveTree(ctx context.Context, id, tree, dir string, step int) error {
+// emits its event. The mark follows a saved workspace. It reads no more
+// than lim allows (see saveLimits).
+func (s *Scheduler) saveTree(ctx context.Context, id, tree, dir string, step int, lim workspace.SaveLimits) error {
 	sh := s.cfg.Checkpoints
 	begin := time.Now()
 	ev := event.Checkpoint{Tree: tree, Step: step}
@@ -138,8 +139,8 @@ func (s *Scheduler) saveTree(ctx context.Context, id, tree, dir string, step int
 			return fmt.Errorf("open %s: %w", tree, err)
 		}
 		defer root.Close()
-		snap, st, err := sh.Save(ctx, id, tree, root, s.ckpt.last(id, tree, dir),
-			workspace.Checkpoint{Step: step, At: time.Now().UTC(), Worker: s.cfg.WorkerID})
+		snap, st, err := sh.SaveWithin(ctx, id, tree, root, s.ckpt.last(id, tree, dir),
+			workspace.Checkpoint{Step: step, At: time.Now().UTC(), Worker: s.cfg.WorkerID}, lim)
 		if err != nil {
 			return err
 		}
@@ -165,15 +166,25 @@ func (s *Scheduler) saveTree(ctx context.Context, id, tree, dir string, step int
 	return err
 }
 
-// stepCheckpoint checkpoints job id's workspace as sb shows it after step.
-func (s *Scheduler) stepCheckpoint(ctx context.Context, id string, sb sandbox.Sandbox, ws string, step int) {
+// saveLimits bound what a checkpoint of job j's workspace reads: its
+// files are within its disk quota, but a sparse file costs none (it is
+// skipped), and the quota does not bound a workspace without a disk.
+func saveLimits(j store.Job) workspace.SaveLimits {
+	if j.Limits.DiskBytes <= 0 {
+		return workspace.SaveLimits{}
+	}
+	return workspace.SaveLimits{MaxNewBytes: j.Limits.DiskBytes + 1<<30} // the holes of sparse files kept
+}
+
+// stepCheckpoint checkpoints job j's workspace as sb shows it after step.
+func (s *Scheduler) stepCheckpoint(ctx context.Context, j store.Job, sb sandbox.Sandbox, ws string, step int) {
 	if s.cfg.Checkpoints == nil {
 		return
 	}
 	if l, ok := sb.(liveWorkspace); ok {
 		ws = l.LiveWorkspace()
 	}
-	_ = s.saveTree(ctx, id, workspace.TreeWorkspace, ws, step)
+	_ = s.saveTree(ctx, j.ID, workspace.TreeWorkspace, ws, step, saveLimits(j))
 }
 
 // gitCheckpoint checkpoints job id's git dir after step, if it has one.
@@ -185,7 +196,7 @@ func (s *Scheduler) gitCheckpoint(ctx context.Context, id string, step int) {
 	if _, err := os.Stat(dir); err != nil {
 		return
 	}
-	_ = s.saveTree(context.WithoutCancel(ctx), id, workspace.TreeGit, dir, step)
+	_ = s.saveTree(context.WithoutCancel(ctx), id, workspace.TreeGit, dir, step, workspace.SaveLimits{})
 }
 
 // finalCheckpoint checkpoints the workspace of job j once its sandbox is
@@ -204,7 +215,7 @@ func (s *Scheduler) finalCheckpoint(ctx context.Context, j store.Job, out Outcom
 		s.log.Warn("no final checkpoint: the job is not this worker's any more", "job_id", j.ID, "err", err)
 		return
 	}
-	if s.saveTree(ctx, j.ID, workspace.TreeWorkspace, out.ws, j.Steps+out.Steps) != nil ||
+	if s.saveTree(ctx, j.ID, workspace.TreeWorkspace, out.ws, j.Steps+out.Steps, saveLimits(j)) != nil ||
 		errors.Is(cause, errShutdown) || errors.Is(cause, errEngineDown) {
 		return // kept: a released job may run here again
 	}

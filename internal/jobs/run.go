@@ -238,7 +238,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 			// move the job's checkpoint under its new worker.
 			err := s.progress(ctx, j, p)
 			if err == nil {
-				s.stepCheckpoint(ctx, j.ID, sb, ws, j.Steps+p.Steps)
+				s.stepCheckpoint(ctx, j, sb, ws, j.Steps+p.Steps)
 			}
 			return err
 		},

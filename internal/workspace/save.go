@@ -33,11 +33,13 @@ type saver struct {
 	buf       []byte
 	entries   int64
 	batch     *batches // nil: a store without batches
+	budget    saveBudget
 }
 
 func newSaver(ctx context.Context, b blobs.Store, ns string, src *os.Root, prev *Snapshot) *saver {
 	s := &saver{ctx: ctx, b: b, ns: ns, src: src, known: map[string]bool{},
-		files: map[string]fileStat{}, trees: map[string]treeState{}, buf: make([]byte, 64<<10), batch: batcher(b)}
+		files: map[string]fileStat{}, trees: map[string]treeState{}, buf: make([]byte, 64<<10), batch: batcher(b),
+		budget: newSaveBudget(ctx)}
 	if prev != nil && prev.ns == ns {
 		s.prev, s.prevTrees = prev.files, prev.trees
 		for _, f := range prev.files {
@@ -116,6 +118,9 @@ func (s *saver) entry(p, name string) (e treeEntry, ok bool, err error) {
 		s.skip(p[:64]+"...", fmt.Sprintf("a path of %d bytes, over %d", len(p), maxPathBytes))
 		return e, false, nil
 	}
+	if s.unnamable(p) {
+		return e, false, nil
+	}
 	fi, err := s.src.Lstat(p)
 	if err != nil {
 		return e, false, fmt.Errorf("entry %q: %w", p, err)
@@ -162,7 +167,7 @@ func (s *saver) file(p string, e treeEntry, fi fs.FileInfo) (treeEntry, bool, er
 	} else {
 		var err error
 		if st, err = s.read(p, fi); err != nil {
-			return e, false, err
+			return e, false, s.skipped(p, err)
 		}
 	}
 	e.Size, e.Digest = st.size, st.digest
@@ -197,6 +202,9 @@ func (s *saver) read(p string, fi fs.FileInfo) (fileStat, error) {
 		return fileStat{}, fmt.Errorf("entry %q: %w", p, err)
 	}
 	st, _ := statOf(now, "")
+	if err := s.budget.admit(f, now.Size()); err != nil {
+		return fileStat{}, fmt.Errorf("entry %q: %w", p, err)
+	}
 	for try := 0; ; try++ {
 		st.digest, st.size, err = s.hashPut(f)
 		if !errors.Is(err, blobs.ErrCorrupt) || try == 1 {
@@ -221,6 +229,9 @@ func (s *saver) hashPut(f *os.File) (string, int64, error) {
 		if err != nil {
 			return "", 0, err
 		}
+		if s.budget.read += int64(len(data)); s.budget.read > s.budget.lim.maxNewBytes() {
+			return "", 0, s.budget.over()
+		}
 		if ok {
 			d := blobs.Digest(data)
 			if !s.known[d] {
@@ -234,7 +245,7 @@ func (s *saver) hashPut(f *os.File) (string, int64, error) {
 		return "", 0, err
 	}
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, onlyReader{f}, s.buf)
+	n, err := io.CopyBuffer(h, s.budget.reader(f), s.buf)
 	if err != nil {
 		return "", 0, err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -140,31 +139,6 @@ func (s *Shared) lock(id string) *sync.Mutex {
 		s.locks[id] = l
 	}
 	return l
-}
-
-// stale is how long a replaced materialization is kept: a reader may
-// still be streaming a zip or a file out of it.
-const stale = 2 * time.Minute
-
-// removeOthers removes the materializations in jobDir but keep that were
-// made more than stale ago; the temporary directories of restores under
-// way (".<digest>.restore-…") stay.
-func removeOthers(jobDir, keep string) error {
-	ents, err := os.ReadDir(jobDir)
-	if err != nil {
-		return fmt.Errorf("materialize: %w", err)
-	}
-	var errs []error
-	for _, e := range ents {
-		if e.Name() == keep || strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) < stale {
-			continue
-		}
-		errs = append(errs, removeTree(filepath.Join(jobDir, e.Name())))
-	}
-	return errors.Join(errs...)
 }
 
 // tempRestore is the kind of the directories Restore makes trees in.
