@@ -55,3 +55,62 @@ func removeOthers(jobDir, keep string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// idle is how long a job's materializations stay in the cache unread, and
+// sweepEvery how often Materialize looks for those to remove: a replica
+// that served the files of many jobs would keep a copy of each until the
+// job was removed.
+const (
+	idle       = time.Hour
+	sweepEvery = 10 * time.Minute
+)
+
+// used notes that job id's materializations were just read: its cache
+// directory's mtime is when.
+func (s *Shared) used(id string) {
+	now := time.Now()
+	_ = os.Chtimes(filepath.Join(s.cache, id), now, now)
+}
+
+// sweep removes, at most every sweepEvery, the cache directories of jobs
+// whose materializations were not read for idle, and the temporary
+// directories a crash left at the cache's top (".make-…"), under each
+// job's lock so that no Materialize of it runs meanwhile.
+func (s *Shared) sweep() {
+	s.mu.Lock()
+	due := time.Since(s.swept) >= sweepEvery
+	if due {
+		s.swept = time.Now()
+	}
+	s.mu.Unlock()
+	if !due {
+		return
+	}
+	ents, err := os.ReadDir(s.cache)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil || time.Since(fi.ModTime()) < idle {
+			continue
+		}
+		if strings.HasPrefix(e.Name(), ".") {
+			_ = removeTree(filepath.Join(s.cache, e.Name()))
+			continue
+		}
+		s.evict(e.Name())
+	}
+}
+
+// evict removes job id's cache directory if it is still idle once its
+// lock is held.
+func (s *Shared) evict(id string) {
+	lock := s.lock(id)
+	lock.Lock()
+	defer lock.Unlock()
+	dir := filepath.Join(s.cache, id)
+	if fi, err := os.Lstat(dir); err == nil && time.Since(fi.ModTime()) >= idle {
+		_ = removeTree(dir)
+	}
+}

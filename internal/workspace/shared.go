@@ -21,6 +21,7 @@ type Shared struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // by job: one Materialize at a time
+	swept time.Time              // the last sweep of idle materializations
 }
 
 var _ Store = (*Shared)(nil)
@@ -109,9 +110,11 @@ func (s *Shared) Materialize(ctx context.Context, id, tree string) (string, Chec
 	if err != nil {
 		return "", Checkpoint{}, err
 	}
+	s.sweep()
 	lock := s.lock(id)
 	lock.Lock()
 	defer lock.Unlock()
+	defer s.used(id)
 	// Each tree has its own directory: materializing one never removes
 	// another's (a diff needs the workspace and the git dir at once).
 	jobDir := filepath.Join(s.cache, id, tree)
