@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentbox/agentbox/internal/jobs"
 )
 
 // fragmentHTML renders a job page fragment as the routes do.
@@ -227,5 +229,36 @@ func TestLinesCapped(t *testing.T) {
 	}
 	if b, cut := cutLines([]byte("a\nb\n"), 2, false); cut || string(b) != "a\nb\n" {
 		t.Errorf("two lines cut to 2: %q, %v", b, cut)
+	}
+}
+
+// TestRunningJobTabs: a running job's Files tab offers its zip when the
+// server reads its workspace from a checkpoint (a blob store), saying so,
+// and says it comes at the end otherwise.
+func TestRunningJobTabs(t *testing.T) {
+	for _, tt := range []struct {
+		noWorkspace error
+		want, not   string
+	}{
+		{nil, "as its last checkpoint has them", "can be read once the job has ended"},
+		{fmt.Errorf("%w: job j1 is running", jobs.ErrNotEnded), "can be read once the job has ended", "artifacts.zip"},
+	} {
+		s := newLog()
+		s.noWorkspace = tt.noWorkspace
+		r := httptest.NewRequest("GET", "/jobs/j1", nil)
+		r.SetPathValue("id", "j1")
+		w := httptest.NewRecorder()
+		if err := New(Config{}, s, nil).Job(w, r, Session{CSRF: "c"}); err != nil {
+			t.Fatal(err)
+		}
+		i := strings.Index(w.Body.String(), `id="files-panel"`)
+		if i < 0 {
+			t.Fatalf("no files panel:\n%s", w.Body.String())
+		}
+		panel := w.Body.String()[i:]
+		panel = panel[:strings.Index(panel, "</section>")]
+		if !strings.Contains(panel, tt.want) || strings.Contains(panel, tt.not) {
+			t.Errorf("workspace error %v: the files panel lacks %q or has %q:\n%s", tt.noWorkspace, tt.want, tt.not, panel)
+		}
 	}
 }

@@ -23,6 +23,8 @@ type logService struct {
 	job    store.Job
 	events []store.Event
 	reads  int // events read, to see a page does not read the whole log
+	// noWorkspace is why the job's workspace cannot be read; nil: it can.
+	noWorkspace error
 }
 
 func (s *logService) Get(_ context.Context, id string) (store.Job, error) {
@@ -49,7 +51,7 @@ func (s *logService) LastSeq(context.Context, string) (int64, error) {
 	return int64(len(s.events)), nil
 }
 
-func (s *logService) Workspace(context.Context, string) (workspace.Store, error) { return nil, nil }
+func (s *logService) Workspace(context.Context, string) (workspace.Store, error) { return nil, s.noWorkspace }
 
 func (s *logService) Diff(context.Context, string, bool, io.Writer) error { return nil }
 
