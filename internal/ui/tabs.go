@@ -17,8 +17,8 @@ type tabs struct {
 	// its last checkpoint has them (a server with a blob store).
 	Checkpoint bool
 	Frame      bool // see viewTab
-	ZipURL string
-	Views  []viewTab
+	ZipURL     string
+	Views      []viewTab
 }
 
 // viewTab is the tab of one of a running job's views.

@@ -51,7 +51,9 @@ func (s *logService) LastSeq(context.Context, string) (int64, error) {
 	return int64(len(s.events)), nil
 }
 
-func (s *logService) Workspace(context.Context, string) (workspace.Store, error) { return nil, s.noWorkspace }
+func (s *logService) Workspace(context.Context, string) (workspace.Store, error) {
+	return nil, s.noWorkspace
+}
 
 func (s *logService) Diff(context.Context, string, bool, io.Writer) error { return nil }
 
