@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -46,7 +47,33 @@ func New(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("blob directory: %w", err)
 	}
-	return &Store{dir: dir}, nil
+	s := &Store{dir: dir}
+	s.removeStale()
+	return s, nil
+}
+
+// staleTemp is the age past which a temporary file, or a removed
+// namespace not yet deleted, is what a crashed process left: a Put under
+// way on another host writes its file for less.
+const staleTemp = time.Hour
+
+// removeStale removes what crashed processes left in the store: files in
+// .tmp and .trash-… directories older than staleTemp.
+func (s *Store) removeStale() {
+	old := func(fi fs.FileInfo, err error) bool { return err == nil && time.Since(fi.ModTime()) > staleTemp }
+	if ents, err := os.ReadDir(filepath.Join(s.dir, ".tmp")); err == nil {
+		for _, e := range ents {
+			if old(e.Info()) {
+				_ = os.Remove(filepath.Join(s.dir, ".tmp", e.Name()))
+			}
+		}
+	}
+	ents, _ := os.ReadDir(s.dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".trash-") && old(e.Info()) {
+			_ = os.RemoveAll(filepath.Join(s.dir, e.Name()))
+		}
+	}
 }
 
 // Dir is the directory the store keeps its namespaces in.
