@@ -130,7 +130,10 @@ func (s *Shared) Materialize(ctx context.Context, id, tree string) (string, Chec
 	if _, err := s.Restore(ctx, id, c, dir); err != nil && !errors.Is(err, ErrExists) {
 		return "", Checkpoint{}, err
 	}
-	return dir, c, removeOthers(jobDir, c.Manifest)
+	// The others are only kept for their readers: failing to remove them
+	// (another process removing the same ones at once) fails no read.
+	_ = removeOthers(jobDir, c.Manifest)
+	return dir, c, nil
 }
 
 // lock returns the mutex of job id's materializations.
