@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/agentbox/agentbox/internal/blobs"
@@ -102,5 +103,53 @@ func TestMediaShared(t *testing.T) {
 	}
 	if _, _, err := replica.Open("job_a", "5-2.png"); !errors.Is(err, blobs.ErrCorrupt) {
 		t.Errorf("an image whose blob is not a PNG: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestMediaSharedHostile: a replica serves only names Media makes; a ref
+// naming a blob over the size limit, no digest, or a JPEG as a PNG is
+// refused, and leaves nothing in the replica's cache.
+func TestMediaSharedHostile(t *testing.T) {
+	b, err := dirblobs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := &jobs.Media{Dir: t.TempDir(), Blobs: b, MaxBytes: 64}
+	put := func(ref string, data []byte) {
+		t.Helper()
+		d := blobs.Digest(data)
+		if err := b.Put(t.Context(), "job_a", d, int64(len(data)), bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.SetRef(t.Context(), "job_a", ref, []byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("media-1-1.png", append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 1<<20)...))
+	put("media-1-2.png", []byte("\xff\xd8\xffa jpeg"))
+	if err := b.SetRef(t.Context(), "job_a", "media-1-3.png", []byte("../../etc/passwd")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"1-1.png", "1-2.png", "1-3.png"} {
+		if f, _, err := replica.Open("job_a", name); err == nil {
+			f.Close()
+			t.Errorf("image %s served", name)
+		}
+	}
+	put("media-x", []byte("\x89PNG\r\n\x1a\n"))
+	for _, name := range []string{"x", "media-x", "../1-1.png", "1-1.png/..", "1-1.gif", "01234567890-1.png"} {
+		if _, _, err := replica.Open("job_a", name); !errors.Is(err, jobs.ErrBadMediaName) {
+			t.Errorf("name %q: %v, want ErrBadMediaName", name, err)
+		}
+	}
+	var left []string
+	_ = filepath.WalkDir(replica.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) != 0 {
+		t.Errorf("left in the replica's cache: %v", left)
 	}
 }

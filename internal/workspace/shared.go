@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -129,7 +130,10 @@ func (s *Shared) Materialize(ctx context.Context, id, tree string) (string, Chec
 	if _, err := s.Restore(ctx, id, c, dir); err != nil && !errors.Is(err, ErrExists) {
 		return "", Checkpoint{}, err
 	}
-	return dir, c, removeOthers(jobDir, c.Manifest)
+	// The others are only kept for their readers: failing to remove them
+	// (another process removing the same ones at once) fails no read.
+	_ = removeOthers(jobDir, c.Manifest)
+	return dir, c, nil
 }
 
 // lock returns the mutex of job id's materializations.
@@ -197,11 +201,32 @@ func restoreEntry(ctx context.Context, b blobs.Store, ns string, u *unpacker, e 
 	}
 	defer rc.Close()
 	v := blobs.NewVerifier(rc, e.Digest, e.Size)
-	if err := u.writeFile(e.path, e.Mode, mtime, v); err != nil {
-		return err
+	r := &blobReader{r: v}
+	err = u.writeFile(e.path, e.Mode, mtime, r)
+	if r.err != nil {
+		err = r.err
+	} else if err == nil {
+		err = v.Check()
 	}
-	if err := v.Check(); err != nil {
+	if err != nil {
 		return fmt.Errorf("entry %q: %w", e.path, err)
 	}
 	return nil
+}
+
+// blobReader keeps the error reading a blob gave: the unpacker reports a
+// reader's error as the archive's fault (ErrBadArchive, a client's 400),
+// but a blob of a checkpoint that does not match its digest (ErrCorrupt)
+// or went missing (ErrNotFound) is the store's.
+type blobReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *blobReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -81,17 +82,29 @@ func (s *Shared) make(ctx context.Context, id string, fill func(dir string) erro
 
 // Open opens a root over the workspace's materialization; ErrNotFound if
 // it has no checkpoint.
+// The materialization may be replaced between the two (by a newer
+// checkpoint's, made for another reader or by another process sharing
+// the cache): then it is made again.
 func (s *Shared) Open(ctx context.Context, id string) (*os.Root, error) {
-	dir, _, err := s.Materialize(ctx, id, TreeWorkspace)
-	if err != nil {
-		return nil, fmt.Errorf("open workspace %s: %w", id, err)
+	for try := 1; ; try++ {
+		dir, _, err := s.Materialize(ctx, id, TreeWorkspace)
+		if err != nil {
+			return nil, fmt.Errorf("open workspace %s: %w", id, err)
+		}
+		root, err := os.OpenRoot(dir)
+		if errors.Is(err, fs.ErrNotExist) && try < openTries {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open workspace %s: %w", id, err)
+		}
+		return root, nil
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, fmt.Errorf("open workspace %s: %w", id, err)
-	}
-	return root, nil
 }
+
+// openTries is how many times Open materializes a workspace whose
+// materialization is replaced before it opens it.
+const openTries = 5
 
 // Zip zips the workspace's materialization.
 func (s *Shared) Zip(ctx context.Context, id string, w io.Writer, opts artifact.Options) (artifact.Report, error) {

@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"PutCanceled", testPutCanceled},
 		{"NotFound", testNotFound},
 		{"Batch", testBatch},
+		{"BatchConcurrent", testBatchConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

@@ -4,13 +4,45 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/agentbox/agentbox/internal/blobs"
 )
 
 var _ blobs.Batcher = (*Store)(nil)
 
-// PutBatch inserts the blobs' rows and their one chunk each in one
-// statement, in one transaction (so each is seen whole or not at all),
+// The statements of a batch, which take their row locks in Put's order,
+// chunks first, then objects, each sorted by digest: a batch that took an
+// object's row before its chunk's deadlocked with a Put of the same blob
+// (one waited on the other's chunk, the other on its object).
+const (
+	// batchChunks inserts the one chunk of each non-empty blob the
+	// namespace lacks; a digest twice in the batch is one blob.
+	batchChunks = `INSERT INTO blob_chunks (ns, digest, seq, data)
+SELECT DISTINCT ON (t.d) $1, t.d, 0, t.data FROM unnest($2::text[], $3::bytea[]) AS t(d, data)
+WHERE length(t.data) > 0
+  AND NOT EXISTS (SELECT 1 FROM blob_objects o WHERE o.ns = $1 AND o.digest = t.d)
+ORDER BY t.d
+ON CONFLICT DO NOTHING`
+	// batchObjects inserts the rows of the blobs whose chunk is there, and
+	// counts those it inserted and their bytes.
+	batchObjects = `WITH objs AS (
+  INSERT INTO blob_objects (ns, digest, size, chunks)
+  SELECT DISTINCT ON (t.d) $1, t.d, t.sz, t.c FROM unnest($2::text[], $3::bigint[], $4::int[]) AS t(d, sz, c)
+  WHERE t.c = 0 OR EXISTS (SELECT 1 FROM blob_chunks k WHERE k.ns = $1 AND k.digest = t.d AND k.seq = 0)
+  ORDER BY t.d
+  ON CONFLICT DO NOTHING
+  RETURNING digest, size
+)
+SELECT count(*), coalesce(sum(size), 0)::bigint FROM objs`
+	// batchMissing counts the blobs that have no row yet: a chunk another
+	// Put wrote was removed, with its namespace, while the batch ran.
+	batchMissing = `SELECT count(*) FROM unnest($2::text[]) AS t(d)
+WHERE NOT EXISTS (SELECT 1 FROM blob_objects o WHERE o.ns = $1 AND o.digest = t.d)`
+)
+
+// PutBatch inserts the blobs' one chunk each, then their rows, in one
+// transaction (so each is seen whole or not at all) and one round trip,
 // skipping those the namespace holds; durable at the next ref, as Put.
 func (s *Store) PutBatch(ctx context.Context, ns string, bs []blobs.Blob) (int, int64, error) {
 	if err := blobs.CheckBatch(ns, bs); err != nil {
@@ -26,31 +58,21 @@ func (s *Store) PutBatch(ctx context.Context, ns string, bs []blobs.Blob) (int, 
 			chunks[i] = 1
 		}
 	}
-	// New objects are inserted first and return their digests; only
-	// theirs get a chunk row. A digest twice in the batch is one object.
-	const q = `WITH objs AS (
-  INSERT INTO blob_objects (ns, digest, size, chunks)
-  SELECT DISTINCT ON (d) $1, d, sz, c FROM unnest($2::text[], $3::bigint[], $4::int[]) AS t(d, sz, c)
-  ON CONFLICT DO NOTHING
-  RETURNING digest, size
-), ch AS (
-  INSERT INTO blob_chunks (ns, digest, seq, data)
-  SELECT DISTINCT ON (t.d) $1, t.d, 0, t.data FROM unnest($2::text[], $5::bytea[]) AS t(d, data)
-  JOIN objs ON objs.digest = t.d
-  WHERE length(t.data) > 0
-  ON CONFLICT DO NOTHING
-)
-SELECT count(*), coalesce(sum(size), 0)::bigint FROM objs`
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("put a batch: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	var added int
+	q := &pgx.Batch{}
+	q.Queue("SET LOCAL synchronous_commit = off")
+	q.Queue(batchChunks, ns, digests, data)
+	var added, missing int
 	var n int64
-	_, err = tx.Exec(ctx, "SET LOCAL synchronous_commit = off")
-	if err == nil {
-		err = tx.QueryRow(ctx, q, ns, digests, sizes, chunks, data).Scan(&added, &n)
+	q.Queue(batchObjects, ns, digests, sizes, chunks).QueryRow(func(r pgx.Row) error { return r.Scan(&added, &n) })
+	q.Queue(batchMissing, ns, digests).QueryRow(func(r pgx.Row) error { return r.Scan(&missing) })
+	err = tx.SendBatch(ctx, q).Close()
+	if err == nil && missing > 0 {
+		err = fmt.Errorf("%d blobs not whole: namespace %s removed while put", missing, ns)
 	}
 	if err == nil {
 		err = tx.Commit(ctx)
