@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -170,6 +171,10 @@ func (c *copier) symlink(p string) error {
 	return c.u.link(p, target)
 }
 
+// errReplaced means an entry opened is not the one its directory listed
+// or its Lstat saw: it was replaced meanwhile.
+var errReplaced = errors.New("replaced while it was copied")
+
 // sameEntry checks that the open file f is the entry whose Lstat is fi:
 // os.Root follows a symlink that stays beneath it, and an entry may have
 // been replaced by one since its directory was read.
@@ -179,7 +184,7 @@ func sameEntry(f *os.File, fi fs.FileInfo) error {
 		return err
 	}
 	if !os.SameFile(got, fi) || got.Mode().Type() != fi.Mode().Type() {
-		return fmt.Errorf("replaced while it was copied")
+		return errReplaced
 	}
 	return nil
 }

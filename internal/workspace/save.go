@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
+	"syscall"
 
 	"github.com/agentbox/agentbox/internal/blobs"
 )
@@ -98,10 +100,10 @@ func (s *saver) putTree(p string, entries []treeEntry) (string, error) {
 		return d, s.addTree(d, data)
 	}
 	if has, err := s.b.Has(s.ctx, s.ns, d); err != nil || has {
-		return d, err
+		return d, storeErr(err)
 	}
 	if err := s.b.Put(s.ctx, s.ns, d, int64(len(data)), bytes.NewReader(data)); err != nil {
-		return "", fmt.Errorf("put the tree of %q: %w", p, err)
+		return "", fmt.Errorf("put the tree of %q: %w", p, storeErr(err))
 	}
 	s.stats.TreesUploaded++
 	s.stats.TreeBytes += int64(len(data))
@@ -109,8 +111,22 @@ func (s *saver) putTree(p string, entries []treeEntry) (string, error) {
 }
 
 // entry records the entry name at p: a directory and what is under it, a
-// file, a symlink; anything else is skipped (ok false).
-func (s *saver) entry(p, name string) (e treeEntry, ok bool, err error) {
+// file, a symlink; anything else is skipped (ok false). The sandbox may
+// change its tree while the walk reads it: an entry that is gone, or was
+// replaced, between its directory's listing and its read is left out
+// (and noted), not the checkpoint's failure, so that a build or a file
+// watcher running at a step boundary does not leave the job without
+// checkpoints. What the blob store fails, or a limit, fails it.
+func (s *saver) entry(p, name string) (treeEntry, bool, error) {
+	e, ok, err := s.entryOf(p, name)
+	if err != nil && changedMeanwhile(err) {
+		s.skip(p, "changed while it was checkpointed ("+err.Error()+"), which this checkpoint leaves out")
+		return e, false, nil
+	}
+	return e, ok, err
+}
+
+func (s *saver) entryOf(p, name string) (e treeEntry, ok bool, err error) {
 	if err := s.ctx.Err(); err != nil {
 		return e, false, err
 	}
@@ -124,6 +140,12 @@ func (s *saver) entry(p, name string) (e treeEntry, ok bool, err error) {
 	fi, err := s.src.Lstat(p)
 	if err != nil {
 		return e, false, fmt.Errorf("entry %q: %w", p, err)
+	}
+	// An entry k directories down is in a tree k deep; a directory's own
+	// tree is one deeper. Restore takes no tree maxTreeDepth deep.
+	if k := strings.Count(p, "/"); k >= maxTreeDepth || fi.IsDir() && k+1 >= maxTreeDepth {
+		s.skip(p, fmt.Sprintf("deeper than %d directories, which is not checkpointed", maxTreeDepth))
+		return e, false, nil
 	}
 	e = treeEntry{Name: name, Mode: fi.Mode().Perm(), MTime: fi.ModTime().UnixNano()}
 	switch m := fi.Mode(); {
@@ -212,7 +234,7 @@ func (s *saver) read(p string, fi fs.FileInfo) (fileStat, error) {
 		}
 	}
 	if errors.Is(err, blobs.ErrCorrupt) {
-		return fileStat{}, fmt.Errorf("entry %q: changed while it was checkpointed, twice: %w", p, err)
+		return fileStat{}, errSkip{"a file that changed while it was checkpointed, twice, which this checkpoint leaves out"}
 	}
 	if err != nil {
 		return fileStat{}, fmt.Errorf("entry %q: %w", p, err)
@@ -254,13 +276,13 @@ func (s *saver) hashPut(f *os.File) (string, int64, error) {
 		return d, n, nil
 	}
 	if has, err := s.b.Has(s.ctx, s.ns, d); err != nil || has {
-		return d, n, err
+		return d, n, storeErr(err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", 0, err
 	}
 	if err := s.b.Put(s.ctx, s.ns, d, n, onlyReader{f}); err != nil {
-		return "", 0, err
+		return "", 0, storeErr(err)
 	}
 	s.stats.Uploaded++
 	s.stats.UploadedBytes += n
@@ -272,3 +294,30 @@ func (s *saver) hashPut(f *os.File) (string, int64, error) {
 type onlyReader struct{ r io.Reader }
 
 func (r onlyReader) Read(p []byte) (int, error) { return r.r.Read(p) }
+
+// storeFailed is an error of the blob store: it fails the checkpoint, and
+// is never taken for a file that changed.
+type storeFailed struct{ err error }
+
+func (e storeFailed) Error() string { return e.err.Error() }
+func (e storeFailed) Unwrap() error { return e.err }
+
+// storeErr marks err, if any, as the blob store's.
+func storeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return storeFailed{err}
+}
+
+// changedMeanwhile reports whether err, met reading the sandbox's tree,
+// says an entry changed under the walk: gone, replaced by another, or
+// reached through a directory swapped for a link.
+func changedMeanwhile(err error) bool {
+	var sf storeFailed
+	if errors.As(err, &sf) {
+		return false
+	}
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, errReplaced) || errors.Is(err, syscall.ELOOP) ||
+		errors.Is(err, syscall.ENOTDIR) || strings.Contains(err.Error(), "path escapes from parent")
+}

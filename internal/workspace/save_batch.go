@@ -63,7 +63,7 @@ func (s *saver) putBatch(b *batch, count func(int, int64)) error {
 	}
 	n, bytes, err := s.batch.to.PutBatch(s.ctx, s.ns, b.items)
 	if err != nil {
-		return err
+		return storeErr(err)
 	}
 	count(n, bytes)
 	b.items, b.bytes = nil, 0

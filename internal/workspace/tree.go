@@ -31,13 +31,17 @@ const treeVersion = 2
 
 // Bounds of a checkpointed tree, all held in memory while it is read:
 // its entries (counted at every place a shared subtree appears), the
-// bytes of one tree blob and of all those read, and its depth (a path of
-// maxPathBytes holds no more names).
+// bytes of one tree blob and of all those read, and its depth: walking
+// and restoring look each entry up from the root, so their cost grows
+// with the square of the depth, and a sandbox's `mkdir -p` as deep as a
+// path allows (2,047 levels) made each step's checkpoint cost 16 s of the
+// worker's CPU. Save leaves out what is deeper (and says so); no project
+// nests directories 256 deep.
 const (
 	maxCheckpointEntries = 500_000
 	maxTreeBytes         = 128 << 20
 	maxTreesBytes        = 256 << 20
-	maxTreeDepth         = maxPathBytes/2 + 1
+	maxTreeDepth         = 256
 )
 
 // errBadTree means a tree blob is not one Save writes.
@@ -151,7 +155,7 @@ func readTrees(ctx context.Context, b blobs.Store, ns, root string) (*treeReader
 // walk reads the tree digest of the directory p, depth levels down, and
 // those beneath it.
 func (r *treeReader) walk(p, digest string, depth int) error {
-	if depth > maxTreeDepth {
+	if depth >= maxTreeDepth { // as Save, which leaves out entries 256 directories down
 		return fmt.Errorf("entry %q: %w: deeper than %d", p, errBadTree, maxTreeDepth)
 	}
 	entries, err := r.tree(digest)

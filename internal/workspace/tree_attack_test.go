@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/blobs"
 	"github.com/agentbox/agentbox/internal/workspace"
@@ -112,17 +113,16 @@ func chain(t *testing.T, c blobs.Store, n int, file string) string {
 	return d
 }
 
-// TestRestoreDeepTree restores a deep tree, and refuses one deeper than a
-// path allows ("d/" 2,048 times is over PATH_MAX), leaving nothing. (A
-// tree as deep as a path allows is restored too, but in 20 s: every
-// entry is looked up from the root, so the cost grows with the square
-// of the depth; Save's as well.)
+// TestRestoreDeepTree restores a tree as deep as a checkpoint holds, and
+// refuses one deeper, leaving nothing. (Every entry is looked up from the
+// root, so the cost grows with the square of the depth: a tree as deep as
+// a path allows took 20 s.)
 func TestRestoreDeepTree(t *testing.T) {
 	s, c, _ := newCounting(t)
 	file := putBlob(t, c, []byte("x"))
 	parent := t.TempDir()
 	dst := filepath.Join(parent, "ws")
-	const depth = 300
+	const depth = 255 // the file's tree is the 256th
 	if _, err := s.Restore(t.Context(), "job1", workspace.Checkpoint{Manifest: chain(t, c, depth, file)}, dst); err != nil {
 		t.Fatalf("a tree %d directories deep: %v", depth, err)
 	}
@@ -132,7 +132,38 @@ func TestRestoreDeepTree(t *testing.T) {
 	if b, err := root.ReadFile(strings.Repeat("d/", depth) + "f"); err != nil || string(b) != "x" {
 		t.Errorf("the deepest file: %q, %v", b, err)
 	}
+	restoreFails(t, s, chain(t, c, depth+1, file), nil)
 	restoreFails(t, s, chain(t, c, 2048, file), nil)
+}
+
+// TestSaveDeepTree: a sandbox's directories nested deeper than a
+// checkpoint holds are left out (and said so); the rest is checkpointed
+// and restores.
+func TestSaveDeepTree(t *testing.T) {
+	s, _ := newShared(t)
+	src := t.TempDir()
+	write(t, src, "top.txt", "top", 0o644)
+	deep := strings.Repeat("d/", 400)
+	must(t, os.MkdirAll(filepath.Join(src, deep), 0o755))
+	write(t, src, deep+"bottom.txt", "bottom", 0o644)
+	root, err := os.OpenRoot(src)
+	must(t, err)
+	defer root.Close()
+	start := time.Now()
+	_, st, err := s.Save(t.Context(), "job1", workspace.TreeWorkspace, root, nil, workspace.Checkpoint{Step: 1})
+	must(t, err)
+	if len(st.Skipped) != 1 || !strings.Contains(st.Skipped[0], "deeper than 256 directories") {
+		t.Errorf("skipped %q; want the part deeper than 256 directories", st.Skipped)
+	}
+	c, err := s.Latest(t.Context(), "job1", workspace.TreeWorkspace)
+	must(t, err)
+	dst := filepath.Join(t.TempDir(), "ws")
+	_, err = s.Restore(t.Context(), "job1", c, dst)
+	must(t, err)
+	if b, err := os.ReadFile(filepath.Join(dst, "top.txt")); string(b) != "top" {
+		t.Errorf("top.txt: %q, %v", b, err)
+	}
+	t.Logf("a tree 400 deep: saved and restored in %v", time.Since(start))
 }
 
 // TestRestoreTooManyEntries refuses one tree of more entries than a
