@@ -64,6 +64,25 @@ func write(t *testing.T, dir, name, content string, mode fs.FileMode) {
 // target, and a file's mtime.
 func describe(t *testing.T, dir string) map[string]string {
 	t.Helper()
+	return walkTree(t, dir, func(p string, fi fs.FileInfo) string {
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			return "link " + target
+		case fi.IsDir():
+			return fmt.Sprintf("dir %o", fi.Mode().Perm())
+		case fi.Mode().IsRegular():
+			b, _ := os.ReadFile(p)
+			return fmt.Sprintf("file %o %q %d", fi.Mode().Perm(), b, fi.ModTime().UnixNano())
+		}
+		return "other " + fi.Mode().String()
+	})
+}
+
+// walkTree describes every entry under dir, by its path relative to dir,
+// as say says from its path and Lstat.
+func walkTree(t *testing.T, dir string, say func(p string, fi fs.FileInfo) string) map[string]string {
+	t.Helper()
 	got := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == dir {
@@ -74,18 +93,7 @@ func describe(t *testing.T, dir string) map[string]string {
 		if err != nil {
 			return err
 		}
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			got[rel] = "link " + target
-		case fi.IsDir():
-			got[rel] = fmt.Sprintf("dir %o", fi.Mode().Perm())
-		case fi.Mode().IsRegular():
-			b, _ := os.ReadFile(p)
-			got[rel] = fmt.Sprintf("file %o %q %d", fi.Mode().Perm(), b, fi.ModTime().UnixNano())
-		default:
-			got[rel] = "other " + fi.Mode().String()
-		}
+		got[rel] = say(p, fi)
 		return nil
 	})
 	if err != nil {

@@ -319,38 +319,23 @@ func with(m map[string]string, k, v string) map[string]string {
 // <perm>" when not 0755), "l <target>".
 func tree(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	got := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
+	return walkTree(t, dir, func(p string, fi fs.FileInfo) string {
 		switch {
+		case fi.IsDir() && fi.Mode().Perm() == 0o755:
+			return "d"
 		case fi.IsDir():
-			got[rel] = "d"
-			if fi.Mode().Perm() != 0o755 {
-				got[rel] = "d " + octal(fi.Mode())
-			}
+			return "d " + octal(fi.Mode())
 		case fi.Mode()&fs.ModeSymlink != 0:
 			target, _ := os.Readlink(p)
-			got[rel] = "l " + target
-		default:
-			b, _ := os.ReadFile(p)
-			got[rel] = "f " + octal(fi.Mode()) + " " + string(b)
-			if fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 {
-				got[rel] += " (special bits)"
-			}
+			return "l " + target
 		}
-		return nil
+		b, _ := os.ReadFile(p)
+		desc := "f " + octal(fi.Mode()) + " " + string(b)
+		if fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 {
+			desc += " (special bits)"
+		}
+		return desc
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
 }
 
 func octal(m fs.FileMode) string { return fmt.Sprintf("%o", m.Perm()) }
