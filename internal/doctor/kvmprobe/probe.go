@@ -2,8 +2,9 @@
 // by running one: it opens the device, creates a VM with one page of
 // real-mode code (mov al, 42; out 0x10, al; hlt), runs its vCPU and checks
 // that the guest wrote 42 to port 0x10 and halted. Opening /dev/kvm proves
-// little: under nested virtualization without VMX it opens and creates
-// VMs, and only running a guest tells.
+// little: a device that opens may still not run guests (a VM whose host
+// does not pass virtualization through, for one), and only running one
+// tells.
 package kvmprobe
 
 import (
