@@ -42,7 +42,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) []Check {
 	checks := d.engineChecks(ctx)
 	checks = append(checks, d.guestCheck(), d.dataDirCheck())
 	checks = append(checks, d.limitChecks(ctx)...)
-	return append(checks, gitCheck(), kvmCheck(), d.modelCheck())
+	return append(checks, gitCheck(), kvmCheck(ctx), d.modelCheck())
 }
 
 // gitCheck: the host's git clones repository jobs and records every job's
@@ -136,19 +136,6 @@ func (d doctor) dataDirCheck() Check {
 	f.Close()
 	os.Remove(f.Name())
 	return Check{"data dir", OK, dir + " is writable", ""}
-}
-
-func kvmCheck() Check {
-	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
-	if err != nil {
-		fix := "enable virtualization (nested virtualization on a VM) and load kvm: sudo modprobe kvm_intel || sudo modprobe kvm_amd"
-		if os.IsPermission(err) {
-			fix = "sudo usermod -aG kvm $USER   (then log in again)"
-		}
-		return Check{"kvm", Warn, "/dev/kvm not usable (" + err.Error() + "): microVM sandboxes unavailable; containers work", fix}
-	}
-	f.Close()
-	return Check{"kvm", OK, "/dev/kvm is usable", ""}
 }
 
 func (d doctor) modelCheck() Check {
