@@ -50,17 +50,18 @@ func (s *Steps) toolCall(name string, input json.RawMessage) string {
 	var in map[string]any
 	_ = json.Unmarshal(input, &in)
 	str := func(k string) string { v, _ := in[k].(string); return printable(v) }
+	path := firstLine(str("path"), valueRun*4)
 	switch name {
 	case "bash":
 		return commandLines(str("command"))
 	case "read_file":
-		return "▶ read " + str("path") + lineRange(in) + "\n"
+		return "▶ read " + path + lineRange(in) + "\n"
 	case "list_files":
-		return "▶ list " + str("path") + flag(in, "recursive", " (recursive)") + "\n"
+		return "▶ list " + path + flag(in, "recursive", " (recursive)") + "\n"
 	case "write_file":
-		return "▶ write " + str("path") + "\n" + s.diff("", str("content"))
+		return "▶ write " + path + "\n" + s.diff("", str("content"))
 	case "edit_file":
-		return "▶ edit " + str("path") + flag(in, "replace_all", " (all)") + "\n" + s.diff(str("old_string"), str("new_string"))
+		return "▶ edit " + path + flag(in, "replace_all", " (all)") + "\n" + s.diff(str("old_string"), str("new_string"))
 	}
 	return "▶ " + printable(name) + keyValues(in) + "\n"
 }

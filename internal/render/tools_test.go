@@ -54,6 +54,7 @@ func TestToolCalls(t *testing.T) {
 		{"bash folded", "bash", map[string]any{"command": numbered(30)}, folded},
 		{"read", "read_file", map[string]any{"path": "src/main.go"}, "▶ read src/main.go\n"},
 		{"read lines", "read_file", map[string]any{"path": "a.go", "start_line": 3, "end_line": 10}, "▶ read a.go lines 3-10\n"},
+		{"read odd path", "read_file", map[string]any{"path": "a\nb\x1b[2J"}, "▶ read a…\n"},
 		{"list", "list_files", map[string]any{"path": "."}, "▶ list .\n"},
 		{"list recursive", "list_files", map[string]any{"path": "src", "recursive": true}, "▶ list src (recursive)\n"},
 		{"write", "write_file", map[string]any{"path": "hello.py", "content": "print(\"Hello, World!\")\n"},
