@@ -45,7 +45,7 @@ func TestRunShowsStepsAndLeavesAZip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
-	for _, want := range []string{"▶ write_file", "▶ bash", "▶ finish"} {
+	for _, want := range []string{"▶ write hello.py\n  +print(\"Hello, World!\")\n", "\n$ python3 hello.py\n", "▶ finish summary=\"hello.py prints Hello, World!\""} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}

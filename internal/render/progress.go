@@ -3,7 +3,6 @@ package render
 import (
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/docker/go-units"
@@ -23,14 +22,7 @@ type Progress struct {
 
 // NewProgress returns the progress of what label names, reported on w.
 func NewProgress(w io.Writer, label string) *Progress {
-	f, ok := w.(*os.File)
-	tty := false
-	if ok {
-		if fi, err := f.Stat(); err == nil {
-			tty = fi.Mode()&os.ModeCharDevice != 0
-		}
-	}
-	return &Progress{w: w, label: label, tty: tty, last: time.Now()}
+	return &Progress{w: w, label: label, tty: isTerminal(w), last: time.Now()}
 }
 
 // Write counts b and reports the total when it is time to.

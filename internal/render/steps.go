@@ -25,11 +25,13 @@ import (
 // errw.
 type Steps struct {
 	out, errw io.Writer
+	color     bool // colour the steps on errw
 }
 
-// NewSteps returns the printer of events to out and errw.
+// NewSteps returns the printer of events to out and errw. The steps on
+// errw are coloured only when errw is a terminal and NO_COLOR is not set.
 func NewSteps(out, errw io.Writer) *Steps {
-	return &Steps{out: out, errw: errw}
+	return &Steps{out: out, errw: errw, color: ColorOn(errw)}
 }
 
 // Show prints one event from its type and stored payload. An event of a
@@ -41,7 +43,7 @@ func (s *Steps) Show(typ string, payload json.RawMessage) error {
 	case event.Model:
 		err = s.showModel(ev)
 	case event.ToolCall:
-		_, err = fmt.Fprintf(s.errw, "▶ %s %s\n", printable(ev.Name), printable(firstLine(compactJSON(ev.Input), 300)))
+		_, err = io.WriteString(s.errw, s.toolCall(ev.Name, ev.Input))
 	case event.ToolResult:
 		err = s.showResult(ev)
 	case event.Notice:
@@ -125,21 +127,14 @@ func (s *Steps) showModel(ev event.Model) error {
 	return nil
 }
 
-// showResult prints a tool's result, at most resultLines lines of it.
+// showResult prints a tool's result, folded to its head and tail when
+// long.
 func (s *Steps) showResult(ev event.ToolResult) error {
-	const resultLines = 20
-	lines := strings.Split(strings.TrimRight(ev.Text, "\n"), "\n")
-	mark := "│"
-	if ev.IsError {
-		mark = "✗"
-	}
+	lines := fold(strings.Split(strings.TrimRight(printable(ev.Text), "\n"), "\n"))
+	mark := choose(ev.IsError, "✗", "│")
 	var sb strings.Builder
-	for i, l := range lines {
-		if i == resultLines {
-			fmt.Fprintf(&sb, "  %s … %d more lines\n", mark, len(lines)-resultLines)
-			break
-		}
-		fmt.Fprintf(&sb, "  %s %s\n", mark, printable(l))
+	for _, l := range lines {
+		fmt.Fprintf(&sb, "  %s %s\n", mark, l)
 	}
 	_, err := io.WriteString(s.out, sb.String())
 	return err
@@ -154,14 +149,6 @@ func printable(s string) string {
 		}
 		return -1
 	}, s)
-}
-
-// compactJSON renders a JSON value on one line, object keys sorted.
-func compactJSON(raw json.RawMessage) string {
-	var v any
-	_ = json.Unmarshal(raw, &v)
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 func exitNotes(ev event.Exit) string {

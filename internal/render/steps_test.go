@@ -38,7 +38,7 @@ func TestSteps(t *testing.T) {
 			"Looking.\n", ""},
 		{"model", `{"message":{"role":"assistant","content":[]},"step":2}`, "", ""},
 		{"tool_call", `{"id":"a","input":{"path":"a.txt","content":"x < y"},"name":"write_file","step":1}`, "",
-			"▶ write_file {\"content\":\"x \\u003c y\",\"path\":\"a.txt\"}\n"},
+			"▶ write a.txt\n  +x < y\n"},
 		{"tool_result", `{"duration_ms":4,"id":"a","images":0,"is_error":false,"name":"bash","step":1,"text":"one\ntwo\n"}`, "  │ one\n  │ two\n", ""},
 		{"tool_result", `{"id":"a","is_error":true,"name":"bash","step":1,"text":"no such file"}`, "  ✗ no such file\n", ""},
 		{"notice", `{"said":true,"step":3,"text":"go on"}`, "", "[agentbox] go on\n"},
