@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +95,15 @@ func TestClusterFailover(t *testing.T) {
 		}
 	}
 	survivorMetrics(t, survivor)
+
+	// What the killed worker left on this host: its containers (removed
+	// as its test instance's) and their loop disks, which the test's
+	// clean-up unmounts so that no loop device outlives the run.
+	removeInstance(t, "servetest-"+filepath.Base(doomed.dataDir))
+	testenv.UnmountUnder(doomed.dataDir)
+	if b, err := os.ReadFile("/proc/self/mounts"); err == nil && strings.Contains(string(b), doomed.dataDir+"/") {
+		t.Errorf("mounts under the killed worker's data dir remain:\n%s", b)
+	}
 }
 
 // survivorMetrics checks the survivor's /metrics (a bearer of the cluster

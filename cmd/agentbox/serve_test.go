@@ -47,7 +47,10 @@ func newServer(t *testing.T, extraEnv ...string) *server {
 	// After the server is killed (cleanups run last first): a server
 	// killed in the middle of creating a sandbox leaves its container
 	// for a reaper that will not run again.
-	t.Cleanup(func() { removeInstance(t, "servetest-"+filepath.Base(data)) })
+	t.Cleanup(func() {
+		removeInstance(t, "servetest-"+filepath.Base(data))
+		testenv.UnmountUnder(data)
+	})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

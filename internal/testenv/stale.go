@@ -17,7 +17,7 @@ import (
 const staleAfter = 30 * time.Minute
 
 // testInstances are the instance label prefixes test sandboxes carry.
-var testInstances = []string{"test-", "clitest-", "toolstest-", "jobtest-"}
+var testInstances = []string{"test-", "clitest-", "toolstest-", "jobtest-", "servetest-"}
 
 // ReapStale removes what test runs killed half-way left behind: their
 // sandboxes (containers of a test instance older than staleAfter) and the
@@ -69,10 +69,31 @@ func unmountStaleDisks(live map[string]bool) {
 			continue
 		}
 		state := filepath.Dir(f[1])
+		if live[state] {
+			continue
+		}
+		// A disk whose image is gone is a removed test's (its data dir was
+		// deleted around the mount); one whose image stays, stale once old.
 		fi, err := os.Stat(filepath.Join(state, "disk.img"))
-		if err != nil || live[state] || time.Since(fi.ModTime()) < staleAfter {
+		if err == nil && time.Since(fi.ModTime()) < staleAfter || err != nil && !os.IsNotExist(err) {
 			continue
 		}
 		_ = unix.Unmount(f[1], unix.MNT_DETACH)
+	}
+}
+
+// UnmountUnder unmounts the sandboxes' loop disks mounted under dir: what
+// a test's server killed with -9 leaves once its containers are removed,
+// which would keep the test's data dir and a loop device.
+func UnmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return
+	}
+	prefix := filepath.Clean(dir) + "/"
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && strings.HasPrefix(f[1], prefix) && filepath.Base(f[1]) == "disk" {
+			_ = unix.Unmount(f[1], unix.MNT_DETACH)
+		}
 	}
 }
