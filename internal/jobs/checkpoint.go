@@ -145,14 +145,9 @@ func (s *Scheduler) saveTree(ctx context.Context, id, tree, dir string, step int
 			return err
 		}
 		s.ckpt.keep(id, tree, dir, snap)
-		ev.Files, ev.Uploaded, ev.UploadedBytes = st.Files, st.Uploaded, st.UploadedBytes
-		c, err := sh.Latest(ctx, id, tree)
-		if err != nil {
-			return fmt.Errorf("read the checkpoint back: %w", err)
-		}
-		ev.Bytes = c.Bytes
+		ev.Files, ev.Bytes, ev.Uploaded, ev.UploadedBytes = st.Files, st.Bytes, st.Uploaded, st.UploadedBytes
 		if tree == workspace.TreeWorkspace {
-			return s.ckpt.mark(id, c.Manifest)
+			return s.ckpt.mark(id, snap.Manifest())
 		}
 		return nil
 	}()

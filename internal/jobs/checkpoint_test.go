@@ -171,6 +171,9 @@ func TestCheckpointsAtStepBoundaries(t *testing.T) {
 	if err != nil || latest.Step != j.Steps || latest.Files != 3 {
 		t.Errorf("latest checkpoint %+v, %v; want step %d, 3 files", latest, err, j.Steps)
 	}
+	if cs := byStep[3]; len(cs) == 0 || latest.Bytes == 0 || cs[len(cs)-1].Bytes != latest.Bytes {
+		t.Errorf("the last checkpoint event says %+v; the checkpoint holds %d bytes", cs, latest.Bytes)
+	}
 	if _, err := os.Stat(workspaceDir(w.dir, id)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the local workspace of the ended job is still there: %v", err)
 	}

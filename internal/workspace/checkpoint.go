@@ -37,7 +37,8 @@ type Checkpoint struct {
 
 // SaveStats says what a checkpoint cost.
 type SaveStats struct {
-	Entries, Files, Uploaded int // Uploaded: files whose blob was put
+	Entries, Files, Uploaded int   // Uploaded: files whose blob was put
+	Bytes                    int64 // of all the tree's files, as the Checkpoint holds it
 	UploadedBytes            int64
 	Trees, TreesUploaded     int      // directories' trees, and those put
 	TreeBytes                int64    // of the trees put

@@ -40,8 +40,9 @@ type saver struct {
 
 func newSaver(ctx context.Context, b blobs.Store, ns string, src *os.Root, prev *Snapshot) *saver {
 	s := &saver{ctx: ctx, b: b, ns: ns, src: src, known: map[string]bool{},
-		files: map[string]fileStat{}, trees: map[string]treeState{}, buf: make([]byte, 64<<10), batch: batcher(b),
+		files: map[string]fileStat{}, trees: map[string]treeState{}, buf: make([]byte, 64<<10),
 		budget: newSaveBudget(ctx)}
+	s.batch = batcher(b, &s.stats)
 	if prev != nil && prev.ns == ns {
 		s.prev, s.prevTrees = prev.files, prev.trees
 		for _, f := range prev.files {

@@ -9,55 +9,53 @@ import (
 
 // batches hold the small blobs a save puts when its store is a
 // blobs.Batcher (a database, where each Put is a round trip and a
-// transaction): files and trees apart, so that each is counted as its
-// own kind. They are put when full and before the ref is set.
+// transaction): files and trees apart, each counted as its own kind in
+// the save's stats. They are put when full and before the ref is set.
 type batches struct {
 	to           blobs.Batcher
 	files, trees batch
 }
 
+// batch is blobs waiting to be put, and the stats that count those new
+// to the store once they are.
 type batch struct {
 	items []blobs.Blob
-	bytes int
+	size  int
+	added *int
+	bytes *int64
 }
 
-// batcher returns the save's batches over b, nil if b is no Batcher.
-func batcher(b blobs.Store) *batches {
-	if bb, ok := b.(blobs.Batcher); ok {
-		return &batches{to: bb}
+// batcher returns the batches of a save over b counting in st, nil if b
+// is no Batcher.
+func batcher(b blobs.Store, st *SaveStats) *batches {
+	bb, ok := b.(blobs.Batcher)
+	if !ok {
+		return nil
 	}
-	return nil
+	return &batches{to: bb,
+		files: batch{added: &st.Uploaded, bytes: &st.UploadedBytes},
+		trees: batch{added: &st.TreesUploaded, bytes: &st.TreeBytes}}
 }
 
-// addFile batches the blob of a file's data, putting the batch first if
-// it would be too large.
-func (s *saver) addFile(d string, data []byte) error {
-	return s.add(&s.batch.files, d, data, func(n int, bytes int64) {
-		s.stats.Uploaded += n
-		s.stats.UploadedBytes += bytes
-	})
-}
+// addFile batches the blob of a file's data.
+func (s *saver) addFile(d string, data []byte) error { return s.add(&s.batch.files, d, data) }
 
 // addTree batches the blob of a tree.
-func (s *saver) addTree(d string, data []byte) error {
-	return s.add(&s.batch.trees, d, data, func(n int, bytes int64) {
-		s.stats.TreesUploaded += n
-		s.stats.TreeBytes += bytes
-	})
-}
+func (s *saver) addTree(d string, data []byte) error { return s.add(&s.batch.trees, d, data) }
 
-func (s *saver) add(b *batch, d string, data []byte, count func(int, int64)) error {
-	if b.bytes+len(data) > blobs.MaxBatch {
-		if err := s.putBatch(b, count); err != nil {
+// add batches a blob, putting the batch first if it would be too large.
+func (s *saver) add(b *batch, d string, data []byte) error {
+	if b.size+len(data) > blobs.MaxBatch {
+		if err := s.putBatch(b); err != nil {
 			return err
 		}
 	}
 	b.items = append(b.items, blobs.Blob{Digest: d, Data: data})
-	b.bytes += len(data)
+	b.size += len(data)
 	return nil
 }
 
-func (s *saver) putBatch(b *batch, count func(int, int64)) error {
+func (s *saver) putBatch(b *batch) error {
 	if len(b.items) == 0 {
 		return nil
 	}
@@ -65,8 +63,9 @@ func (s *saver) putBatch(b *batch, count func(int, int64)) error {
 	if err != nil {
 		return storeErr(err)
 	}
-	count(n, bytes)
-	b.items, b.bytes = nil, 0
+	*b.added += n
+	*b.bytes += bytes
+	b.items, b.size = nil, 0
 	return nil
 }
 
@@ -75,16 +74,10 @@ func (s *saver) flush() error {
 	if s.batch == nil {
 		return nil
 	}
-	if err := s.putBatch(&s.batch.files, func(n int, bytes int64) {
-		s.stats.Uploaded += n
-		s.stats.UploadedBytes += bytes
-	}); err != nil {
+	if err := s.putBatch(&s.batch.files); err != nil {
 		return err
 	}
-	return s.putBatch(&s.batch.trees, func(n int, bytes int64) {
-		s.stats.TreesUploaded += n
-		s.stats.TreeBytes += bytes
-	})
+	return s.putBatch(&s.batch.trees)
 }
 
 // readSmall reads the whole of f, an open file of at most
