@@ -17,16 +17,16 @@ func TestHistoryRecall(t *testing.T) {
 		t.Errorf("up: %q", got)
 	}
 	// Up on a recalled multi-line entry moves through its lines first.
-	if got := h.readLine(up+up+"X\r"); got != "twoX\nlines" {
+	if got := h.readLine(up + up + "X\r"); got != "twoX\nlines" {
 		t.Errorf("up up: %q", got)
 	}
-	if got := h.readLine(strings.Repeat(up, 5)+"\r"); got != "one" {
+	if got := h.readLine(strings.Repeat(up, 5) + "\r"); got != "one" {
 		t.Errorf("up to the oldest: %q", got)
 	}
-	if got := h.readLine("draft"+up+up+down+down+"!\r"); got != "draft!" {
+	if got := h.readLine("draft" + up + up + down + down + "!\r"); got != "draft!" {
 		t.Errorf("down back to the draft: %q", got)
 	}
-	if got := h.readLine("x\x1b\ry"+up+"\x01"+up+"\r"); got != "draft!" {
+	if got := h.readLine("x\x1b\ry" + up + "\x01" + up + "\r"); got != "draft!" {
 		t.Errorf("up from line 1 of a multi-line buffer: %q", got)
 	}
 }
