@@ -23,7 +23,17 @@ func newChatCmd(a *app) *cobra.Command {
 you send is worked on with the tools (shell, files, code) until the model
 answers. The conversation and the workspace are saved under
 <data dir>/chats/<session>/ after every step; --session or /load resumes
-one. A pasted multi-line block is one message (bracketed paste).
+one.
+
+On a terminal the prompt is a line editor: a pasted block is one message
+(shown as typed, or as "[pasted N lines]" when long; Ctrl-O expands it);
+Alt-Enter or a trailing \ starts a new line and Enter sends; Up and Down
+recall earlier messages (kept per session across runs); Ctrl-C clears the
+line, or cancels the running turn (the sandbox and the conversation stay);
+Ctrl-D on an empty line leaves. While the model works a spinner shows the
+time elapsed, and each turn ends with a line of its steps, tokens, cost and
+context size. From a pipe or a script, messages are read a line at a time
+(a trailing \ continues one) with the same commands.
 
 ` + chat.Help,
 		Example: `  agentbox chat
@@ -60,9 +70,12 @@ func (a *app) chat(ctx context.Context, session, spec string, in io.Reader, out,
 	}
 	defer func() { s.Close(context.WithoutCancel(ctx)) }()
 	fmt.Fprintf(errw, "agentbox chat: session %s, model %s, workspace %s (/help for commands)\n", s.Name(), model.Info().Name, s.WorkspaceDir())
-	lines := chat.NewLines(in, errw)
-	defer lines.Close()
-	err = s.Run(ctx, lines)
+	input, closeInput, err := chat.OpenInput(in, errw)
+	if err != nil {
+		return err
+	}
+	defer closeInput.Close()
+	err = s.Run(ctx, input)
 	if errors.Is(err, chat.ErrInterrupted) {
 		fmt.Fprintf(errw, "\ninterrupted; session saved: agentbox chat --session %s\n", s.Name())
 		return exitError{130}

@@ -53,8 +53,12 @@ completed and 1 otherwise. A dropped connection is resumed where it broke.
 // followJob prints the job's events and turns its outcome into the exit code.
 func followJob(cmd *cobra.Command, c *client.Client, id string, o logsOptions) error {
 	ctx := cmd.Context()
-	steps := render.NewSteps(cmd.OutOrStdout(), cmd.ErrOrStderr())
-	show := func(ev wire.Event) error { return steps.Show(ev.Type, ev.Payload) }
+	live := render.NewLive(cmd.ErrOrStderr(), "Ctrl-C stops following; the job goes on")
+	steps := render.NewSteps(live.Writer(cmd.OutOrStdout()), live.Writer(cmd.ErrOrStderr()))
+	show := func(ev wire.Event) error { live.Follow(ev.Type, ev.Payload); return steps.Show(ev.Type, ev.Payload) }
+	if !o.json && !o.noFollow {
+		live.Start("waiting")
+	}
 	if o.json {
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		show = func(ev wire.Event) error { return enc.Encode(ev) }
@@ -64,6 +68,7 @@ func followJob(cmd *cobra.Command, c *client.Client, id string, o logsOptions) e
 		read = c.ReadEvents
 	}
 	err := read(ctx, id, o.after, show)
+	live.Stop()
 	if ctx.Err() != nil {
 		return exitError{130}
 	}

@@ -79,12 +79,16 @@ it was canceled.`,
 // runTask does one job in the foreground, showing its events, and prints
 // how it ended.
 func (a *app) runTask(ctx context.Context, f wiring.RunRequest, out, errw io.Writer) (int, error) {
-	p := render.NewSteps(out, errw)
-	r, err := wiring.RunJob(ctx, a.cfg, a.log, f, wiring.RunIO{Log: errw,
-		Event: func(ev store.Event) { _ = p.Show(ev.Type, ev.Payload) },
+	live := render.NewLive(errw, "Ctrl-C cancels the job")
+	shown := live.Writer(errw)
+	p := render.NewSteps(live.Writer(out), shown)
+	live.Start("starting")
+	r, err := wiring.RunJob(ctx, a.cfg, a.log, f, wiring.RunIO{Log: shown,
+		Event: func(ev store.Event) { live.Follow(ev.Type, ev.Payload); _ = p.Show(ev.Type, ev.Payload) },
 		Interrupted: func() {
-			fmt.Fprintln(errw, "agentbox: interrupted: canceling the job and removing its sandbox")
+			fmt.Fprintln(shown, "agentbox: interrupted: canceling the job and removing its sandbox")
 		}})
+	live.Stop()
 	if err != nil {
 		return 0, err
 	}

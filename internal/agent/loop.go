@@ -184,6 +184,9 @@ func (l *Loop) runTools(ctx context.Context, calls []llm.Block, cutOff bool) ([]
 		l.ToolTime += time.Since(begin)
 		if err != nil {
 			failure, res = err, tools.Result{IsError: true, Text: "not completed: " + err.Error()}
+			if errors.Is(ctx.Err(), context.Canceled) {
+				res.Text = "not completed: canceled" // by the user or the job's cancel, not a failure of the tool
+			}
 		}
 		if note := l.repeats.observe(c, res, l.repeatLimit()); note != "" {
 			res.Text += "\n\n" + note

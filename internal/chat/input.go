@@ -2,12 +2,15 @@ package chat
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"golang.org/x/term"
+
+	"github.com/agentbox/agentbox/internal/lineedit"
 )
 
 // Lines is the Input of a terminal in its normal (cooked) mode, or of a
@@ -45,7 +48,8 @@ func (l *Lines) Close() {
 }
 
 // Next returns the next message; io.EOF once the input ends.
-func (l *Lines) Next() (string, error) {
+// A blocked read is not canceled by ctx (a pipe's read cannot be).
+func (l *Lines) Next(context.Context) (string, error) {
 	if l.terminal {
 		fmt.Fprint(l.prompt, "\nyou> ")
 	}
@@ -83,3 +87,50 @@ func (l *Lines) paste(first string, err error) (string, error) {
 	text := strings.Replace(sb.String(), pasteEnd, "", 1)
 	return strings.TrimRight(text, "\r\n") + "\n", err
 }
+
+// Editor is the Input of a person at a terminal: a line editor in raw
+// mode (lineedit), whose Ctrl-C cancels a running turn and whose history
+// is the session's.
+type Editor struct {
+	e *lineedit.Editor
+}
+
+// The prompts of the editor; the second starts a message's later lines.
+const (
+	prompt         = "you> "
+	promptContinue = "   … "
+)
+
+// Next reads a message from the editor.
+func (e *Editor) Next(ctx context.Context) (string, error) { return e.e.ReadLine(ctx) }
+
+// Interrupts are the Ctrl-Cs typed while a turn runs.
+func (e *Editor) Interrupts() <-chan struct{} { return e.e.Interrupts() }
+
+// UseHistory loads (and from now on appends to) the history in path.
+func (e *Editor) UseHistory(path string) error { return e.e.SetHistoryFile(path) }
+
+// Close gives the terminal back as it was.
+func (e *Editor) Close() error { return e.e.Close() }
+
+// OpenInput is the Input for in: the line editor when in and screen are
+// terminals (and TERM is not "dumb"), else plain lines (pipes, scripts).
+// Close it when done.
+func OpenInput(in io.Reader, screen io.Writer) (Input, io.Closer, error) {
+	fin, ok1 := in.(*os.File)
+	fout, ok2 := screen.(*os.File)
+	if ok1 && ok2 && term.IsTerminal(int(fin.Fd())) && term.IsTerminal(int(fout.Fd())) && os.Getenv("TERM") != "dumb" {
+		e, err := lineedit.OpenTerminal(fin, fout, lineedit.Config{Prompt: prompt, Continue: promptContinue})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &Editor{e: e}, e, nil
+	}
+	l := NewLines(in, screen)
+	return l, closer(l.Close), nil
+}
+
+// closer is a func as an io.Closer.
+type closer func()
+
+func (c closer) Close() error { c(); return nil }

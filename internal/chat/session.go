@@ -54,6 +54,8 @@ type Session struct {
 	cfg    Config
 	ws     *workspace.Local // the sessions' workspaces
 	steps  *render.Steps
+	live   *render.Live // the spinner while a turn runs
+	in     Input        // where Run reads the user's messages
 	name   string
 	dir    string
 	sb     sandbox.Sandbox
@@ -69,6 +71,9 @@ type history struct {
 	Steps    int           `json:"steps"`
 }
 
+// historyFile is the prompt's history in a session's directory.
+const historyFile = "prompt_history"
+
 var sessionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 const chatPrompt = `
@@ -80,7 +85,8 @@ last message asked, answer in plain text (without a tool call) to hand the turn 
 // gives it a sandbox on its workspace. The session is locked until Close:
 // another process cannot open it meanwhile.
 func Open(ctx context.Context, cfg Config, name string) (*Session, error) {
-	s := &Session{cfg: cfg, ws: workspace.NewSessions(cfg.Dir), steps: render.NewSteps(cfg.Out, cfg.Err)}
+	live := render.NewLive(cfg.Err, "Ctrl-C to cancel")
+	s := &Session{cfg: cfg, ws: workspace.NewSessions(cfg.Dir), live: live, steps: render.NewSteps(live.Writer(cfg.Out), live.Writer(cfg.Err))}
 	if err := s.open(ctx, name); err != nil {
 		return nil, err
 	}
@@ -180,10 +186,16 @@ func (s *Session) save() {
 }
 
 // emit shows the loop's events; the model's text was already streamed.
+// The spinner says what the turn waits for.
 func (s *Session) emit(p event.Payload) {
-	if _, ok := p.(event.Model); ok {
+	switch p := p.(type) {
+	case event.Model:
 		_ = s.steps.Text("\n")
 		return
+	case event.ToolCall:
+		s.live.Label("running " + p.Name)
+	case event.ToolResult:
+		s.live.Label("thinking")
 	}
 	_ = s.steps.Payload(p)
 }

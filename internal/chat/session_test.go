@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,5 +134,79 @@ func TestOpenRefusesBadNamesAndOpenSessions(t *testing.T) {
 	}
 	if d.created != 1 {
 		t.Errorf("%d sandboxes created", d.created)
+	}
+}
+
+// scriptedInput types messages one by one and can interrupt a turn.
+type scriptedInput struct {
+	msgs []string
+	irq  chan struct{}
+	path string // the history file the session pointed it at
+}
+
+func (in *scriptedInput) Next(context.Context) (string, error) {
+	if len(in.msgs) == 0 {
+		return "", io.EOF
+	}
+	m := in.msgs[0]
+	in.msgs = in.msgs[1:]
+	return m, nil
+}
+
+func (in *scriptedInput) Interrupts() <-chan struct{} { return in.irq }
+
+func (in *scriptedInput) UseHistory(path string) error { in.path = path; return nil }
+
+// watchWriter calls fire once what was written holds want.
+type watchWriter struct {
+	mu    sync.Mutex
+	sb    strings.Builder
+	want  string
+	fire  func()
+	fired bool
+}
+
+func (w *watchWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sb.Write(b)
+	if !w.fired && strings.Contains(w.sb.String(), w.want) {
+		w.fired = true
+		w.fire()
+	}
+	return len(b), nil
+}
+
+func TestInterruptCancelsTheTurnOnly(t *testing.T) {
+	cfg, d, _, errw := newConfig(t, llmtest.Steps(llmtest.Turn{Text: "working on it", Stall: true}, llmtest.Say("Going on.")))
+	in := &scriptedInput{msgs: []string{"first", "second"}, irq: make(chan struct{}, 1)}
+	// Interrupt once the stalled answer has started to stream.
+	cfg.Out = &watchWriter{want: "working on it", fire: func() { in.irq <- struct{}{} }}
+	s, err := Open(context.Background(), cfg, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	if err := s.Run(context.Background(), in); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	msgs := savedMessages(t, cfg, "s1")
+	var users []string
+	for _, m := range msgs {
+		if m.Role == llm.RoleUser && m.PlainText() != "" {
+			users = append(users, m.PlainText())
+		}
+	}
+	if len(users) != 2 || users[0] != "first" || users[1] != "second" || msgs[len(msgs)-1].PlainText() != "Going on." {
+		t.Errorf("conversation after the cancel: %+v", msgs)
+	}
+	if !strings.Contains(errw.String(), "canceled; sandbox and conversation kept") {
+		t.Errorf("stderr: %s", errw.String())
+	}
+	if d.created != 1 || d.destroyed != 0 {
+		t.Errorf("sandboxes: %d created, %d destroyed before Close", d.created, d.destroyed)
+	}
+	if in.path != filepath.Join(cfg.Dir, "s1", historyFile) {
+		t.Errorf("history at %q", in.path)
 	}
 }

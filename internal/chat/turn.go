@@ -6,14 +6,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/agent"
+	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/render"
 )
 
 // Help lists what the user can type.
 const Help = `Type a message and press Enter; a pasted block of several lines is one
-message (end a line with \ to continue typing on the next one).
+message. Alt-Enter or a trailing \ starts a new line; Up and Down recall
+earlier messages; Ctrl-C clears the line or cancels the running turn.
   /help            this help
   /clear           forget the conversation (the workspace stays)
   /load SESSION    switch to a saved session (its history and workspace)
@@ -26,15 +30,31 @@ const maxTurnSteps = 50
 // Input gives the session the user's messages, one per call to Next; an
 // error of io.EOF means the user is done.
 type Input interface {
-	Next() (string, error)
+	Next(ctx context.Context) (string, error)
+}
+
+// Interrupter is an Input that can ask to cancel the running turn (the
+// terminal's Ctrl-C, typed while a turn runs): a value on Interrupts
+// cancels the turn, not the session.
+type Interrupter interface {
+	Interrupts() <-chan struct{}
+}
+
+// Historian is an Input that keeps a history of what was typed; the
+// session points it at the open session's file (and at the new one's
+// after /load).
+type Historian interface {
+	UseHistory(path string) error
 }
 
 // Run reads messages from in and answers them until the user quits (/quit
 // or the input's end, nil), the context is canceled, or a turn is
 // interrupted (ErrInterrupted). The session stays open: Close it after.
 func (s *Session) Run(ctx context.Context, in Input) error {
+	s.in = in
+	s.useHistory()
 	for {
-		msg, err := in.Next()
+		msg, err := in.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -80,15 +100,75 @@ func (s *Session) command(ctx context.Context, msg string) (quit bool, err error
 			return false, nil
 		}
 		s.Close(ctx)
-		return false, s.open(ctx, fields[1])
+		if err := s.open(ctx, fields[1]); err != nil {
+			return false, err
+		}
+		s.useHistory()
 	default:
 		fmt.Fprintf(errw, "unknown command %s\n%s\n", fields[0], Help)
 	}
 	return false, nil
 }
 
-// turn works on one user message until the model hands the turn back.
+// useHistory points a Historian input at the open session's history.
+func (s *Session) useHistory() {
+	if h, ok := s.in.(Historian); ok {
+		if err := h.UseHistory(filepath.Join(s.dir, historyFile)); err != nil {
+			fmt.Fprintln(s.cfg.Err, "agentbox: the prompt's history:", err)
+		}
+	}
+}
+
+// turn works on one user message until the model hands the turn back. An
+// interrupt from the input cancels the turn alone: the conversation so
+// far (closed where the cancel cut it) and the sandbox stay.
 func (s *Session) turn(ctx context.Context, msg string) error {
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if irq, ok := s.in.(Interrupter); ok {
+		go cancelOn(tctx, irq.Interrupts(), cancel)
+	}
+	begin := struct {
+		steps int
+		usage llm.Usage
+	}{s.loop.Steps, s.loop.Usage}
+	s.live.Start("thinking")
+	err := s.work(tctx, msg)
+	elapsed := s.live.Stop()
+	if errors.Is(err, errTurnCanceled) && ctx.Err() != nil {
+		return ErrInterrupted // the whole session was interrupted
+	}
+	canceled := errors.Is(err, errTurnCanceled)
+	used := s.loop.Usage.Add(negate(begin.usage))
+	window := s.cfg.ContextWindow
+	if window == 0 {
+		window = s.cfg.Model.Info().ContextWindow
+	}
+	line := render.TurnLine(render.Turn{Steps: s.loop.Steps - begin.steps, Usage: used, CostUSD: s.cfg.Model.Info().Price.Cost(used),
+		Context: s.loop.LastInput, Window: int64(window), Elapsed: elapsed, Canceled: canceled})
+	if canceled {
+		line += "; sandbox and conversation kept"
+	}
+	_ = s.steps.Status(line)
+	return nil
+}
+
+// cancelOn cancels the turn of ctx at the first interrupt, until ctx ends.
+func cancelOn(ctx context.Context, irq <-chan struct{}, cancel func()) {
+	select {
+	case <-irq:
+		cancel()
+	case <-ctx.Done():
+	}
+}
+
+// errTurnCanceled is a turn's end by its own context's cancel.
+var errTurnCanceled = errors.New("turn canceled")
+
+// work runs the loop on msg until the model hands the turn back. A
+// canceled ctx ends it with errTurnCanceled once the session is saved; a
+// failure of the model or the sandbox is reported and ends the turn only.
+func (s *Session) work(ctx context.Context, msg string) error {
 	s.loop.Say(msg)
 	for range maxTurnSteps {
 		res, err := s.loop.Step(ctx)
@@ -96,9 +176,9 @@ func (s *Session) turn(ctx context.Context, msg string) error {
 			s.loop.Messages = agent.CloseDangling(s.loop.Messages, "interrupted")
 			s.save()
 			if ctx.Err() != nil {
-				return ErrInterrupted
+				return errTurnCanceled
 			}
-			fmt.Fprintln(s.cfg.Err, "agentbox:", err)
+			_ = s.steps.Note("agentbox: " + err.Error())
 			return nil // the session goes on; the user may retry
 		}
 		s.save()
@@ -106,6 +186,11 @@ func (s *Session) turn(ctx context.Context, msg string) error {
 			return nil
 		}
 	}
-	fmt.Fprintf(s.cfg.Err, "[agentbox] stopped this turn after %d steps\n", maxTurnSteps)
+	_ = s.steps.Note(fmt.Sprintf("[agentbox] stopped this turn after %d steps", maxTurnSteps))
 	return nil
+}
+
+// negate is -u, to subtract usages with Add.
+func negate(u llm.Usage) llm.Usage {
+	return llm.Usage{InputTokens: -u.InputTokens, OutputTokens: -u.OutputTokens, CacheReadTokens: -u.CacheReadTokens, CacheWriteTokens: -u.CacheWriteTokens}
 }

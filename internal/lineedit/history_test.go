@@ -94,3 +94,26 @@ func TestHistoryCapped(t *testing.T) {
 		t.Errorf("oldest kept %q, want d", got)
 	}
 }
+
+func TestSetHistoryFile(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	h := newHarness(t, Config{HistoryFile: a})
+	h.readLine("in a\r")
+	if err := h.e.SetHistoryFile(b); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.readLine(up + "\r"); got != "" {
+		t.Errorf("up in b's empty history: %q", got)
+	}
+	h.readLine("in b\r")
+	if err := h.e.SetHistoryFile(a); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.readLine(up + "\r"); got != "in a" {
+		t.Errorf("up back in a: %q", got)
+	}
+	if data, _ := os.ReadFile(b); string(data) != "\"in b\"\n" {
+		t.Errorf("b holds %q", data)
+	}
+}

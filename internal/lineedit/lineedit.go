@@ -256,3 +256,16 @@ func (e *Editor) submit() string {
 	_ = e.hist.add(line) // a history that cannot be saved must not lose the message
 	return line
 }
+
+// SetHistoryFile loads the history kept in path (see Config.HistoryFile)
+// in place of the current one, for an editor that goes on with another
+// session's. Not while a ReadLine runs.
+func (e *Editor) SetHistoryFile(path string) error {
+	h, err := loadHistory(path, e.cfg.HistoryMax)
+	if err != nil {
+		return fmt.Errorf("line editor: %w", err)
+	}
+	e.hist = h
+	e.cfg.HistoryFile = path
+	return nil
+}

@@ -118,6 +118,16 @@ func (s *Steps) Note(line string) error {
 	return err
 }
 
+// Status prints a status line of the CLI's own among the steps, dimmed
+// when colour is on.
+func (s *Steps) Status(line string) error {
+	if s.color {
+		line = dim + line + reset
+	}
+	_, err := fmt.Fprintln(s.errw, line)
+	return err
+}
+
 // showModel prints the model's text of a step.
 func (s *Steps) showModel(ev event.Model) error {
 	if text := strings.TrimSpace(ev.Message.PlainText()); text != "" {

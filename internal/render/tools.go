@@ -25,6 +25,7 @@ const (
 const (
 	red   = "\033[31m"
 	green = "\033[32m"
+	dim   = "\033[2m"
 	reset = "\033[0m"
 )
 
@@ -37,8 +38,12 @@ func ColorOn(w io.Writer) bool {
 	return isTerminal(w)
 }
 
-// isTerminal reports whether w is a file open on a terminal.
+// isTerminal reports whether w is a file open on a terminal, or a writer
+// that wraps one and says so (Live's).
 func isTerminal(w io.Writer) bool {
+	if t, ok := w.(interface{ Terminal() bool }); ok {
+		return t.Terminal()
+	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

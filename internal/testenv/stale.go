@@ -20,10 +20,12 @@ const staleAfter = 30 * time.Minute
 var testInstances = []string{"test-", "clitest-", "toolstest-", "jobtest-", "servetest-"}
 
 // ReapStale removes what test runs killed half-way left behind: their
-// sandboxes (containers of a test instance older than staleAfter) and the
-// loop disks mounted for them under the temp dir. Best effort and quiet:
+// sandboxes (containers of a test instance older than staleAfter), the
+// loop disks mounted for them under the temp dir, and the tmux servers
+// of terminal tests whose process is gone. Best effort and quiet:
 // without an engine there is nothing to reap.
 func ReapStale() {
+	reapTmux()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := DockerClient()
