@@ -48,6 +48,8 @@ func TestChatInATerminal(t *testing.T) {
 		step(llmtest.Turn{Text: "Working slowly.\n", Stall: true}),
 		step(llmtest.Say("Going on where we were.")),
 		step(llmtest.Call("bash", map[string]any{"command": "sleep 600"})),
+		step(llmtest.Call("bash", map[string]any{"command": "pgrep -x sleep || echo no sleep left"})),
+		step(llmtest.Say("Checked.")),
 	}})
 	tty := testenv.StartTmux(t, 120, 40, nil, guestBinary, "chat", "--session", "tty")
 	tty.WaitFor("the prompt", time.Minute, atPrompt)
@@ -87,6 +89,8 @@ func TestChatInATerminal(t *testing.T) {
 	tty.WaitFor("the prompt after the cancel", 5*time.Second, func(s string) bool { return atPrompt(s) && strings.Contains(s, "canceled") })
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("the prompt came back %v after Ctrl-C", took)
+	} else {
+		t.Logf("Ctrl-C in the model's stream: the prompt is back in %v (screen polled every 20 ms)", took)
 	}
 
 	// The next message goes on with the same conversation.
@@ -115,9 +119,18 @@ func TestChatInATerminal(t *testing.T) {
 	screen = tty.WaitFor("the prompt after the cancel", 5*time.Second, func(s string) bool { return atPrompt(s) && strings.Count(s, "· canceled") == 2 })
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("the prompt came back %v after Ctrl-C in a command", took)
+	} else {
+		t.Logf("Ctrl-C in a command: the prompt is back in %v", took)
 	}
 	if !strings.Contains(screen, "✗ not completed: canceled") {
 		t.Errorf("the canceled command's result:\n%s", screen)
+	}
+	// The canceled command is gone from the sandbox, which stays.
+	tty.Type("is it gone?")
+	tty.Keys("Enter")
+	screen = tty.WaitFor("the check", time.Minute, func(s string) bool { return strings.Contains(s, "Checked.") && atPrompt(s) })
+	if !strings.Contains(screen, "│ no sleep left") {
+		t.Errorf("the canceled command still runs:\n%s", screen)
 	}
 	tty.Keys("C-d")
 	tty.WaitFor("chat to leave", 30*time.Second, func(string) bool { _, done := tty.Exited(); return done })
@@ -129,7 +142,7 @@ func TestChatInATerminal(t *testing.T) {
 	again := testenv.StartTmux(t, 120, 40, nil, guestBinary, "chat", "--session", "tty")
 	again.WaitFor("the prompt", time.Minute, atPrompt)
 	again.Keys("Up")
-	again.WaitFor("the last session's last message", 10*time.Second, func(s string) bool { return promptLine(s) == "you> now wait" })
+	again.WaitFor("the last session's last message", 10*time.Second, func(s string) bool { return promptLine(s) == "you> is it gone?" })
 	again.Keys("C-c", "C-d")
 	again.WaitFor("chat to leave", 30*time.Second, func(string) bool { _, done := again.Exited(); return done })
 }
