@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // pasteLines is the most lines a paste may have and still be inserted as
@@ -19,7 +20,10 @@ type item struct {
 
 // label is what a placeholder shows.
 func (it item) label() string {
-	return fmt.Sprintf("[pasted %d lines]", strings.Count(it.paste, "\n")+1)
+	if n := strings.Count(it.paste, "\n") + 1; n > 1 {
+		return fmt.Sprintf("[pasted %d lines]", n)
+	}
+	return fmt.Sprintf("[pasted %d characters]", utf8.RuneCountInString(it.paste))
 }
 
 // buffer is the message being edited and the cursor in it.
@@ -63,9 +67,13 @@ func (b *buffer) insertText(s string) {
 	b.insert(its...)
 }
 
-// insertPaste inserts a paste as text, or as a placeholder when it is long.
-func (b *buffer) insertPaste(s string) {
-	if strings.Count(s, "\n") >= pasteLines {
+// insertPaste inserts a paste as text, or as a placeholder when it is
+// long or does not fit on the screen.
+func (b *buffer) insertPaste(s string, fits bool) {
+	if s == "" {
+		return
+	}
+	if !fits || strings.Count(s, "\n") >= pasteLines {
 		b.insert(item{paste: s})
 		return
 	}

@@ -159,6 +159,38 @@ func (e *Editor) width() int {
 	return 80
 }
 
+// height is the terminal's height now.
+func (e *Editor) height() int {
+	if e.cfg.Height != nil {
+		if h := e.cfg.Height(); h > 0 {
+			return h
+		}
+	}
+	return 24
+}
+
+// fits reports whether text, as the whole message, leaves the edit area
+// shorter than the screen: an area taller than the screen cannot be
+// redrawn in place (the cursor cannot go above the screen's top row).
+func (e *Editor) fits(text string) bool {
+	w, prompt := e.width(), 0
+	for _, r := range e.cfg.Prompt {
+		prompt += runeWidth(r)
+	}
+	rows := 0
+	for line := range strings.SplitSeq(text, "\n") {
+		cols := prompt
+		for _, r := range line {
+			cols += runeWidth(r)
+		}
+		rows += max(1, (cols+w-1)/w)
+		if rows >= e.height()-1 {
+			return false
+		}
+	}
+	return true
+}
+
 // begin starts a redraw: it erases from the edit area's first row down.
 func (e *Editor) begin() *screen {
 	s := &screen{width: e.width()}

@@ -1,6 +1,7 @@
 package lineedit
 
 import (
+	"strings"
 	"io"
 )
 
@@ -44,13 +45,17 @@ func (e *Editor) edit(k key) {
 	case keyRune:
 		b.insert(item{r: k.r})
 	case keyPaste:
-		b.insertPaste(k.text)
+		b.insertPaste(k.text, e.fits(k.text))
 		if k.cut {
 			e.note(pasteCutNote)
 		}
 	case keyAltEnter:
 		b.insert(item{r: '\n'})
 	case keyExpand:
+		if b.pos > 0 && b.items[b.pos-1].paste != "" && !e.fits(b.String()) {
+			e.note(tooTallNote)
+			return
+		}
 		b.expand()
 	case keyUp, keyDown:
 		e.vertical(k.kind == keyUp)
@@ -110,16 +115,26 @@ func (e *Editor) vertical(up bool) {
 			e.pending = e.buf.String()
 		}
 		e.histPos--
-		e.buf.set(entries[e.histPos])
+		e.recall(entries[e.histPos])
 	case !up && e.histPos < len(entries):
 		e.histPos++
 		if e.histPos == len(entries) {
-			e.buf.set(e.pending)
+			e.recall(e.pending)
 		} else {
-			e.buf.set(entries[e.histPos])
+			e.recall(entries[e.histPos])
 		}
 	}
 }
+
+// recall puts a message from the history in the buffer: as text, or as
+// one placeholder when it would not fit on the screen.
+func (e *Editor) recall(text string) {
+	e.buf.set("")
+	e.buf.insertPaste(text, e.fits(text) && strings.Count(text, "\n") < pasteLines)
+}
+
+// tooTallNote answers Ctrl-O on a paste whose text would not fit.
+const tooTallNote = "(too long to show in full on this screen; it is sent whole)"
 
 // cancelLine is Ctrl-C: the text typed stays on screen followed by "^C"
 // and a fresh prompt starts below; with nothing typed a hint says how to

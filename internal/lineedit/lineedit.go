@@ -33,6 +33,9 @@ type Config struct {
 	// Width is the terminal's width in columns, asked before each redraw
 	// (nil: 80). OpenTerminal sets it from the terminal (term.GetSize).
 	Width func() int
+	// Height is the terminal's height in rows (nil: 24); a message that
+	// would not fit is shown as a placeholder. OpenTerminal sets it.
+	Height func() int
 }
 
 // Editor is a line editor on one terminal. ReadLine, Interrupts and Close

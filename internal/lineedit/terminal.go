@@ -47,6 +47,13 @@ func OpenTerminal(in, out *os.File, cfg Config) (*Editor, error) {
 		}
 		return w
 	}
+	cfg.Height = func() int {
+		_, h, err := term.GetSize(outFd)
+		if err != nil {
+			return 0
+		}
+		return h
+	}
 	e, err := New(r, out, cfg)
 	if err != nil {
 		r.close()
