@@ -1,8 +1,8 @@
 package lineedit
 
 import (
-	"strings"
 	"io"
+	"strings"
 )
 
 // pasteCutNote is the line shown when a paste is cut to pasteMax.

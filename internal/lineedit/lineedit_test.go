@@ -426,7 +426,7 @@ func TestCloseEndsReadLine(t *testing.T) {
 func TestTallTextStaysAPlaceholder(t *testing.T) {
 	long := strings.Repeat("0123456789", 300) // 3,000 columns: 38 rows of 80
 	h := newHarness(t, Config{Height: func() int { return 24 }})
-	if got := h.readLine("\x1b[200~"+long+"\x1b[201~\r"); got != long {
+	if got := h.readLine("\x1b[200~" + long + "\x1b[201~\r"); got != long {
 		t.Errorf("a long one-line paste came back as %d bytes", len(got))
 	}
 	if got := h.screen(80).lines(); len(got) != 1 || got[0] != "you> [pasted 3000 characters]" {
@@ -445,7 +445,7 @@ func TestTallTextStaysAPlaceholder(t *testing.T) {
 	}
 	// Ctrl-O on a 30-line paste on a 24-row screen says why it stays folded.
 	text := strings.TrimSuffix(strings.Repeat("x\n", 30), "\n")
-	if got := h.readLine("\x1b[200~"+text+"\x1b[201~\x0f\r"); got != text {
+	if got := h.readLine("\x1b[200~" + text + "\x1b[201~\x0f\r"); got != text {
 		t.Errorf("message %q", got)
 	}
 	if !strings.Contains(h.screen(80).screen(), tooTallNote) {
@@ -453,7 +453,7 @@ func TestTallTextStaysAPlaceholder(t *testing.T) {
 	}
 	// On a taller screen it unfolds.
 	tall := newHarness(t, Config{Height: func() int { return 100 }})
-	if got := tall.readLine("\x1b[200~"+text+"\x1b[201~\x0f\x7f\r"); got != text[:len(text)-1] {
+	if got := tall.readLine("\x1b[200~" + text + "\x1b[201~\x0f\x7f\r"); got != text[:len(text)-1] {
 		t.Errorf("Ctrl-O on a tall screen then backspace: %q", got)
 	}
 }
