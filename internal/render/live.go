@@ -19,7 +19,8 @@ import (
 // cancel"). It is drawn below the output, only while the output's last
 // line is complete and quiet, and erased before anything else is written
 // through the writers Live wraps, so the output never mixes with it. On
-// anything but a terminal Live draws nothing and its writers pass through.
+// anything but a terminal (or with TERM=dumb) Live draws nothing and its
+// writers pass through.
 type Live struct {
 	w    io.Writer
 	tty  bool
@@ -51,7 +52,7 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 // NewLive returns the status line drawn on w; hint follows the elapsed
 // time (for example "Ctrl-C to cancel"; "" for none).
 func NewLive(w io.Writer, hint string) *Live {
-	return &Live{w: w, tty: isTerminal(w), hint: hint, now: time.Now}
+	return &Live{w: w, tty: isTerminal(w) && os.Getenv("TERM") != "dumb", hint: hint, now: time.Now}
 }
 
 // Writer wraps w so that writes to it erase the status line first. The
