@@ -419,3 +419,20 @@ func TestCloseEndsReadLine(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// A Ctrl-C nobody took before the next message (a second one while a
+// turn winds down, one during a command) must not cancel the next turn.
+func TestStaleInterruptDroppedAtReadLine(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.write("\x03")
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.e.Interrupts()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := h.readLine("x\r"); got != "x" {
+		t.Fatalf("message %q, want x", got)
+	}
+	if n := len(h.e.Interrupts()); n != 0 {
+		t.Errorf("%d interrupts pending after a message, want 0: the next turn would be canceled at once", n)
+	}
+}
