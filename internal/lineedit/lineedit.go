@@ -201,7 +201,7 @@ func (e *Editor) setReading(on bool) {
 // (without a trailing newline) and adds it to the history (not if empty or
 // equal to the previous entry). io.EOF: Ctrl-D on an empty buffer, or the
 // input ended. ctx canceled: returns ctx.Err() promptly (restoring
-// nothing; Close does). After return the cursor is on a new line below the
+// nothing; Close does), the cursor below the text as after Enter. After return the cursor is on a new line below the
 // message (the message stays on screen as typed).
 func (e *Editor) ReadLine(ctx context.Context) (string, error) {
 	select {
@@ -225,6 +225,7 @@ func (e *Editor) ReadLine(ctx context.Context) (string, error) {
 				return "", e.inputEnded(err)
 			}
 			if err := e.wait(ctx); err != nil {
+				e.finish("", "")
 				return "", err
 			}
 			continue

@@ -403,6 +403,10 @@ func TestCancel(t *testing.T) {
 	if r := h.wait(ch); !errors.Is(r.err, context.Canceled) {
 		t.Errorf("err %v, want context.Canceled", r.err)
 	}
+	// What the program says next starts on a line of its own.
+	if !strings.HasSuffix(h.out.String(), "\r\n") {
+		t.Errorf("the cursor stayed on the edit area: %q", h.out.String())
+	}
 	if got := h.readLine("d\r"); got != "d" {
 		t.Errorf("after cancel %q, want d", got)
 	}
