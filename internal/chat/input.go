@@ -21,6 +21,13 @@ type Lines struct {
 	r        *bufio.Reader
 	prompt   io.Writer
 	terminal bool
+	pending  chan lineRead // a read a canceled Next left running
+}
+
+// lineRead is what one read of a message gave.
+type lineRead struct {
+	msg string
+	err error
 }
 
 // The markers a terminal puts around a paste in bracketed-paste mode.
@@ -47,12 +54,33 @@ func (l *Lines) Close() {
 	}
 }
 
-// Next returns the next message; io.EOF once the input ends.
-// A blocked read is not canceled by ctx (a pipe's read cannot be).
-func (l *Lines) Next(context.Context) (string, error) {
-	if l.terminal {
-		fmt.Fprint(l.prompt, "\nyou> ")
+// Next returns the next message; io.EOF once the input ends. When ctx
+// ends first (Ctrl-C at a cooked terminal is a SIGINT) it returns
+// ctx.Err() at once; the read goes on, and its message is the next
+// Next's.
+func (l *Lines) Next(ctx context.Context) (string, error) {
+	if l.pending == nil {
+		if l.terminal {
+			fmt.Fprint(l.prompt, "\nyou> ")
+		}
+		ch := make(chan lineRead, 1)
+		go func() {
+			msg, err := l.read()
+			ch <- lineRead{msg, err}
+		}()
+		l.pending = ch
 	}
+	select {
+	case r := <-l.pending:
+		l.pending = nil
+		return r.msg, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// read reads one message.
+func (l *Lines) read() (string, error) {
 	var msg strings.Builder
 	for {
 		line, err := l.r.ReadString('\n')
