@@ -217,3 +217,26 @@ func TestChatCtrlCStormAndHostileText(t *testing.T) {
 	tty.Keys("C-d")
 	tty.WaitFor("chat to leave", 30*time.Second, func(string) bool { _, done := tty.Exited(); return done })
 }
+
+// TestChatOnADumbTerminal: with TERM=dumb chat reads plain lines, writes
+// no escape sequence (not even bracketed paste's), and Ctrl-C at the
+// prompt (a SIGINT there) ends it at once, saved.
+func TestChatOnADumbTerminal(t *testing.T) {
+	sandboxEnv(t)
+	useModel(t, llmtest.Steps(llmtest.Say("Plain hello.")))
+	tty := testenv.StartTmux(t, 100, 30, nil, "env", "TERM=dumb", guestBinary, "chat", "--session", "dumb")
+	tty.WaitFor("the prompt", time.Minute, atPrompt)
+	tty.Type("hello")
+	tty.Keys("Enter")
+	tty.WaitFor("the answer", time.Minute, func(s string) bool { return strings.Contains(s, "Plain hello.") && atPrompt(s) })
+	tty.Type("half")
+	tty.Keys("C-c")
+	// (The exit status, 130, is not asserted: tmux reports it late.)
+	tty.WaitFor("chat to leave, saved", 10*time.Second, func(s string) bool {
+		_, done := tty.Exited()
+		return done && strings.Contains(s, "interrupted; session saved")
+	})
+	if raw := tty.Raw(); strings.Contains(raw, "\x1b") {
+		t.Errorf("escape codes written to a dumb terminal: %q", raw)
+	}
+}

@@ -21,6 +21,7 @@ type Lines struct {
 	r        *bufio.Reader
 	prompt   io.Writer
 	terminal bool
+	marks    bool          // bracketed paste was turned on
 	pending  chan lineRead // a read a canceled Next left running
 }
 
@@ -37,19 +38,29 @@ const (
 )
 
 // NewLines reads messages from in, prompting on prompt when in is a
-// terminal.
+// terminal. It asks for marked pastes only when prompt is that terminal
+// too and TERM is not "dumb": escape codes go nowhere else.
 func NewLines(in io.Reader, prompt io.Writer) *Lines {
 	l := &Lines{r: bufio.NewReader(in), prompt: prompt}
-	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if isTTY(in) {
 		l.terminal = true
+		l.marks = isTTY(prompt) && os.Getenv("TERM") != "dumb"
+	}
+	if l.marks {
 		fmt.Fprint(prompt, "\x1b[?2004h") // ask the terminal to mark pastes
 	}
 	return l
 }
 
+// isTTY reports whether v is a file open on a terminal.
+func isTTY(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 // Close turns bracketed paste off again.
 func (l *Lines) Close() {
-	if l.terminal {
+	if l.marks {
 		fmt.Fprint(l.prompt, "\x1b[?2004l")
 	}
 }
@@ -145,10 +156,8 @@ func (e *Editor) Close() error { return e.e.Close() }
 // terminals (and TERM is not "dumb"), else plain lines (pipes, scripts).
 // Close it when done.
 func OpenInput(in io.Reader, screen io.Writer) (Input, io.Closer, error) {
-	fin, ok1 := in.(*os.File)
-	fout, ok2 := screen.(*os.File)
-	if ok1 && ok2 && term.IsTerminal(int(fin.Fd())) && term.IsTerminal(int(fout.Fd())) && os.Getenv("TERM") != "dumb" {
-		e, err := lineedit.OpenTerminal(fin, fout, lineedit.Config{Prompt: prompt, Continue: promptContinue})
+	if isTTY(in) && isTTY(screen) && os.Getenv("TERM") != "dumb" {
+		e, err := lineedit.OpenTerminal(in.(*os.File), screen.(*os.File), lineedit.Config{Prompt: prompt, Continue: promptContinue})
 		if err != nil {
 			return nil, nil, err
 		}
