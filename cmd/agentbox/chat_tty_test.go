@@ -192,3 +192,64 @@ func TestChatFromAPipe(t *testing.T) {
 		t.Errorf("escape codes written to a pipe:\nstdout %q\nstderr %q", out.String(), errOut.String())
 	}
 }
+
+// TestChatCtrlCStormAndHostileText: Ctrl-C pressed several times in a
+// turn cancels that turn only, not the next; a tool name and a model
+// error holding escape sequences reach the screen as plain text.
+func TestChatCtrlCStormAndHostileText(t *testing.T) {
+	sandboxEnv(t)
+	const evil = "x\x1b]0;PWNED\x07\x1b[2J\u009b3A"
+	fake := useModel(t, llmtest.Script{Steps: []llmtest.Step{
+		step(llmtest.Turn{Text: "Working slowly.\n", Stall: true}),
+		step(llmtest.Say("Answered the second.")),
+		step(llmtest.Call("no_such_tool"+evil, map[string]any{"k": evil})),
+		step(llmtest.Say("Done.")),
+	}})
+	tty := testenv.StartTmux(t, 120, 40, nil, guestBinary, "chat", "--session", "storm")
+	tty.WaitFor("the prompt", time.Minute, atPrompt)
+	tty.Type("first")
+	tty.Keys("Enter")
+	tty.WaitFor("the spinner", time.Minute, func(s string) bool { return strings.Contains(s, "thinking · ") })
+	tty.Keys("C-c", "C-c", "C-c")
+	tty.WaitFor("the prompt after the cancel", 10*time.Second, func(s string) bool { return atPrompt(s) && strings.Contains(s, "canceled") })
+	tty.Type("second")
+	tty.Keys("Enter")
+	screen := tty.WaitFor("the second turn's end", time.Minute, func(s string) bool { return atPrompt(s) && strings.Count(s, "─ ") == 2 })
+	if !strings.Contains(screen, "Answered the second.") || strings.Count(screen, "canceled") != 1 {
+		t.Errorf("a Ctrl-C of the first turn canceled the second:\n%s", screen)
+	}
+	tty.Type("third")
+	tty.Keys("Enter")
+	tty.WaitFor("the third turn's end", time.Minute, func(s string) bool { return atPrompt(s) && strings.Contains(s, "Done.") })
+	if raw := tty.Raw(); strings.Contains(raw, "\x1b]0;") || strings.Contains(raw, "\x1b[2J") || strings.Contains(raw, "\u009b") {
+		t.Errorf("the model's escape sequences reached the terminal: %q", raw)
+	}
+	if n := len(fake.Requests()); n != 4 {
+		t.Errorf("%d requests, want 4", n)
+	}
+	tty.Keys("C-d")
+	tty.WaitFor("chat to leave", 30*time.Second, func(string) bool { _, done := tty.Exited(); return done })
+}
+
+// TestChatOnADumbTerminal: with TERM=dumb chat reads plain lines, writes
+// no escape sequence (not even bracketed paste's), and Ctrl-C at the
+// prompt (a SIGINT there) ends it at once, saved.
+func TestChatOnADumbTerminal(t *testing.T) {
+	sandboxEnv(t)
+	useModel(t, llmtest.Steps(llmtest.Say("Plain hello.")))
+	tty := testenv.StartTmux(t, 100, 30, nil, "env", "TERM=dumb", guestBinary, "chat", "--session", "dumb")
+	tty.WaitFor("the prompt", time.Minute, atPrompt)
+	tty.Type("hello")
+	tty.Keys("Enter")
+	tty.WaitFor("the answer", time.Minute, func(s string) bool { return strings.Contains(s, "Plain hello.") && atPrompt(s) })
+	tty.Type("half")
+	tty.Keys("C-c")
+	// (The exit status, 130, is not asserted: tmux reports it late.)
+	tty.WaitFor("chat to leave, saved", 10*time.Second, func(s string) bool {
+		_, done := tty.Exited()
+		return done && strings.Contains(s, "interrupted; session saved")
+	})
+	if raw := tty.Raw(); strings.Contains(raw, "\x1b") {
+		t.Errorf("escape codes written to a dumb terminal: %q", raw)
+	}
+}

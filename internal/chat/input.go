@@ -21,6 +21,14 @@ type Lines struct {
 	r        *bufio.Reader
 	prompt   io.Writer
 	terminal bool
+	marks    bool          // bracketed paste was turned on
+	pending  chan lineRead // a read a canceled Next left running
+}
+
+// lineRead is what one read of a message gave.
+type lineRead struct {
+	msg string
+	err error
 }
 
 // The markers a terminal puts around a paste in bracketed-paste mode.
@@ -30,29 +38,60 @@ const (
 )
 
 // NewLines reads messages from in, prompting on prompt when in is a
-// terminal.
+// terminal. It asks for marked pastes only when prompt is that terminal
+// too and TERM is not "dumb": escape codes go nowhere else.
 func NewLines(in io.Reader, prompt io.Writer) *Lines {
 	l := &Lines{r: bufio.NewReader(in), prompt: prompt}
-	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if isTTY(in) {
 		l.terminal = true
+		l.marks = isTTY(prompt) && os.Getenv("TERM") != "dumb"
+	}
+	if l.marks {
 		fmt.Fprint(prompt, "\x1b[?2004h") // ask the terminal to mark pastes
 	}
 	return l
 }
 
+// isTTY reports whether v is a file open on a terminal.
+func isTTY(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 // Close turns bracketed paste off again.
 func (l *Lines) Close() {
-	if l.terminal {
+	if l.marks {
 		fmt.Fprint(l.prompt, "\x1b[?2004l")
 	}
 }
 
-// Next returns the next message; io.EOF once the input ends.
-// A blocked read is not canceled by ctx (a pipe's read cannot be).
-func (l *Lines) Next(context.Context) (string, error) {
-	if l.terminal {
-		fmt.Fprint(l.prompt, "\nyou> ")
+// Next returns the next message; io.EOF once the input ends. When ctx
+// ends first (Ctrl-C at a cooked terminal is a SIGINT) it returns
+// ctx.Err() at once; the read goes on, and its message is the next
+// Next's.
+func (l *Lines) Next(ctx context.Context) (string, error) {
+	if l.pending == nil {
+		if l.terminal {
+			fmt.Fprint(l.prompt, "\nyou> ")
+		}
+		ch := make(chan lineRead, 1)
+		go func() {
+			msg, err := l.read()
+			ch <- lineRead{msg, err}
+		}()
+		l.pending = ch
 	}
+	select {
+	case r := <-l.pending:
+		l.pending = nil
+		return r.msg, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// read reads one message.
+func (l *Lines) read() (string, error) {
 	var msg strings.Builder
 	for {
 		line, err := l.r.ReadString('\n')
@@ -117,10 +156,8 @@ func (e *Editor) Close() error { return e.e.Close() }
 // terminals (and TERM is not "dumb"), else plain lines (pipes, scripts).
 // Close it when done.
 func OpenInput(in io.Reader, screen io.Writer) (Input, io.Closer, error) {
-	fin, ok1 := in.(*os.File)
-	fout, ok2 := screen.(*os.File)
-	if ok1 && ok2 && term.IsTerminal(int(fin.Fd())) && term.IsTerminal(int(fout.Fd())) && os.Getenv("TERM") != "dumb" {
-		e, err := lineedit.OpenTerminal(fin, fout, lineedit.Config{Prompt: prompt, Continue: promptContinue})
+	if isTTY(in) && isTTY(screen) && os.Getenv("TERM") != "dumb" {
+		e, err := lineedit.OpenTerminal(in.(*os.File), screen.(*os.File), lineedit.Config{Prompt: prompt, Continue: promptContinue})
 		if err != nil {
 			return nil, nil, err
 		}

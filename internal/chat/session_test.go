@@ -210,3 +210,29 @@ func TestInterruptCancelsTheTurnOnly(t *testing.T) {
 		t.Errorf("history at %q", in.path)
 	}
 }
+
+// waitingInput waits at the prompt until its context ends, as the line
+// editor does.
+type waitingInput struct{}
+
+func (waitingInput) Next(ctx context.Context) (string, error) {
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+// TestInterruptedAtThePrompt: a SIGTERM or SIGINT while chat waits at the
+// prompt ends it as one during a turn does (saved, exit 130), not as a
+// failure "context canceled".
+func TestInterruptedAtThePrompt(t *testing.T) {
+	cfg, _, _, _ := newConfig(t, llmtest.Script{})
+	s, err := Open(context.Background(), cfg, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Run(ctx, waitingInput{}); !errors.Is(err, ErrInterrupted) {
+		t.Errorf("run: %v, want ErrInterrupted", err)
+	}
+}

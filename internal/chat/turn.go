@@ -48,17 +48,19 @@ type Historian interface {
 }
 
 // Run reads messages from in and answers them until the user quits (/quit
-// or the input's end, nil), the context is canceled, or a turn is
-// interrupted (ErrInterrupted). The session stays open: Close it after.
+// or the input's end, nil), or the context is canceled, at the prompt or
+// in a turn (ErrInterrupted). The session stays open: Close it after.
 func (s *Session) Run(ctx context.Context, in Input) error {
 	s.in = in
 	s.useHistory()
 	for {
 		msg, err := in.Next(ctx)
-		if errors.Is(err, io.EOF) {
+		switch {
+		case errors.Is(err, io.EOF):
 			return nil
-		}
-		if err != nil {
+		case err != nil && ctx.Err() != nil:
+			return ErrInterrupted // a signal at the prompt: as during a turn
+		case err != nil:
 			return err
 		}
 		if strings.TrimSpace(msg) == "" {

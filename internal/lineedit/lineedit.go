@@ -87,7 +87,8 @@ func New(in io.Reader, out io.Writer, cfg Config) (*Editor, error) {
 }
 
 // Interrupts receives one value for each Ctrl-C typed while no ReadLine is
-// running (the chat cancels the running turn). Keys other than Ctrl-C typed
+// running (the chat cancels the running turn); one not received when the
+// next ReadLine starts is dropped. Keys other than Ctrl-C typed
 // meanwhile are kept, in order, for the next ReadLine (type-ahead). The
 // channel is buffered (1) and never blocks the reader: extra Ctrl-Cs
 // while one is pending are dropped.
@@ -172,13 +173,20 @@ func (e *Editor) next() (k key, ok bool, err error) {
 	return k, true, nil
 }
 
-// setReading marks a ReadLine running or not. When it stops, Ctrl-Cs
-// typed after the message was sent become interrupts.
+// setReading marks a ReadLine running or not. When it starts, an
+// interrupt nobody took is dropped: it belonged to a turn that has ended
+// (a second Ctrl-C while it wound down, one during a command) and must
+// not cancel the next. When it stops, Ctrl-Cs typed after the message
+// was sent become interrupts.
 func (e *Editor) setReading(on bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.reading = on
 	if on {
+		select {
+		case <-e.interrupts:
+		default:
+		}
 		return
 	}
 	kept := e.queue[:0]
@@ -196,7 +204,7 @@ func (e *Editor) setReading(on bool) {
 // (without a trailing newline) and adds it to the history (not if empty or
 // equal to the previous entry). io.EOF: Ctrl-D on an empty buffer, or the
 // input ended. ctx canceled: returns ctx.Err() promptly (restoring
-// nothing; Close does). After return the cursor is on a new line below the
+// nothing; Close does), the cursor below the text as after Enter. After return the cursor is on a new line below the
 // message (the message stays on screen as typed).
 func (e *Editor) ReadLine(ctx context.Context) (string, error) {
 	select {
@@ -220,6 +228,7 @@ func (e *Editor) ReadLine(ctx context.Context) (string, error) {
 				return "", e.inputEnded(err)
 			}
 			if err := e.wait(ctx); err != nil {
+				e.finish("", "")
 				return "", err
 			}
 			continue

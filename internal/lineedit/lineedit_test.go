@@ -403,6 +403,10 @@ func TestCancel(t *testing.T) {
 	if r := h.wait(ch); !errors.Is(r.err, context.Canceled) {
 		t.Errorf("err %v, want context.Canceled", r.err)
 	}
+	// What the program says next starts on a line of its own.
+	if !strings.HasSuffix(h.out.String(), "\r\n") {
+		t.Errorf("the cursor stayed on the edit area: %q", h.out.String())
+	}
 	if got := h.readLine("d\r"); got != "d" {
 		t.Errorf("after cancel %q, want d", got)
 	}
@@ -455,5 +459,22 @@ func TestTallTextStaysAPlaceholder(t *testing.T) {
 	tall := newHarness(t, Config{Height: func() int { return 100 }})
 	if got := tall.readLine("\x1b[200~" + text + "\x1b[201~\x0f\x7f\r"); got != text[:len(text)-1] {
 		t.Errorf("Ctrl-O on a tall screen then backspace: %q", got)
+	}
+}
+
+// A Ctrl-C nobody took before the next message (a second one while a
+// turn winds down, one during a command) must not cancel the next turn.
+func TestStaleInterruptDroppedAtReadLine(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.write("\x03")
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.e.Interrupts()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := h.readLine("x\r"); got != "x" {
+		t.Fatalf("message %q, want x", got)
+	}
+	if n := len(h.e.Interrupts()); n != 0 {
+		t.Errorf("%d interrupts pending after a message, want 0: the next turn would be canceled at once", n)
 	}
 }

@@ -14,11 +14,13 @@ import (
 )
 
 // Job prints one job as aligned "key: value" rows, leaving out empty ones.
+// Values have no control characters: a result is the model's words, a git
+// error a remote's answer.
 func Job(w io.Writer, j wire.Job) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+			fmt.Fprintf(tw, "%s:\t%s\n", k, printable(v))
 		}
 	}
 	row("job", j.JobID)
@@ -81,7 +83,7 @@ func gitRows(push bool, g wire.Git) [][2]string {
 func GitOutcome(w io.Writer, push bool, g wire.Git) error {
 	for _, kv := range gitRows(push, g) {
 		if kv[1] != "" && kv[0] != "base" {
-			if _, err := fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1]); err != nil {
+			if _, err := fmt.Fprintf(w, "%s: %s\n", kv[0], printable(kv[1])); err != nil {
 				return err
 			}
 		}
@@ -94,7 +96,7 @@ func Jobs(w io.Writer, jobs []wire.Job) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSTATUS\tCREATED\tSTEPS\tTASK")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.JobID, j.Status, ago(j.CreatedAt), j.Steps, firstLine(j.Task, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", printable(j.JobID), printable(j.Status), ago(j.CreatedAt), j.Steps, printable(firstLine(j.Task, 60)))
 	}
 	return tw.Flush()
 }
@@ -120,9 +122,9 @@ func Outcome(w io.Writer, id string, j wire.Job) error {
 	switch j.Status {
 	case "complete":
 	case "error", "canceled":
-		_, err = fmt.Fprintf(w, "job %s ended %s%s\n", id, j.Status, prefixed(": ", j.Error))
+		_, err = fmt.Fprintf(w, "job %s ended %s%s\n", id, j.Status, printable(prefixed(": ", j.Error)))
 	default:
-		_, err = fmt.Fprintf(w, "job %s is %s, not ended yet\n", id, j.Status)
+		_, err = fmt.Fprintf(w, "job %s is %s, not ended yet\n", id, printable(j.Status))
 	}
 	return err
 }

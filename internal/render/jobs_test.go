@@ -55,3 +55,19 @@ func TestJobShowsWorkerAndQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestJobsDropControls: a job's result (the model's words), error and git
+// error (a remote's answer) reach the terminal without control characters.
+func TestJobsDropControls(t *testing.T) {
+	const evil = "a\x1b]52;c;aGk=\x07b\u009b2Jc\x1b[1A"
+	j := wire.Job{JobID: "job_1", Status: "error", Task: evil, Error: evil, Result: evil, Model: evil,
+		Repo: &wire.Repo{URL: evil}, Git: &wire.Git{Branch: evil, Error: evil}}
+	var b strings.Builder
+	_ = Job(&b, j)
+	_ = Jobs(&b, []wire.Job{j})
+	_ = GitOutcome(&b, true, *j.Git)
+	_ = Outcome(&b, "job_1", j)
+	if strings.ContainsAny(b.String(), "\x1b\x07\u009b") {
+		t.Errorf("shown as %q", b.String())
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/term"
 
@@ -26,6 +25,7 @@ type Live struct {
 	tty  bool
 	hint string
 	now  func() time.Time
+	cols func() int // the terminal's width (0: unknown)
 
 	mu      sync.Mutex
 	label   string
@@ -52,8 +52,27 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 // NewLive returns the status line drawn on w; hint follows the elapsed
 // time (for example "Ctrl-C to cancel"; "" for none).
 func NewLive(w io.Writer, hint string) *Live {
-	return &Live{w: w, tty: isTerminal(w) && os.Getenv("TERM") != "dumb", hint: hint, now: time.Now}
+	return &Live{w: w, tty: isTerminal(w), hint: hint, now: time.Now, cols: termWidth(w)}
 }
+
+// termWidth asks w's terminal for its width, when w is a file.
+func termWidth(w io.Writer) func() int {
+	return func() int {
+		f, ok := w.(*os.File)
+		if !ok {
+			return 0
+		}
+		cols, _, err := term.GetSize(int(f.Fd()))
+		if err != nil {
+			return 0
+		}
+		return cols
+	}
+}
+
+// liveLabel is a label as drawn: its first line without control
+// characters (a tool's name comes from the model).
+func liveLabel(label string) string { return printable(firstLine(label, 60)) }
 
 // Writer wraps w so that writes to it erase the status line first. The
 // wrapper is a terminal (for ColorOn) when w is.
@@ -65,7 +84,7 @@ func (l *Live) Writer(w io.Writer) io.Writer {
 func (l *Live) Start(label string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.label, l.start, l.quiet = label, l.now(), time.Time{}
+	l.label, l.start, l.quiet = liveLabel(label), l.now(), time.Time{}
 	if !l.tty || l.running {
 		return
 	}
@@ -78,7 +97,7 @@ func (l *Live) Start(label string) {
 func (l *Live) Label(label string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.label = label
+	l.label = liveLabel(label)
 }
 
 // Stop erases the line and stops the spinner; it returns once the line
@@ -129,10 +148,8 @@ func (l *Live) draw() {
 		line += " · " + l.hint
 	}
 	// A line that wrapped could not be erased: cut it to the width.
-	if f, ok := l.w.(*os.File); ok {
-		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 1 && utf8.RuneCountInString(line) >= cols {
-			line = string([]rune(line)[:cols-1])
-		}
+	if cols := l.cols(); cols > 1 {
+		line = cutWidth(line, cols-1)
 	}
 	if _, err := io.WriteString(l.w, "\r\033[K"+line); err == nil {
 		l.shown = true

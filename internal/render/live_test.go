@@ -115,3 +115,27 @@ func TestTurnLine(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
+
+// A label from a model (a tool's name) cannot drive the terminal, and a
+// line of wide runes is cut to the terminal's width in columns, not runes:
+// a line that wrapped could not be erased.
+func TestLiveLabelIsPlainAndFits(t *testing.T) {
+	tty := &fakeTTY{}
+	l := NewLive(tty, "")
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return t0.Add(time.Second) }
+	l.cols = func() int { return 30 }
+	l.running, l.start = true, t0
+	l.Label("running \x1b]52;c;aGk=\x07x\u009b2J\x1b[2A")
+	l.draw()
+	got := strings.TrimPrefix(tty.take(), "\r\033[K")
+	if strings.ContainsAny(got, "\x1b\x07\u009b") {
+		t.Errorf("the label drove the terminal: %q", got)
+	}
+	l.Label("running " + strings.Repeat("界", 30))
+	l.draw()
+	got = strings.TrimPrefix(tty.take(), "\r\033[K")
+	if w := textWidth(got); w >= 30 {
+		t.Errorf("drawn %q: %d columns on a terminal of 30", got, w)
+	}
+}

@@ -47,28 +47,35 @@ func (s *Steps) Show(typ string, payload json.RawMessage) error {
 	case event.ToolResult:
 		err = s.showResult(ev)
 	case event.Notice:
-		_, err = fmt.Fprintf(s.errw, "[agentbox] %s\n", ev.Text)
+		err = s.line("[agentbox] %s", ev.Text)
 	case event.Output:
 		_, err = io.WriteString(s.out, printable(ev.Text))
 	case event.State:
-		_, err = fmt.Fprintf(s.errw, "[%s]%s%s\n", ev.Status, prefixed(" attempt ", nonZero(ev.Attempt)), prefixed(" ", ev.Error))
+		err = s.line("[%s]%s%s", ev.Status, prefixed(" attempt ", nonZero(ev.Attempt)), prefixed(" ", ev.Error))
 	case event.Command:
-		_, err = fmt.Fprintf(s.errw, "$ %s\n", firstLine(ev.Command, 200))
+		err = s.line("$ %s", firstLine(ev.Command, 200))
 	case event.Exit:
 		_, err = fmt.Fprintf(s.errw, "[exit %d after %dms%s]\n", ev.ExitCode, ev.DurationMS, exitNotes(ev))
 	case event.Sandbox:
-		_, err = fmt.Fprintf(s.errw, "[sandbox %s ready in %dms]\n", ev.SandboxID, ev.ReadyMS)
+		err = s.line("[sandbox %s ready in %dms]", ev.SandboxID, ev.ReadyMS)
 	case event.Log:
-		_, err = fmt.Fprintf(s.errw, "[%s] %s\n", cmp.Or(ev.Level, "log"), ev.Message)
+		err = s.line("[%s] %s", cmp.Or(ev.Level, "log"), ev.Message)
 	case event.Message:
 		_, err = fmt.Fprintf(s.errw, "» message (turn %d): %s\n", ev.Turn, printable(firstLine(ev.Text, 300)))
 	case event.Git:
 		_, err = fmt.Fprintln(s.errw, gitLine(ev))
 	case event.Checkpoint:
-		_, err = fmt.Fprintln(s.errw, checkpointLine(ev))
+		err = s.line("%s", checkpointLine(ev))
 	default:
-		_, err = fmt.Fprintf(s.errw, "[%s] %s\n", typ, firstLine(string(payload), 200))
+		err = s.line("[%s] %s", typ, firstLine(string(payload), 200))
 	}
+	return err
+}
+
+// line prints a bookkeeping line on errw without control characters:
+// its fields may come from a sandbox, a model server or a stored log.
+func (s *Steps) line(format string, args ...any) error {
+	_, err := fmt.Fprintln(s.errw, printable(fmt.Sprintf(format, args...)))
 	return err
 }
 
@@ -112,11 +119,9 @@ func (s *Steps) Text(delta string) error {
 	return err
 }
 
-// Note prints a line of the CLI's own (not the job's) among the steps.
-func (s *Steps) Note(line string) error {
-	_, err := fmt.Fprintln(s.errw, line)
-	return err
-}
+// Note prints a line of the CLI's own (not the job's) among the steps,
+// without control characters: it may quote a model server's error.
+func (s *Steps) Note(line string) error { return s.line("%s", line) }
 
 // Status prints a status line of the CLI's own among the steps, dimmed
 // when colour is on.

@@ -59,3 +59,35 @@ func TestSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestStepsDropControls: no field of an event reaches the terminal with
+// its control characters, whatever the type (a model server's error
+// body, a sandbox's message, a stored payload of an unknown type).
+func TestStepsDropControls(t *testing.T) {
+	const evil = "a\u001b]52;c;aGk=\u0007b\u009b2Jc\u001b[1A"
+	q, _ := json.Marshal(evil)
+	s := string(q)
+	for _, ev := range []struct{ typ, payload string }{
+		{"notice", `{"step":1,"text":` + s + `}`},
+		{"state", `{"status":` + s + `,"error":` + s + `}`},
+		{"command", `{"command":` + s + `}`},
+		{"log", `{"level":` + s + `,"message":` + s + `}`},
+		{"sandbox", `{"sandbox_id":` + s + `}`},
+		{"checkpoint", `{"tree":` + s + `,"error":` + s + `,"step":1}`},
+		{"exotic", `{"x":` + s + `}`},
+		{"exotic", "{\"x\":\"raw \u009b2J \x1b[2J\"}"},
+	} {
+		var out, errw bytes.Buffer
+		if err := NewSteps(&out, &errw).Show(ev.typ, json.RawMessage(ev.payload)); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.String() + errw.String(); bytes.ContainsAny([]byte(got), "\x1b\x07\u009b") {
+			t.Errorf("%s: shown as %q", ev.typ, got)
+		}
+	}
+	var errw bytes.Buffer
+	_ = NewSteps(&errw, &errw).Note("agentbox: anthropic: 500: " + evil)
+	if bytes.ContainsAny(errw.Bytes(), "\x1b\x07\u009b") {
+		t.Errorf("a note shown as %q", errw.String())
+	}
+}

@@ -38,14 +38,15 @@ func ColorOn(w io.Writer) bool {
 	return isTerminal(w)
 }
 
-// isTerminal reports whether w is a file open on a terminal, or a writer
-// that wraps one and says so (Live's).
+// isTerminal reports whether w is a file open on a terminal that takes
+// escape sequences (TERM is not "dumb"), or a writer that wraps one and
+// says so (Live's).
 func isTerminal(w io.Writer) bool {
 	if t, ok := w.(interface{ Terminal() bool }); ok {
 		return t.Terminal()
 	}
 	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return ok && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb"
 }
 
 // toolCall renders a tool call the way a terminal session reads: a bash
