@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -251,5 +254,30 @@ func TestChatOnADumbTerminal(t *testing.T) {
 	})
 	if raw := tty.Raw(); strings.Contains(raw, "\x1b") {
 		t.Errorf("escape codes written to a dumb terminal: %q", raw)
+	}
+}
+
+// TestChatClosedTerminal: closing the terminal (SIGHUP) ends chat as
+// Ctrl-D does: the sandbox is removed and the session saved.
+func TestChatClosedTerminal(t *testing.T) {
+	instance := sandboxEnv(t)
+	useModel(t, llmtest.Steps(llmtest.Say("Hello.")))
+	tty := testenv.StartTmux(t, 100, 30, nil, guestBinary, "chat", "--session", "hup")
+	tty.WaitFor("the prompt", time.Minute, atPrompt)
+	tty.Type("hi")
+	tty.Keys("Enter")
+	tty.WaitFor("the answer", time.Minute, func(s string) bool { return strings.Contains(s, "Hello.") && atPrompt(s) })
+	pid := tty.Hangup()
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("chat (pid %d) still runs 30 s after its terminal closed", pid)
+		}
+		time.Sleep(20 * time.Millisecond) // no event to await a process that is not our child
+	}
+	assertNoSandboxes(t, instance)
+	b, err := os.ReadFile(filepath.Join(os.Getenv("AGENTBOX_DATA_DIR"), "chats", "hup", "history.json"))
+	if err != nil || !strings.Contains(string(b), "Hello.") {
+		t.Errorf("session not saved: %v %s", err, b)
 	}
 }

@@ -39,7 +39,7 @@ func (a *app) driverFlag(cmd *cobra.Command) {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()
 	if err != nil {
@@ -50,6 +50,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "agentbox:", err)
 		os.Exit(1)
 	}
+}
+
+// stopSignals are the signals that end a command the way Ctrl-C does:
+// cleanly, its sandboxes removed and its session saved. A closed terminal
+// (SIGHUP) is one, unless the process was started to ignore it (nohup),
+// which catching it would undo.
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }
 
 // exitError ends the process with a specific code without printing anything

@@ -67,10 +67,15 @@ type decoder struct {
 	pend    []byte    // bytes of an incomplete key
 	pendAt  time.Time // when pend got its first byte
 	inPaste bool
-	paste   []byte // raw paste bytes so far (at most pasteMax + a marker)
-	scanned int    // paste[:scanned] holds no complete end marker
-	cut     bool   // bytes of the paste were dropped
+	paste   []byte    // raw paste bytes so far (at most pasteMax + a marker)
+	scanned int       // paste[:scanned] holds no complete end marker
+	cut     bool      // bytes of the paste were dropped
+	lastAt  time.Time // when the last bytes came
 }
+
+// pasteStuck is how long a paste must have been quiet for a Ctrl-C to end
+// it: a terminal that lost the end marker must not swallow every key.
+const pasteStuck = time.Second
 
 // feed decodes b, read at now, and returns the complete keys.
 func (d *decoder) feed(b []byte, now time.Time) []key {
@@ -80,8 +85,14 @@ func (d *decoder) feed(b []byte, now time.Time) []key {
 	if len(d.pend) == 0 {
 		d.pendAt = now
 	}
-	buf := append(d.pend, b...)
 	var keys []key
+	if d.inPaste && len(b) > 0 && b[0] == 0x03 && now.Sub(d.lastAt) > pasteStuck {
+		// The paste never ended: keep what came and take the Ctrl-C as a key.
+		_, k, _ := d.pasteBytes(pasteEnd)
+		keys = append(keys, k)
+	}
+	d.lastAt = now
+	buf := append(d.pend, b...)
 	for len(buf) > 0 {
 		if d.inPaste {
 			var k key

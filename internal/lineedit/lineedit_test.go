@@ -478,3 +478,23 @@ func TestStaleInterruptDroppedAtReadLine(t *testing.T) {
 		t.Errorf("%d interrupts pending after a message, want 0: the next turn would be canceled at once", n)
 	}
 }
+
+// TestStuckPasteEndsOnCtrlC: a paste whose end marker never comes would
+// swallow every key; a Ctrl-C after it has been quiet a while ends it.
+func TestStuckPasteEndsOnCtrlC(t *testing.T) {
+	var d decoder
+	t0 := time.Now()
+	if keys := d.feed([]byte("\x1b[200~half a paste"), t0); len(keys) != 0 {
+		t.Fatalf("keys in an open paste: %+v", keys)
+	}
+	if keys := d.feed([]byte("\x03"), t0.Add(pasteStuck/2)); len(keys) != 0 {
+		t.Fatalf("a Ctrl-C soon after is pasted text, got keys %+v", keys)
+	}
+	keys := d.feed([]byte("\x03"), t0.Add(pasteStuck/2+pasteStuck+time.Millisecond))
+	if len(keys) != 2 || keys[0].kind != keyPaste || keys[0].text != "half a paste" || keys[1].kind != keyInterrupt {
+		t.Fatalf("after a quiet second: %+v, want the paste so far then Ctrl-C", keys)
+	}
+	if keys := d.feed([]byte("x"), t0.Add(3*pasteStuck)); len(keys) != 1 || keys[0].r != 'x' {
+		t.Errorf("after the stuck paste: %+v", keys)
+	}
+}

@@ -159,11 +159,18 @@ func (s *Steps) showResult(ev event.ToolResult) error {
 // sandbox or the model must not drive the terminal.
 func printable(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || (r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f)) {
+		if r == '\n' || r == '\t' || (r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f) && !bidiControl(r)) {
 			return r
 		}
 		return -1
 	}, s)
+}
+
+// bidiControl reports the explicit bidirectional formatting characters,
+// which make text read in another order than it runs (a command shown as
+// one thing, run as another: "Trojan Source").
+func bidiControl(r rune) bool {
+	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
 func exitNotes(ev event.Exit) string {

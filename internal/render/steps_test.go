@@ -91,3 +91,17 @@ func TestStepsDropControls(t *testing.T) {
 		t.Errorf("a note shown as %q", errw.String())
 	}
 }
+
+// TestStepsDropBidiOverrides: a command shown with a right-to-left
+// override reads as something else than it runs ("Trojan Source").
+func TestStepsDropBidiOverrides(t *testing.T) {
+	cmd := "echo ok \u202e; rm -rf ~ \u202c\u2066x\u2069 שלום"
+	in, _ := json.Marshal(map[string]string{"command": cmd})
+	var out, errw bytes.Buffer
+	if err := NewSteps(&out, &errw).Show("tool_call", json.RawMessage(`{"name":"bash","input":`+string(in)+`}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := errw.String(), "$ echo ok ; rm -rf ~ x שלום\n"; got != want {
+		t.Errorf("shown as %q, want %q", got, want)
+	}
+}

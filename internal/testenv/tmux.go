@@ -132,3 +132,12 @@ func reapTmux() {
 		_ = os.Remove(filepath.Join(dir, e.Name()))
 	}
 }
+
+// Hangup closes the terminal as a person closing its window does: the
+// program gets SIGHUP. It returns the program's pid, to await its end.
+func (m *Tmux) Hangup() (pid int) {
+	m.t.Helper()
+	pid, _ = strconv.Atoi(strings.TrimSpace(m.run("display-message", "-p", "-t", "t", "#{pane_pid}")))
+	m.run("kill-session", "-t", "t")
+	return pid
+}
