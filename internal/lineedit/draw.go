@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"golang.org/x/text/width"
+	"github.com/agentbox/agentbox/internal/render"
 )
 
 // runeWidth is the columns a rune takes: 2 for a tab (drawn as two
@@ -16,14 +16,8 @@ func runeWidth(r rune) int {
 		return 2
 	case isControl(r):
 		return 0
-	case r >= 0x300 && r <= 0x36f, r == 0x200b, r == 0x200d:
-		return 0
 	}
-	switch width.LookupRune(r).Kind() {
-	case width.EastAsianWide, width.EastAsianFullwidth:
-		return 2
-	}
-	return 1
+	return render.RuneWidth(r)
 }
 
 func itemWidth(it item) int {

@@ -6,10 +6,10 @@ import (
 	"golang.org/x/text/width"
 )
 
-// runeWidth is the columns a rune takes on a terminal: 2 for East Asian
-// wide and fullwidth runes, 0 for combining marks and zero-width joiners,
-// else 1.
-func runeWidth(r rune) int {
+// RuneWidth is the columns a printable rune takes on a terminal: 2 for
+// East Asian wide and fullwidth runes, 0 for combining marks and
+// zero-width joiners, else 1.
+func RuneWidth(r rune) int {
 	switch {
 	case r >= 0x300 && r <= 0x36f, r == 0x200b, r == 0x200d:
 		return 0
@@ -25,7 +25,7 @@ func runeWidth(r rune) int {
 func textWidth(s string) int {
 	n := 0
 	for _, r := range s {
-		n += runeWidth(r)
+		n += RuneWidth(r)
 	}
 	return n
 }
@@ -35,7 +35,7 @@ func cutWidth(s string, cols int) string {
 	var sb strings.Builder
 	n := 0
 	for _, r := range s {
-		if n += runeWidth(r); n > cols {
+		if n += RuneWidth(r); n > cols {
 			break
 		}
 		sb.WriteRune(r)
