@@ -60,7 +60,9 @@ func (t *Tiers) Check(ctx context.Context, iso string) error {
 }
 
 // Tier is the driver of the tier iso ("" for the default).
-func (t *Tiers) Tier(ctx context.Context, iso string) (sandbox.Driver, error) { return t.pick(ctx, iso) }
+func (t *Tiers) Tier(ctx context.Context, iso string) (sandbox.Driver, error) {
+	return t.pick(ctx, iso)
+}
 
 func (t *Tiers) pick(ctx context.Context, iso string) (sandbox.Driver, error) {
 	if iso == "" {
