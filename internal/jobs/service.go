@@ -104,7 +104,7 @@ func (s *Service) SetIsolation(def string, check func(ctx context.Context, iso s
 func (s *Service) resolveIsolation(ctx context.Context, req SubmitRequest) (string, error) {
 	iso := cmp.Or(req.Isolation, s.isolation, sandbox.IsolationContainer)
 	if err := sandbox.CheckIsolation(iso); err != nil {
-		return "", fmt.Errorf("%w: %w", sandbox.ErrIsolationUnavailable, err)
+		return "", err
 	}
 	if s.checkIsolation != nil {
 		if err := s.checkIsolation(ctx, iso); err != nil {

@@ -16,13 +16,13 @@ const (
 // Isolations lists every isolation tier, weakest first.
 var Isolations = []string{IsolationContainer, IsolationGVisor, IsolationMicroVM}
 
-// CheckIsolation refuses, with ErrInvalidSpec, a name that is no isolation
-// tier ("" is the default).
+// CheckIsolation refuses, with ErrIsolationUnavailable, a name that is no
+// isolation tier ("" is the default).
 func CheckIsolation(name string) error {
 	if name == "" || slices.Contains(Isolations, name) {
 		return nil
 	}
-	return fmt.Errorf("%w: isolation %q: use %s", ErrInvalidSpec, name, strings.Join(Isolations, ", "))
+	return fmt.Errorf("%w: isolation %q: use %s", ErrIsolationUnavailable, name, strings.Join(Isolations, ", "))
 }
 
 // Guest transports: how the host reaches a sandbox's guest.
