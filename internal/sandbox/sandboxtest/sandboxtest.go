@@ -55,8 +55,6 @@ var Gaps = map[string]map[string]string{
 			"rather than failing the bomb's forks",
 		"MemoryHog": "known gap (issue 15): under runsc the memory limit is the host cgroup's and the OOM killer kills the sentry: " +
 			"the whole sandbox dies rather than the hog alone",
-		"PathEscapes": "known gap (issue 15): runsc 20221219 has no openat2, and its openat(O_NOFOLLOW|O_DIRECTORY) follows a link to a directory, " +
-			"so Go's os.Root fallback in the guest follows etc-link/ out of /workspace (into the sandbox's own root, never the host's)",
 	},
 }
 
