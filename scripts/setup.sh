@@ -51,7 +51,12 @@ ensure_packages() {
 # The gvisor isolation tier is Docker with gVisor's runsc runtime. Debian
 # packages runsc; it is registered in /etc/docker/daemon.json, merged with
 # jq into whatever the file already holds. --host-uds=all lets the guest's
-# unix socket in its bind-mounted directory answer the host. The engine is
+# unix socket in its bind-mounted directory answer the host; --network=none
+# gives each sandbox only its own loopback, whatever network the engine
+# would attach (gvisor sandboxes have no network). --oci-seccomp stays off:
+# this runsc's filter ignores a rule's errnoRet, so clone3 would fail with
+# EPERM rather than ENOSYS and no thread could start (docs/security.md,
+# "Isolation tiers"). The engine is
 # reloaded only when the file changed and the engine already runs (a fresh
 # machine writes the file before dockerd starts).
 DAEMON_JSON=/etc/docker/daemon.json
@@ -65,7 +70,7 @@ ensure_runsc() {
 	local cur='{}' new
 	if $SUDO test -s "$DAEMON_JSON"; then cur=$($SUDO cat "$DAEMON_JSON"); fi
 	new=$(printf '%s' "$cur" | jq --arg path "$(command -v runsc)" \
-		'.runtimes.runsc = {path: $path, runtimeArgs: ["--host-uds=all"]}')
+		'.runtimes.runsc = {path: $path, runtimeArgs: ["--host-uds=all", "--network=none"]}')
 	[ "$(printf '%s' "$cur" | jq -S .)" = "$(printf '%s' "$new" | jq -S .)" ] && return 0
 	step "registering the runsc runtime in $DAEMON_JSON"
 	$SUDO mkdir -p "$(dirname "$DAEMON_JSON")"

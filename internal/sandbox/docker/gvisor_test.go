@@ -63,3 +63,18 @@ func TestTierRefusesAnother(t *testing.T) {
 		t.Fatalf("err = %v, want ErrIsolationUnavailable", err)
 	}
 }
+
+// TestGVisorToolchains: threads, compilers, node and python run under
+// runsc. runsc's --oci-seccomp must stay off: this runsc's filter ignores
+// a rule's errnoRet, so clone3 fails with EPERM instead of the profile's
+// ENOSYS, the C library does not fall back to clone, and no thread starts
+// (docs/security.md#isolation-tiers).
+func TestGVisorToolchains(t *testing.T) {
+	d := gvisorDriver(t)
+	s, err := d.Create(context.Background(), sandbox.Spec{Isolation: sandbox.IsolationGVisor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Destroy(context.Background()) })
+	checkToolchains(t, s.Guest())
+}
