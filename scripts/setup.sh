@@ -48,8 +48,60 @@ ensure_packages() {
 	fi
 }
 
+# The gvisor isolation tier is Docker with gVisor's runsc runtime. Debian
+# packages runsc; it is registered in /etc/docker/daemon.json, merged with
+# jq into whatever the file already holds. --host-uds=all lets the guest's
+# unix socket in its bind-mounted directory answer the host; --network=none
+# gives each sandbox only its own loopback, whatever network the engine
+# would attach (gvisor sandboxes have no network). --oci-seccomp stays off:
+# this runsc's filter ignores a rule's errnoRet, so clone3 would fail with
+# EPERM rather than ENOSYS and no thread could start (docs/security.md,
+# "Isolation tiers"). The engine is
+# reloaded only when the file changed and the engine already runs (a fresh
+# machine writes the file before dockerd starts).
+DAEMON_JSON=/etc/docker/daemon.json
+DAEMON_JSON_CHANGED=0
+ensure_runsc() {
+	command -v runsc >/dev/null || apt_install runsc || {
+		echo "note: no runsc package here; the gvisor isolation tier will be unavailable" >&2
+		return 0
+	}
+	command -v jq >/dev/null || apt_install jq
+	local cur='{}' new
+	if $SUDO test -s "$DAEMON_JSON"; then cur=$($SUDO cat "$DAEMON_JSON"); fi
+	new=$(printf '%s' "$cur" | jq --arg path "$(command -v runsc)" \
+		'.runtimes.runsc = {path: $path, runtimeArgs: ["--host-uds=all", "--network=none"]}')
+	[ "$(printf '%s' "$cur" | jq -S .)" = "$(printf '%s' "$new" | jq -S .)" ] && return 0
+	step "registering the runsc runtime in $DAEMON_JSON"
+	$SUDO mkdir -p "$(dirname "$DAEMON_JSON")"
+	printf '%s\n' "$new" | $SUDO tee "$DAEMON_JSON.agentbox-new" >/dev/null
+	$SUDO mv "$DAEMON_JSON.agentbox-new" "$DAEMON_JSON"
+	DAEMON_JSON_CHANGED=1
+}
+
+# reload_engine makes a running engine read a changed daemon.json: a
+# SIGHUP reloads its runtimes without stopping any container.
+reload_engine() {
+	[ "$DAEMON_JSON_CHANGED" = 1 ] || return 0
+	step "reloading the container engine's configuration"
+	if [ -d /run/systemd/system ]; then
+		$SUDO systemctl reload docker
+	else
+		$SUDO kill -HUP "$(pidof dockerd)"
+	fi
+	for _ in $(seq 1 60); do
+		$SUDO docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"' && return 0
+		sleep 0.5
+	done
+	echo "the engine did not pick up the runsc runtime; see $DAEMON_JSON" >&2
+	exit 1
+}
+
 start_engine() {
-	engine_up && return 0
+	if engine_up; then
+		reload_engine
+		return 0
+	fi
 	step "starting the container engine"
 	if [ -d /run/systemd/system ]; then
 		$SUDO systemctl start docker
@@ -95,6 +147,7 @@ raise_file_max() {
 }
 
 ensure_packages
+ensure_runsc
 start_engine
 ensure_go
 raise_file_max

@@ -91,7 +91,7 @@ type submitFlags struct {
 	cpus                              float64
 	meta                              []string
 	follow, json                      bool
-	image                             string
+	image, isolation                  string
 	repo, ref                         string
 	handBack                          handBackFlags
 	workspace, workspaceFrom          string
@@ -134,6 +134,7 @@ instead.` + clientEnvHelp,
 	fl.StringVar(&f.memory, "memory", "", "sandbox memory, e.g. 512m or 4g (default: the server's)")
 	fl.Float64Var(&f.cpus, "cpus", 0, "sandbox CPUs, e.g. 0.5 or 2 (default: the server's)")
 	fl.StringVar(&f.disk, "disk", "", "sandbox disk quota, workspace included, e.g. 2g (default: the server's)")
+	fl.StringVar(&f.isolation, "isolation", "", isolationUsage)
 	fl.StringVar(&f.image, "image", "", "sandbox image, one the server allows (AGENTBOX_IMAGES; default: the server's sandbox image)")
 	fl.StringArrayVar(&f.meta, "meta", nil, "metadata KEY=VALUE kept with the job (repeatable)")
 	fl.StringVar(&f.key, "idempotency-key", "", "makes a retried submit return the same job")
@@ -183,7 +184,7 @@ func (f submitFlags) request(stdin io.Reader, task string) (wire.SubmitRequest, 
 		return wire.SubmitRequest{}, err
 	}
 	req := wire.SubmitRequest{Task: task, Model: f.model, WorkspaceFrom: f.workspaceFrom}
-	req.Image = f.image
+	req.Image, req.Isolation = f.image, f.isolation
 	var l wire.Limits
 	errs := []error{f.checkStart()}
 	if f.timeout != "" {

@@ -19,8 +19,10 @@ func newDoctorCmd(a *app) *cobra.Command {
 command that fixes it: the container engine (Docker or Podman, reachable, its
 version), the sandbox image (present, built from this version's definition),
 the guest binary (static), the data directory, /dev/kvm (for microVM
-sandboxes later: usable only once a test guest has run on it), and the
-model configuration. It exits 1 if anything
+sandboxes later: usable only once a test guest has run on it), each
+isolation tier (container; gvisor, working only once a test container
+ran under runsc and showed gVisor's kernel log; microvm, not built), and
+the model configuration. It exits 1 if anything
 required fails; warnings do not fail.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

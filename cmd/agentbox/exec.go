@@ -53,6 +53,7 @@ up on within seconds and removed (exit 1).`,
 	fl.StringVar(&f.CPUs, "cpus", "", "CPU limit, e.g. 0.5 or 2 (default from AGENTBOX_SANDBOX_CPUS, else 1)")
 	fl.Int64Var(&f.Pids, "pids", 0, "process limit (default from AGENTBOX_SANDBOX_PIDS, else 512)")
 	fl.StringVar(&f.Disk, "disk", "", "disk quota on what the sandbox writes to the host, workspace included, e.g. 1g (default from AGENTBOX_SANDBOX_DISK, else 10g)")
+	fl.StringVar(&f.Isolation, "isolation", "", isolationUsage)
 	fl.StringVar(&f.Network, "network", "", "sandbox network: none (the default), bridge or a named network; host is refused")
 	fl.StringVar(&f.Workspace, "workspace", "", "host directory to mount at /workspace (kept afterwards)")
 	fl.DurationVar(&f.Timeout, "timeout", 10*time.Minute, "kill the command and its children after this long")

@@ -15,8 +15,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentbox/agentbox/internal/client"
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/drivers"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -48,7 +51,7 @@ func main() {
 			os.Exit(ee.code)
 		}
 		fmt.Fprintln(os.Stderr, "agentbox:", err)
-		os.Exit(1)
+		os.Exit(exitCodeOf(err))
 	}
 }
 
@@ -117,4 +120,18 @@ AGENTBOX_SANDBOX_PIDS, DOCKER_HOST, ...); see docs/configuration.md.`,
 	)
 	root.AddCommand(newClientCmds(a)...)
 	return root
+}
+
+// isolationUsage is the help of --isolation on exec, run and submit.
+const isolationUsage = "isolation tier: container, gvisor (gVisor's runsc) or microvm (default AGENTBOX_ISOLATION, else container); one that cannot run here is refused (exit 2), never replaced"
+
+// exitCodeOf is the exit status of a command that failed with err: 2 for
+// a request the host cannot serve as asked (an isolation tier missing
+// here, locally or on the server), else 1.
+func exitCodeOf(err error) int {
+	var ce *client.Error
+	if errors.Is(err, sandbox.ErrIsolationUnavailable) || errors.As(err, &ce) && ce.Code == wire.CodeIsolation {
+		return 2
+	}
+	return 1
 }

@@ -88,6 +88,25 @@ func TestBadInputIsAClearError(t *testing.T) {
 	}
 }
 
+// TestMissingTierExits2: a tier that cannot run here is refused, saying
+// why, with exit status 2; never run under another.
+func TestMissingTierExits2(t *testing.T) {
+	t.Setenv("AGENTBOX_GUEST_BINARY", guestBinary)
+	for _, args := range [][]string{
+		{"exec", "--isolation", "microvm", "true"},
+		{"exec", "--isolation", "kvm", "true"},
+	} {
+		_, _, err := run(context.Background(), args...)
+		if err == nil || exitCodeOf(err) != 2 || !strings.Contains(err.Error(), "isolation") {
+			t.Errorf("%v: err = %v (exit %d), want exit 2 naming the isolation", args, err, exitCodeOf(err))
+		}
+	}
+	if _, _, err := run(context.Background(), "exec", "--isolation", "microvm", "true"); err == nil ||
+		!strings.Contains(err.Error(), "the microvm tier is not built into this version of agentbox") {
+		t.Errorf("err = %v, want it to say microvm is not built", err)
+	}
+}
+
 func TestDoctorWithoutEngine(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
 	t.Setenv("AGENTBOX_DATA_DIR", t.TempDir())

@@ -66,6 +66,7 @@ it was canceled.`,
 	fl.StringVar(&f.Memory, "memory", "", "sandbox memory limit, e.g. 2g")
 	fl.StringVar(&f.CPUs, "cpus", "", "sandbox CPU limit, e.g. 1.5")
 	fl.StringVar(&f.Disk, "disk", "", "sandbox disk quota, workspace included, e.g. 2g (default AGENTBOX_SANDBOX_DISK, else 10g)")
+	fl.StringVar(&f.Isolation, "isolation", "", isolationUsage)
 	fl.StringVar(&f.Image, "image", "", "sandbox image, one AGENTBOX_IMAGES lists (default AGENTBOX_IMAGE, else "+config.DefaultImage+")")
 	fl.StringVar(&f.Repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned with the host's credentials (AGENTBOX_GIT_*)")
 	fl.StringVar(&f.Ref, "ref", "", "with --repo: the branch, tag or commit to start from (default: the remote's default branch)")

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
 	"net/url"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wire"
 )
@@ -14,7 +16,7 @@ import (
 // submitRequest turns the wire request into the service's.
 func submitRequest(in wire.SubmitRequest, key string) jobs.SubmitRequest {
 	req := jobs.SubmitRequest{Task: in.Task, Model: in.Model, Metadata: in.Metadata, IdempotencyKey: key,
-		Image: in.Image, WorkspaceFrom: in.WorkspaceFrom}
+		Image: in.Image, WorkspaceFrom: in.WorkspaceFrom, Isolation: in.Isolation}
 	if r := in.Repo; r != nil {
 		req.Repo = &store.Repo{URL: r.URL, Ref: r.Ref, Branch: r.Branch, Push: r.Push}
 		if pr := r.PullRequest; pr != nil {
@@ -69,6 +71,7 @@ func (s *server) jobDTO(j store.Job) wire.Job {
 		StartedAt: utc(j.StartedAt), EndedAt: utc(j.EndedAt), DeletedAt: utc(j.DeletedAt),
 		Image: j.Image, WorkspaceFrom: j.WorkspaceFrom, Repo: repoDTO(j.Repo), Git: gitDTO(j.Git),
 		Turn: max(j.Turn, 1), Worker: runningOn(j), Links: s.links(j.ID),
+		Isolation: cmp.Or(j.Isolation, sandbox.IsolationContainer),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/workspace"
@@ -64,6 +65,8 @@ func errorStatus(err error) (status int, code, msg string, internal bool) {
 		return http.StatusBadRequest, wire.CodeBadRequest, err.Error(), false
 	case errors.Is(err, jobs.ErrOverCeiling):
 		return http.StatusBadRequest, wire.CodeOverCeiling, err.Error(), false
+	case errors.Is(err, sandbox.ErrIsolationUnavailable):
+		return http.StatusBadRequest, wire.CodeIsolation, err.Error(), false
 	case errors.Is(err, jobs.ErrImageNotAllowed):
 		return http.StatusBadRequest, wire.CodeImageNotAllowed, err.Error(), false
 	case errors.Is(err, jobs.ErrInvalid):

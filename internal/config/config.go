@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -120,6 +121,10 @@ type Docker struct {
 	Host string
 }
 
+// Isolations are the isolation tiers AGENTBOX_ISOLATION may name (the
+// sandbox package's, which config does not import).
+var Isolations = []string{"container", "gvisor", "microvm"}
+
 // Sandbox holds the defaults every sandbox is created with.
 type Sandbox struct {
 	// Driver names the sandbox driver (AGENTBOX_DRIVER, default "docker").
@@ -128,6 +133,9 @@ type Sandbox struct {
 	// (AGENTBOX_GUEST_TRANSPORT): "unix" (default) or "tcp"; the driver
 	// says which it supports.
 	GuestTransport string
+	// Isolation is the tier of a job or command that names none
+	// (AGENTBOX_ISOLATION): "container" (default), "gvisor" or "microvm".
+	Isolation string
 
 	Image string
 	// Images are the other images a job may ask for (AGENTBOX_IMAGES,
@@ -215,7 +223,7 @@ func Default() Config {
 			MinFreeDisk: 2 << 30,
 			Ceilings:    hostCeilings(),
 
-			Driver: "docker", GuestTransport: "unix",
+			Driver: "docker", GuestTransport: "unix", Isolation: "container",
 		},
 		Server: Server{
 			Addr: "127.0.0.1:8080", Concurrency: 2, Lease: 30 * time.Second,
@@ -251,6 +259,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("DOCKER_HOST", &c.Docker.Host)
 	str("AGENTBOX_DRIVER", &c.Sandbox.Driver)
 	str("AGENTBOX_GUEST_TRANSPORT", &c.Sandbox.GuestTransport)
+	str("AGENTBOX_ISOLATION", &c.Sandbox.Isolation)
 	str("AGENTBOX_IMAGE", &c.Sandbox.Image)
 	if v, ok := lookup("AGENTBOX_IMAGES"); ok {
 		imgs, err := parseImages(v)
@@ -437,6 +446,9 @@ func (s Sandbox) Validate() error {
 		if !isWord(f[1]) {
 			errs = append(errs, fmt.Errorf("%s %q: must be a non-empty word", f[0], f[1]))
 		}
+	}
+	if !slices.Contains(Isolations, s.Isolation) {
+		errs = append(errs, fmt.Errorf("isolation %q (AGENTBOX_ISOLATION): want one of %s", s.Isolation, strings.Join(Isolations, ", ")))
 	}
 	if w, h := s.DisplayWidth, s.DisplayHeight; w < 320 || h < 200 || w > 7680 || h > 4320 {
 		errs = append(errs, fmt.Errorf("display size %dx%d: must be within 320x200..7680x4320", w, h))

@@ -42,7 +42,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) []Check {
 	checks := d.engineChecks(ctx)
 	checks = append(checks, d.guestCheck(), d.dataDirCheck())
 	checks = append(checks, d.limitChecks(ctx)...)
-	return append(checks, gitCheck(), kvmCheck(ctx), d.modelCheck())
+	checks = append(checks, gitCheck(), kvmCheck(ctx))
+	checks = append(checks, d.tierChecks(ctx)...)
+	return append(checks, d.modelCheck())
 }
 
 // gitCheck: the host's git clones repository jobs and records every job's

@@ -34,6 +34,8 @@ type env struct {
 	dir    string
 	st     store.Store
 	driver *docker.Driver
+	// worker is the scheduler's driver when set (tiers over driver).
+	worker sandbox.Driver
 }
 
 func newEnv(t *testing.T) *env { return newEnvFrom(t, "") }
@@ -79,7 +81,11 @@ func (e *env) start(t *testing.T, agent jobs.Agent, mod ...func(*jobs.SchedulerC
 	for _, m := range mod {
 		m(&cfg)
 	}
-	sched := jobs.NewScheduler(cfg, e.st, e.driver, agent, nil)
+	var d sandbox.Driver = e.driver
+	if e.worker != nil {
+		d = e.worker
+	}
+	sched := jobs.NewScheduler(cfg, e.st, d, agent, nil)
 	svc := jobs.NewService(e.st, cfg.Workspaces, 3, sched)
 	return svc, runScheduler(t, sched)
 }

@@ -4,6 +4,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -18,6 +19,7 @@ import (
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
@@ -56,6 +58,9 @@ type SubmitRequest struct {
 	Image         string
 	WorkspaceFrom string
 	Repo          *store.Repo
+	// Isolation is the tier the job runs under; empty for the server's
+	// default.
+	Isolation string
 	// Staged is the workspace made for the job (Stage, StageCopy); Submit
 	// makes the job on it, or removes it.
 	Staged *Staged
@@ -80,6 +85,33 @@ type Service struct {
 	repos     *Repos
 	maxUpload int64  // bytes of files a staged or copied workspace may hold; 0: the default
 	media     *Media // the images of tool results; nil: none are kept
+	// isolation is the tier of a job that names none; checkIsolation, when
+	// set, refuses a tier that cannot run here.
+	isolation      string
+	checkIsolation func(ctx context.Context, iso string) error
+}
+
+// SetIsolation sets the tier of a job that names none (def, "" for
+// container) and check, which says, with sandbox.ErrIsolationUnavailable,
+// why a tier cannot run here (nil on a node without a driver: the worker
+// that claims the job refuses it then).
+func (s *Service) SetIsolation(def string, check func(ctx context.Context, iso string) error) {
+	s.isolation, s.checkIsolation = def, check
+}
+
+// resolveIsolation is the tier req runs under, refused when it is no tier
+// or cannot run here; never another in its place.
+func (s *Service) resolveIsolation(ctx context.Context, req SubmitRequest) (string, error) {
+	iso := cmp.Or(req.Isolation, s.isolation, sandbox.IsolationContainer)
+	if err := sandbox.CheckIsolation(iso); err != nil {
+		return "", err
+	}
+	if s.checkIsolation != nil {
+		if err := s.checkIsolation(ctx, iso); err != nil {
+			return "", err
+		}
+	}
+	return iso, nil
 }
 
 // NewService returns the service over st, whose jobs' workspaces ws keeps.
@@ -134,6 +166,10 @@ func (s *Service) submit(ctx context.Context, req *SubmitRequest) (store.Job, bo
 		return store.Job{}, false, err
 	}
 	*req = checked
+	iso, err := s.resolveIsolation(ctx, *req)
+	if err != nil {
+		return store.Job{}, false, err
+	}
 	id, err := s.startWorkspace(ctx, req)
 	if err != nil {
 		return store.Job{}, false, err
@@ -141,7 +177,7 @@ func (s *Service) submit(ctx context.Context, req *SubmitRequest) (store.Job, bo
 	now := time.Now().UTC()
 	j := store.Job{
 		ID: id, Task: req.Task, Model: req.Model, Limits: req.Limits, Metadata: req.Metadata,
-		Image: req.Image, WorkspaceFrom: req.WorkspaceFrom, Repo: req.Repo, Turn: 1,
+		Image: req.Image, WorkspaceFrom: req.WorkspaceFrom, Repo: req.Repo, Turn: 1, Isolation: iso,
 		Status: store.StatusPending, MaxAttempts: s.maxAtt, IdempotencyKey: req.IdempotencyKey,
 		RequestHash: requestHash(*req), CreatedAt: now, UpdatedAt: now,
 	}
@@ -232,7 +268,8 @@ func requestHash(req SubmitRequest) string {
 		Image, WorkspaceFrom string      `json:",omitempty"`
 		Repo                 *store.Repo `json:",omitempty"`
 		Upload               string      `json:",omitempty"`
-	}{req.Task, req.Model, req.Limits, req.Metadata, req.Image, req.WorkspaceFrom, req.Repo, upload})
+		Isolation            string      `json:",omitempty"`
+	}{req.Task, req.Model, req.Limits, req.Metadata, req.Image, req.WorkspaceFrom, req.Repo, upload, req.Isolation})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -83,7 +83,7 @@ func (s *Scheduler) recoverSandbox(ctx context.Context, j store.Job) sandbox.San
 // createSandbox creates a new sandbox on the job's workspace.
 func (s *Scheduler) createSandbox(ctx context.Context, j store.Job, ws string) (sandbox.Sandbox, error) {
 	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, Owner: s.cfg.WorkerID, WorkspaceDir: ws, ManagedWorkspace: true,
-		Image:   j.Image,
+		Image: j.Image, Isolation: j.Isolation,
 		Limits:  sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs, DiskBytes: j.Limits.DiskBytes},
 		WebBase: WebBase(j.ID)})
 	return sb, err

@@ -32,6 +32,7 @@ func Job(w io.Writer, j wire.Job) error {
 	row("task", firstLine(j.Task, 100))
 	row("model", j.Model)
 	row("image", j.Image)
+	row("isolation", j.Isolation)
 	row("created", stamp(j.CreatedAt))
 	row("started", stamp(j.StartedAt))
 	row("ended", stamp(j.EndedAt))

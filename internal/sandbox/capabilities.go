@@ -13,6 +13,18 @@ const (
 	IsolationMicroVM   = "microvm"   // a virtual machine of its own
 )
 
+// Isolations lists every isolation tier, weakest first.
+var Isolations = []string{IsolationContainer, IsolationGVisor, IsolationMicroVM}
+
+// CheckIsolation refuses, with ErrIsolationUnavailable, a name that is no
+// isolation tier ("" is the default).
+func CheckIsolation(name string) error {
+	if name == "" || slices.Contains(Isolations, name) {
+		return nil
+	}
+	return fmt.Errorf("%w: isolation %q: use %s", ErrIsolationUnavailable, name, strings.Join(Isolations, ", "))
+}
+
 // Guest transports: how the host reaches a sandbox's guest.
 const (
 	TransportUnix  = "unix"  // a unix socket in a host directory

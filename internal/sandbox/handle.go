@@ -25,6 +25,9 @@ type Handle struct {
 	Driver string `json:"driver"`
 	JobID  string `json:"job_id,omitempty"`
 	Owner  string `json:"owner,omitempty"`
+	// Isolation is the tier the sandbox runs under; empty for
+	// IsolationContainer (handles written before tiers).
+	Isolation string `json:"isolation,omitempty"`
 	// Version is the layout of the handle (HandleVersion when written by
 	// this release).
 	Version int `json:"version"`
@@ -35,7 +38,7 @@ type Handle struct {
 
 // handleKeys are the fields of a handle that are not the driver's, in
 // either version; v1 handles also carried "running", which List filled in.
-var handleKeys = []string{"id", "driver", "job_id", "owner", "version", "state", "running"}
+var handleKeys = []string{"id", "driver", "job_id", "owner", "isolation", "version", "state", "running"}
 
 // UnmarshalJSON reads a handle of any version; see HandleVersion.
 func (h *Handle) UnmarshalJSON(b []byte) error {

@@ -38,6 +38,10 @@ var (
 	// ErrDiskQuota means the sandbox wrote more than its disk quota and was
 	// stopped.
 	ErrDiskQuota = errors.New("sandbox disk quota exceeded")
+	// ErrIsolationUnavailable means the isolation tier asked for cannot run
+	// here; the message says what is missing and how to install it. A
+	// driver never runs a sandbox under another tier instead.
+	ErrIsolationUnavailable = errors.New("isolation tier unavailable")
 )
 
 // Driver creates sandboxes on one engine.
@@ -87,6 +91,10 @@ type Spec struct {
 	// Owner names who may reap the sandbox as an orphan (a server's worker
 	// ID); empty for sandboxes no reaper may touch, like agentbox exec's.
 	Owner string
+	// Isolation is the tier the sandbox must run under (IsolationContainer,
+	// ...); empty for the driver's own. A driver refuses, with
+	// ErrIsolationUnavailable, a tier other than its Capabilities say.
+	Isolation string
 	// Image overrides the driver's default sandbox image.
 	Image string
 	// WorkspaceDir is a host directory mounted at /workspace. The caller owns

@@ -124,6 +124,11 @@ type Job struct {
 	Metadata map[string]string
 	// Image is the sandbox image the job asked for; empty for the default.
 	Image string
+	// Isolation is the tier the job's sandboxes run under (container,
+	// gvisor, microvm): the one it asked for or the server's default,
+	// resolved when it was submitted and never changed; empty for jobs
+	// from before tiers, which ran as containers.
+	Isolation string
 	// WorkspaceFrom is the job whose final workspace this one starts from.
 	WorkspaceFrom string
 	// Repo is the repository the job starts from; nil for none.

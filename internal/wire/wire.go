@@ -26,6 +26,10 @@ type SubmitRequest struct {
 	WorkspaceFrom string `json:"workspace_from,omitempty"`
 	// Repo starts the job from a clone of a git repository.
 	Repo *Repo `json:"repo,omitempty"`
+	// Isolation is the tier the job's sandbox runs under: container,
+	// gvisor or microvm; empty for the server's default
+	// (AGENTBOX_ISOLATION).
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // Repo is a repository job's code: where the host clones it from with its
@@ -137,6 +141,9 @@ type Job struct {
 	Git *Git `json:"git,omitempty"`
 	// Turn counts the job's turns: 1, and one more per follow-up message.
 	Turn int `json:"turn"`
+	// Isolation is the tier the job's sandboxes run under (container,
+	// gvisor, microvm).
+	Isolation string `json:"isolation"`
 	// Worker is the ID of the worker running the job (GET /v1/workers);
 	// empty unless it is running.
 	Worker string `json:"worker,omitempty"`

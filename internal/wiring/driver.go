@@ -35,7 +35,7 @@ func NewDriver(cfg config.Config, log *slog.Logger, concurrency int) (Driver, er
 	if err := ensureFileTable(cfg, log, concurrency); err != nil {
 		return nil, err
 	}
-	return drivers.Open(sb.Driver, drivers.Options{Docker: docker.Config{
+	return drivers.Open(sb.Driver, drivers.Options{Isolation: sb.Isolation, Docker: docker.Config{
 		Host:  cfg.Docker.Host,
 		Image: sb.Image,
 		Defaults: sandbox.Limits{MemoryBytes: sb.MemoryBytes, NanoCPUs: sb.NanoCPUs, PidsLimit: sb.PidsLimit,

@@ -17,9 +17,11 @@ import (
 // directory, KEY=VALUE pairs. Empty means the configured default.
 type SandboxFlags struct {
 	Memory, CPUs, Disk, Network, Workspace string
-	Pids                                   int64
-	Timeout                                time.Duration
-	Env                                    []string
+	// Isolation is the tier (--isolation); "" for AGENTBOX_ISOLATION's.
+	Isolation string
+	Pids      int64
+	Timeout   time.Duration
+	Env       []string
 }
 
 // Spec parses f into a sandbox spec; an error names the flag at fault.
@@ -29,7 +31,7 @@ func (f SandboxFlags) Spec() (sandbox.Spec, error) {
 	if spec.Limits, err = f.limits(); err != nil {
 		return spec, err
 	}
-	spec.Network = f.Network
+	spec.Network, spec.Isolation = f.Network, f.Isolation
 	if f.Workspace != "" {
 		fi, err := os.Stat(f.Workspace)
 		if err != nil || !fi.IsDir() {

@@ -63,6 +63,8 @@ type RunRequest struct {
 	Memory, CPUs, Disk string
 	// Image is the sandbox image, one AGENTBOX_IMAGES allows; "" for the default.
 	Image string
+	// Isolation is the sandbox's tier; "" for AGENTBOX_ISOLATION's.
+	Isolation string
 	// Repo and Ref start the job from a clone of a git repository.
 	Repo, Ref string
 	// Branch, Push and PullRequest are the repository's hand-back (store.Repo).
@@ -88,7 +90,7 @@ func (r RunRequest) submitRequest(cfg config.Config) (jobs.SubmitRequest, error)
 		}
 	}
 	req := jobs.SubmitRequest{Task: task, Model: r.Model, Limits: store.Limits{MaxSteps: r.MaxSteps, Timeout: r.Timeout}}
-	req.Image = r.Image
+	req.Image, req.Isolation = r.Image, r.Isolation
 	if r.Repo != "" || r.Ref != "" {
 		if r.Repo == "" {
 			return jobs.SubmitRequest{}, errors.New("--ref needs --repo")

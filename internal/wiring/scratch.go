@@ -44,7 +44,12 @@ func NewScratch(ctx context.Context, cfg config.Config, log *slog.Logger, spec s
 	}
 	s := &Scratch{}
 	s.add(d.Close)
-	if err := d.Capabilities().CheckNetwork(spec.Network); err != nil {
+	caps, err := tierCaps(ctx, d, spec.Isolation)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := caps.CheckNetwork(spec.Network); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("--network: %w", err)
 	}
@@ -98,4 +103,23 @@ func (s *Scratch) Exec(ctx context.Context, req guest.ExecRequest, stdout, stder
 		}
 	}
 	return res, err
+}
+
+// tierCaps are the capabilities of the tier iso ("" for the default) of
+// d, refused with sandbox.ErrIsolationUnavailable when it cannot run here.
+func tierCaps(ctx context.Context, d Driver, iso string) (sandbox.Capabilities, error) {
+	t, ok := d.(interface {
+		Tier(ctx context.Context, iso string) (sandbox.Driver, error)
+	})
+	if !ok {
+		if iso != "" && iso != d.Capabilities().Isolation {
+			return sandbox.Capabilities{}, fmt.Errorf("%w: the %s driver runs %s sandboxes only", sandbox.ErrIsolationUnavailable, "sandbox", d.Capabilities().Isolation)
+		}
+		return d.Capabilities(), nil
+	}
+	td, err := t.Tier(ctx, iso)
+	if err != nil {
+		return sandbox.Capabilities{}, err
+	}
+	return td.Capabilities(), nil
 }

@@ -62,7 +62,15 @@ type jobSide struct {
 	media      *jobs.Media
 	scheduler  *jobs.Scheduler // nil without workers
 	service    *jobs.Service
+	// checkIsolation says why a tier cannot run on this node's driver;
+	// nil without one.
+	checkIsolation func(ctx context.Context, iso string) error
 	closers
+}
+
+// isolationChecker is a driver of several isolation tiers (drivers.Tiers).
+type isolationChecker interface {
+	Check(ctx context.Context, iso string) error
 }
 
 // jobsConfig says what openJobs assembles.
@@ -134,6 +142,7 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 		j.service.SetCeilings(*jc.ceilings)
 	}
 	j.service.SetImages(cfg.Sandbox.AllowedImages())
+	j.service.SetIsolation(cfg.Sandbox.Isolation, j.checkIsolation)
 	if cfg.Agent.Kind == "shell" {
 		j.service.RefuseMessages("follow-up messages need the model agent; this server runs the shell agent (AGENTBOX_AGENT=shell), which runs the task as a script")
 	}
@@ -167,6 +176,9 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 			return err
 		}
 		j.add(d.Close)
+		if t, ok := d.(isolationChecker); ok {
+			j.checkIsolation = t.Check
+		}
 	}
 	var m *jobs.Metrics
 	if jc.metrics != nil {

@@ -14,7 +14,8 @@ import (
 
 // rel turns a user-supplied path into a path relative to the workspace root,
 // refusing anything that leaves it lexically. Symlinks that lead out are
-// refused later by os.Root, which every file operation goes through.
+// refused later by the workspace root, which every file operation goes
+// through (workspaceRoot).
 func (s *Server) rel(p string) (string, error) {
 	if p == "" {
 		return ".", nil
@@ -69,11 +70,11 @@ func (s *Server) classify(err error) *guest.Error {
 	return guest.Errorf(guest.CodeInternal, "%s", msg)
 }
 
-// isEscape recognises os.Root's refusal to follow a path out of the root. The
-// standard library does not export the error value; the guest's tests pin the
-// text so a change is caught.
+// isEscape recognises the refusal to follow a path out of the root: the
+// workspace root's or os.Root's. The standard library does not export its
+// error value; the guest's tests pin the text so a change is caught.
 func isEscape(err error) bool {
-	return strings.Contains(err.Error(), "path escapes from parent")
+	return errors.Is(err, errEscape) || strings.Contains(err.Error(), errEscape.Error())
 }
 
 func pathOf(err error) string {

@@ -66,7 +66,7 @@ type Config struct {
 // Server is the guest daemon.
 type Server struct {
 	cfg  Config
-	root *os.Root
+	root *workspaceRoot
 	log  *slog.Logger
 	// drains owns the goroutines that keep reading the pipes of commands whose
 	// background children outlived them.
@@ -97,7 +97,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("guest: workspace: %w", err)
 	}
 	cfg.Workspace = abs
-	root, err := os.OpenRoot(abs)
+	root, err := openWorkspace(abs)
 	if err != nil {
 		return nil, fmt.Errorf("guest: open workspace: %w", err)
 	}

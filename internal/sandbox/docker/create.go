@@ -23,7 +23,7 @@ import (
 // Create starts a sandbox and waits until its guest answers. On any failure
 // it removes whatever it made.
 func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbox, err error) {
-	if err := checkSpec(spec); err != nil {
+	if err := checkSpec(spec, d.Capabilities()); err != nil {
 		return nil, err
 	}
 	img, err := d.inspectImage(ctx, d.imageOf(spec))
@@ -91,7 +91,7 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 // sees, the guest's secret for the TCP transport, and the scratch workspace
 // if the caller brought none.
 func (d *Driver) prepareDirs(spec sandbox.Spec, uid int) (record, error) {
-	h := record{ID: newID(), JobID: spec.JobID, Owner: spec.Owner,
+	h := record{ID: newID(), JobID: spec.JobID, Owner: spec.Owner, Isolation: d.isolationLabel(),
 		State: State{UID: uid, DiskBytes: d.limits(spec.Limits).DiskBytes, Transport: d.cfg.Transport}}
 	h.StateDir = filepath.Join(d.cfg.StateDir, h.ID)
 	if n := len(socketPath(h.StateDir)); n > maxSocketPath && h.Transport == sandbox.TransportUnix {
@@ -152,14 +152,26 @@ func (d *Driver) prepareWorkspace(h *record, managed bool) error {
 	return chownTree(h.WorkspaceDir, owner{h.UID, h.UID})
 }
 
+// isolationLabel is the tier the driver's sandboxes record: "" for the
+// container tier, as handles written before tiers have it.
+func (d *Driver) isolationLabel() string {
+	if iso := d.Capabilities().Isolation; iso != sandbox.IsolationContainer {
+		return iso
+	}
+	return ""
+}
+
 func empty(dir string) bool {
 	entries, err := os.ReadDir(dir)
 	return err == nil && len(entries) == 0
 }
 
 // checkSpec refuses what would weaken the sandbox.
-func checkSpec(spec sandbox.Spec) error {
-	if err := checkNetwork(spec.Network); err != nil {
+func checkSpec(spec sandbox.Spec, c sandbox.Capabilities) error {
+	if spec.Isolation != "" && spec.Isolation != c.Isolation {
+		return fmt.Errorf("%w: this driver runs %s sandboxes, not %s", sandbox.ErrIsolationUnavailable, c.Isolation, spec.Isolation)
+	}
+	if err := c.CheckNetwork(spec.Network); err != nil {
 		return err
 	}
 	l := spec.Limits
@@ -232,10 +244,12 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h record, ic imageConfig) (*
 			LabelManaged: "true", LabelInstance: d.cfg.Instance, LabelSandbox: h.ID, LabelJob: h.JobID, LabelOwner: h.Owner,
 			LabelStateDir: h.StateDir, LabelWorkspace: h.WorkspaceDir, LabelOwnsWS: strconv.FormatBool(h.OwnsWorkspace),
 			LabelUID: uid, LabelDisk: strconv.FormatInt(h.DiskBytes, 10), LabelWSOwner: h.WorkspaceOwner,
+			LabelIsolation: h.Isolation,
 		},
 	}
 	init := true
 	hostCfg := &container.HostConfig{
+		Runtime:        d.cfg.Runtime,
 		NetworkMode:    container.NetworkMode(network),
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges", seccompOpt}, // Create picks the engine's form

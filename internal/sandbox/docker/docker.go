@@ -51,7 +51,12 @@ const (
 	LabelUID       = "io.agentbox.uid"
 	LabelDisk      = "io.agentbox.disk"
 	LabelWSOwner   = "io.agentbox.workspace-owner"
+	LabelIsolation = "io.agentbox.isolation"
 )
+
+// RuntimeGVisor is the engine runtime of the gvisor isolation tier: gVisor's
+// runsc, registered with the engine (scripts/setup.sh does it).
+const RuntimeGVisor = "runsc"
 
 // maxSocketPath is the longest unix socket path Linux accepts (sun_path less NUL).
 const maxSocketPath = 107
@@ -87,7 +92,11 @@ type Config struct {
 	// needs root (the host enters the container's network namespace).
 	// Recover reaches each sandbox the way it was made.
 	Transport string
-	Log       *slog.Logger
+	// Runtime is the engine runtime sandboxes run under: "" for the
+	// engine's default (runc: the container tier) or RuntimeGVisor (the
+	// gvisor tier). Capabilities().Isolation says which.
+	Runtime string
+	Log     *slog.Logger
 }
 
 // Driver creates sandboxes as containers.
@@ -133,7 +142,10 @@ func checkConfig(cfg *Config) error {
 	if cfg.Network == "" {
 		cfg.Network = "none"
 	}
-	if err := checkNetwork(cfg.Network); err != nil {
+	if cfg.Runtime != "" && cfg.Runtime != RuntimeGVisor {
+		return fmt.Errorf("%w: docker runtime %q: want none (runc) or %s", sandbox.ErrInvalidSpec, cfg.Runtime, RuntimeGVisor)
+	}
+	if err := capabilities(cfg.Runtime, "").CheckNetwork(cfg.Network); err != nil {
 		return err
 	}
 	if err := checkTransport(&cfg.Transport); err != nil {
@@ -211,19 +223,47 @@ func (d *Driver) StateDir() string { return d.cfg.StateDir }
 func (d *Driver) Close() error { return d.cli.Close() }
 
 // Capabilities says what this driver's sandboxes offer.
-func (d *Driver) Capabilities() sandbox.Capabilities { return capabilities(d.cfg.Transport) }
+func (d *Driver) Capabilities() sandbox.Capabilities {
+	return capabilities(d.cfg.Runtime, d.cfg.Transport)
+}
 
-func capabilities(transport string) sandbox.Capabilities {
-	return sandbox.Capabilities{
+// capabilities are those of sandboxes under runtime. Under gVisor the
+// runtime is registered with --network=none (scripts/setup.sh): runsc
+// then gives each sandbox only its own loopback, whatever the engine's
+// network, so no other network may be asked for.
+func capabilities(runtime, transport string) sandbox.Capabilities {
+	c := sandbox.Capabilities{
 		Isolation: sandbox.IsolationContainer, Desktop: true,
 		Networks: []string{"none", "bridge"}, NamedNetworks: true,
 		Transport: transport,
 	}
+	if runtime == RuntimeGVisor {
+		c.Isolation, c.Networks, c.NamedNetworks = sandbox.IsolationGVisor, []string{"none"}, false
+	}
+	return c
 }
 
-// checkNetwork refuses network modes that share a namespace with the host
-// or another container.
-func checkNetwork(mode string) error { return capabilities("").CheckNetwork(mode) }
+// Available reports, with sandbox.ErrIsolationUnavailable, that the
+// engine does not know the driver's runtime, saying how to install it.
+func (d *Driver) Available(ctx context.Context) error {
+	if d.cfg.Runtime == "" {
+		return nil
+	}
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: the %s tier: ask the engine for its runtimes: %w", sandbox.ErrIsolationUnavailable, d.Capabilities().Isolation, engineErr(err))
+	}
+	if _, ok := info.Runtimes[d.cfg.Runtime]; !ok {
+		return fmt.Errorf("%w: %s", sandbox.ErrIsolationUnavailable, GVisorMissing)
+	}
+	return nil
+}
+
+// GVisorMissing says what the gvisor tier lacks when the engine has no
+// runsc runtime, and how to install it.
+const GVisorMissing = "the gvisor tier needs gVisor's runsc runtime registered with Docker, and this engine has none: " +
+	"run scripts/setup.sh (it installs Debian's runsc package and registers it in /etc/docker/daemon.json with " +
+	`runtimeArgs ["--host-uds=all", "--network=none"], then reloads dockerd), or do the same by hand`
 
 // checkTransport defaults and checks the guest transport.
 func checkTransport(t *string) error {
@@ -349,7 +389,7 @@ func (d *Driver) made(names []string, l map[string]string) bool {
 func recordFromLabels(ref string, l map[string]string) record {
 	uid, _ := strconv.Atoi(l[LabelUID])
 	disk, _ := strconv.ParseInt(l[LabelDisk], 10, 64)
-	return record{ID: l[LabelSandbox], JobID: l[LabelJob], Owner: l[LabelOwner], State: State{
+	return record{ID: l[LabelSandbox], JobID: l[LabelJob], Owner: l[LabelOwner], Isolation: l[LabelIsolation], State: State{
 		Ref: ref, StateDir: l[LabelStateDir], WorkspaceDir: l[LabelWorkspace],
 		OwnsWorkspace: l[LabelOwnsWS] == "true", UID: uid, DiskBytes: disk, WorkspaceOwner: l[LabelWSOwner],
 	}}

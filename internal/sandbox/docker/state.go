@@ -51,6 +51,9 @@ type State struct {
 // record is what the driver knows of one sandbox: who it is and its State.
 type record struct {
 	ID, JobID, Owner string
+	// Isolation is the tier the sandbox runs under; "" for the container
+	// tier.
+	Isolation string
 	State
 }
 
@@ -60,14 +63,14 @@ func (r record) handle() sandbox.Handle {
 	if err != nil { // strings, numbers and a bool: never fails
 		panic(fmt.Sprintf("docker: encode sandbox state: %v", err))
 	}
-	return sandbox.Handle{ID: r.ID, Driver: DriverName, JobID: r.JobID, Owner: r.Owner,
+	return sandbox.Handle{ID: r.ID, Driver: DriverName, JobID: r.JobID, Owner: r.Owner, Isolation: r.Isolation,
 		Version: sandbox.HandleVersion, State: st}
 }
 
 // recordOf reads a handle of either version this driver wrote.
 func recordOf(h sandbox.Handle) (record, error) {
 	st, err := StateOf(h)
-	return record{ID: h.ID, JobID: h.JobID, Owner: h.Owner, State: st}, err
+	return record{ID: h.ID, JobID: h.JobID, Owner: h.Owner, Isolation: h.Isolation, State: st}, err
 }
 
 // StateOf reads the Docker driver's State from a handle of either version

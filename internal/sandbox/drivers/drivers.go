@@ -22,19 +22,23 @@ var ErrUnknown = errors.New("unknown sandbox driver")
 
 // Options configures the drivers Open may build; each reads its own part.
 type Options struct {
-	Docker docker.Config
+	// Isolation is the tier of a sandbox whose spec names none
+	// (AGENTBOX_ISOLATION; "" for container).
+	Isolation string
+	Docker    docker.Config
 }
 
 // opener builds one driver.
 type opener func(Options) (sandbox.Driver, error)
 
 var openers = map[string]opener{
+	// Docker runs the container and gvisor tiers (runc and runsc).
 	docker.DriverName: func(o Options) (sandbox.Driver, error) {
-		d, err := docker.New(o.Docker)
+		t, err := OpenTiers(o.Isolation, o)
 		if err != nil {
 			return nil, err
 		}
-		return d, nil
+		return t, nil
 	},
 }
 

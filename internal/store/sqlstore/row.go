@@ -23,7 +23,7 @@ var Columns = []string{
 	"error", "result", "context_tokens", "cancel_requested", "lease_owner",
 	"lease_until", "sandbox", "updated_at", "started_at", "ended_at",
 	"limit_context_window", "deleted_at", "limit_disk_bytes", "image", "workspace_from",
-	"repo", "git", "turn",
+	"repo", "git", "turn", "isolation",
 }
 
 // Immutable is how many of Columns never change after CreateJob.
@@ -55,7 +55,7 @@ func Args(j *store.Job) ([]any, error) {
 		j.Error, j.Result, j.ContextTokens, j.CancelRequested, j.LeaseOwner,
 		Nanos(j.LeaseUntil), string(j.Sandbox), Nanos(j.UpdatedAt), Nanos(j.StartedAt), Nanos(j.EndedAt),
 		int64(l.ContextWindow), Nanos(j.DeletedAt), l.DiskBytes, j.Image, j.WorkspaceFrom,
-		repo, git, int64(max(j.Turn, 1)),
+		repo, git, int64(max(j.Turn, 1)), j.Isolation,
 	}, nil
 }
 
@@ -91,7 +91,7 @@ func Scan(sc Scanner) (store.Job, error) {
 		&j.Error, &j.Result, &j.ContextTokens, &j.CancelRequested, &j.LeaseOwner,
 		&leaseUntil, &sandbox, &updated, &started, &ended,
 		&window, &deleted, &l.DiskBytes, &j.Image, &j.WorkspaceFrom,
-		&repo, &git, &turn,
+		&repo, &git, &turn, &j.Isolation,
 	)
 	if err != nil {
 		return j, err

@@ -239,7 +239,7 @@ func clip(s string, limit int64) string {
 }
 
 // outputs is the workspace, as the kernel saves images into it.
-type outputs struct{ root *os.Root }
+type outputs struct{ root Workspace }
 
 // saveOutput writes data to a new file in the workspace's output
 // directory, trying the names name(0), name(1), ... until one is free, so

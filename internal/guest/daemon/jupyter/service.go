@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -100,10 +101,18 @@ type Config struct {
 	WebBase string
 	// Workspace is the open workspace; the images code displays are saved
 	// in it.
-	Workspace *os.Root
+	Workspace Workspace
 	// Services starts the notebook server.
 	Services Supervisor
 	Log      *slog.Logger
+}
+
+// Workspace is the workspace as the kernel writes into it: an os.Root, or
+// the guest's own root that walks each path first.
+type Workspace interface {
+	MkdirAll(name string, perm fs.FileMode) error
+	OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error)
+	Remove(name string) error
 }
 
 // Kernel is the sandbox's one persistent Python kernel.

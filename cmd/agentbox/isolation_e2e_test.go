@@ -1,0 +1,56 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/internal/doctor"
+	"github.com/agentbox/agentbox/internal/llm/llmtest"
+)
+
+// TestGVisorJob: a job asking for the gvisor tier runs through the real
+// server under runsc: the agent's dmesg shows gVisor's kernel log, the
+// status says gvisor, and the workspace's files and zip come back.
+func TestGVisorJob(t *testing.T) {
+	s, _ := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
+		step(llmtest.Call("bash", map[string]any{"command": "dmesg"})),
+		step(when(doctor.GVisorBanner, llmtest.Call("write_file", map[string]any{"path": "kernel.txt", "content": "gVisor\n"})),
+			llmtest.Call("finish", map[string]any{"summary": "dmesg did not show gVisor"})),
+		step(llmtest.Call("finish", map[string]any{"summary": "the kernel is gVisor's"})),
+	}})
+	var sub struct {
+		JobID string `json:"job_id"`
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	code := s.do("POST", "/v1/jobs", map[string]any{"task": "Which kernel runs here?", "isolation": "gvisor"}, &sub)
+	if code == 400 && sub.Error.Code == "isolation_unavailable" {
+		t.Skipf("no gvisor tier here: %s", sub.Error.Message)
+	}
+	if code != 201 {
+		t.Fatalf("submit: %d %+v\n%s", code, sub, s.logs)
+	}
+	j := s.awaitFinal([]string{sub.JobID})[sub.JobID]
+	if j.Status != "complete" {
+		t.Fatalf("job %+v\n%s", j, s.logs)
+	}
+	var status map[string]any
+	s.do("GET", "/v1/jobs/"+j.JobID, nil, &status)
+	if status["isolation"] != "gvisor" {
+		b, _ := json.Marshal(status)
+		t.Errorf("status %s, want \"isolation\":\"gvisor\"", b)
+	}
+	texts, failed := s.toolResults(j.JobID)
+	if len(texts) < 2 || failed[0] || !strings.Contains(texts[0], doctor.GVisorBanner) {
+		t.Errorf("dmesg's tool result %q (failed %v), want gVisor's banner", texts, failed)
+	}
+	if b := s.get(t, "/v1/jobs/"+j.JobID+"/files/kernel.txt", 200); string(b) != "gVisor\n" {
+		t.Errorf("files/kernel.txt = %q", b)
+	}
+	if f := s.zipFiles(t, j.JobID); f["kernel.txt"] != "gVisor\n" {
+		t.Errorf("zip files %q", keys(f))
+	}
+}

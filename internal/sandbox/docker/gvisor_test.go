@@ -1,0 +1,80 @@
+package docker_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/internal/doctor"
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/docker"
+	"github.com/agentbox/agentbox/internal/sandbox/sandboxtest"
+)
+
+// gvisorDriver is a driver of the gvisor tier; the test skips when the
+// engine has no runsc runtime (scripts/setup.sh registers it; CI runs it).
+func gvisorDriver(t *testing.T) *docker.Driver {
+	t.Helper()
+	d := newDriver(t, func(c *docker.Config) { c.Runtime = docker.RuntimeGVisor })
+	if err := d.Available(context.Background()); err != nil {
+		if !errors.Is(err, sandbox.ErrIsolationUnavailable) {
+			t.Fatal(err)
+		}
+		t.Skipf("no gvisor tier here: %v", err)
+	}
+	return d
+}
+
+func TestGVisorConformance(t *testing.T) {
+	d := gvisorDriver(t)
+	if iso := d.Capabilities().Isolation; iso != sandbox.IsolationGVisor {
+		t.Fatalf("isolation %q, want gvisor", iso)
+	}
+	sandboxtest.Run(t, d)
+}
+
+// TestGVisorKernel: the sandbox's kernel is gVisor's, by its own log.
+func TestGVisorKernel(t *testing.T) {
+	d := gvisorDriver(t)
+	s, err := d.Create(context.Background(), sandbox.Spec{JobID: "gvisor-dmesg", Isolation: sandbox.IsolationGVisor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy(context.Background())
+	if iso := s.Handle().Isolation; iso != sandbox.IsolationGVisor {
+		t.Errorf("handle isolation %q, want gvisor", iso)
+	}
+	res, err := s.Guest().Exec(context.Background(), guest.ExecRequest{Cmd: []string{"dmesg"}, TimeoutMS: 30_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), doctor.GVisorBanner) {
+		t.Fatalf("dmesg: exit %d, stdout %q, stderr %q; want gVisor's banner", res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
+
+// TestTierRefusesAnother: a driver never runs a spec under another tier.
+func TestTierRefusesAnother(t *testing.T) {
+	d := newDriver(t)
+	_, err := d.Create(context.Background(), sandbox.Spec{JobID: "wrong-tier", Isolation: sandbox.IsolationGVisor})
+	if !errors.Is(err, sandbox.ErrIsolationUnavailable) {
+		t.Fatalf("err = %v, want ErrIsolationUnavailable", err)
+	}
+}
+
+// TestGVisorToolchains: threads, compilers, node and python run under
+// runsc. runsc's --oci-seccomp must stay off: this runsc's filter ignores
+// a rule's errnoRet, so clone3 fails with EPERM instead of the profile's
+// ENOSYS, the C library does not fall back to clone, and no thread starts
+// (docs/security.md#isolation-tiers).
+func TestGVisorToolchains(t *testing.T) {
+	d := gvisorDriver(t)
+	s, err := d.Create(context.Background(), sandbox.Spec{Isolation: sandbox.IsolationGVisor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Destroy(context.Background()) })
+	checkToolchains(t, s.Guest())
+}
