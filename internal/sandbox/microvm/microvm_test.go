@@ -59,7 +59,7 @@ func TestBootExecShutdown(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
 	vm, err := microvm.Start(ctx, microvm.Config{QEMU: qemu, Kernel: k.Image, Initramfs: initrd, Rootfs: rootfs,
-		MemoryMiB: 512, CPUs: 1, Accel: accel, Dir: dir, Stderr: t.Output()})
+		MemoryMiB: memMiB(), CPUs: 1, Machine: os.Getenv("AGENTBOX_MICROVM_MACHINE"), Accel: accel, Dir: dir, Stderr: t.Output()})
 	if err != nil {
 		console(t, dir)
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestBootExecShutdown(t *testing.T) {
 	if res.ExitCode != 0 || lines[0] != k.Release || lines[1] != "1000" {
 		t.Fatalf("uname -r; id -u in the VM: %q %q exit %d, want %s and 1000", res.Stdout, res.Stderr, res.ExitCode, k.Release)
 	}
-	t.Logf("%s: boot to guest answering %v, to first exec done %v", accel, booted.Round(time.Millisecond), first.Round(time.Millisecond))
+	t.Logf("%s %s: boot to guest answering %v, to first exec done %v", accel, os.Getenv("AGENTBOX_MICROVM_MACHINE"), booted.Round(time.Millisecond), first.Round(time.Millisecond))
 	t.Logf("exec round trip (true) median %v", execRoundTrip(ctx, t, vm.Guest()))
 	t.Logf("qemu RSS idle: %s", rss(t, pid))
 	closeStart := time.Now()
@@ -124,9 +124,16 @@ func rss(t *testing.T, pid int) string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-
 // console prints the VM's console log, for a failure.
 func console(t *testing.T, dir string) {
 	b, _ := os.ReadFile(filepath.Join(dir, "console.log"))
 	t.Logf("console:\n%s", b)
+}
+
+// memMiB is the VM's memory: AGENTBOX_MICROVM_MEMORY_MIB or 512.
+func memMiB() int {
+	if n, err := strconv.Atoi(os.Getenv("AGENTBOX_MICROVM_MEMORY_MIB")); err == nil {
+		return n
+	}
+	return 512
 }
