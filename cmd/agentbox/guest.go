@@ -10,11 +10,13 @@ import (
 
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/guest/daemon"
+	"github.com/agentbox/agentbox/internal/guest/vminit"
 	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
 func newGuestCmd() *cobra.Command {
 	var stateDir, workspace, displaySize, webBase, listen, secretFile string
+	var vmInit bool
 	cmd := &cobra.Command{
 		Use:   "guest",
 		Short: "Run the in-sandbox daemon (started by agentbox inside each sandbox, not by people)",
@@ -30,6 +32,9 @@ by hand.`,
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			if vmInit {
+				return vminit.Run(log)
+			}
 			w, h, err := parseDisplaySize(displaySize)
 			if err != nil {
 				return err
@@ -54,9 +59,11 @@ by hand.`,
 	cmd.Flags().StringVar(&stateDir, "state-dir", "/run/agentbox", "directory for the guest's unix socket")
 	cmd.Flags().StringVar(&workspace, "workspace", "/workspace", "directory every file path is confined to")
 	cmd.Flags().StringVar(&displaySize, "display-size", "1024x768", "the desktop's screen size, WIDTHxHEIGHT")
-	cmd.Flags().StringVar(&listen, "listen", "", "where to listen: unix:PATH, tcp:HOST:PORT or vsock:PORT (default unix:<state dir>/"+guest.SocketName+")")
+	cmd.Flags().StringVar(&listen, "listen", "", "where to listen: unix:PATH, tcp:HOST:PORT, vsock:PORT or serial:DEVICE (default unix:<state dir>/"+guest.SocketName+")")
 	cmd.Flags().StringVar(&secretFile, "secret-file", "", "file holding the secret every request must carry (default AGENTBOX_GUEST_SECRET; required with tcp:)")
 	cmd.Flags().StringVar(&webBase, "web-base", "", "URL path under which the host serves this sandbox's Jupyter and noVNC pages")
+	cmd.Flags().BoolVar(&vmInit, "vm-init", false, "run as process 1 of a microVM: prepare it, run the guest on its serial port, power off")
+	_ = cmd.Flags().MarkHidden("vm-init")
 	return cmd
 }
 

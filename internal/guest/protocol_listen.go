@@ -19,26 +19,29 @@ const SecretEnv = "AGENTBOX_GUEST_SECRET"
 
 // Listener is where the guest answers, parsed from its --listen address.
 type Listener struct {
-	// Network is "unix", "tcp" or "vsock".
+	// Network is "unix", "tcp", "vsock" or "serial".
 	Network string
-	// Addr is the socket's path, the TCP host:port, or the vsock port.
+	// Addr is the socket's path, the TCP host:port, the vsock port, or
+	// the path of a virtio-serial port's device (whose streams are
+	// multiplexed, see SerialHello).
 	Addr string
 }
 
-// ParseListen reads "unix:PATH", "tcp:HOST:PORT" or "vsock:PORT".
+// ParseListen reads "unix:PATH", "tcp:HOST:PORT", "vsock:PORT" or
+// "serial:DEVICE".
 func ParseListen(s string) (Listener, error) {
 	network, addr, ok := strings.Cut(s, ":")
 	if !ok || addr == "" {
-		return Listener{}, fmt.Errorf("listen address %q: want unix:PATH, tcp:HOST:PORT or vsock:PORT", s)
+		return Listener{}, fmt.Errorf("listen address %q: want unix:PATH, tcp:HOST:PORT, vsock:PORT or serial:DEVICE", s)
 	}
 	switch network {
-	case "unix", "tcp":
+	case "unix", "tcp", "serial":
 	case "vsock":
 		if _, err := strconv.ParseUint(addr, 10, 32); err != nil {
 			return Listener{}, fmt.Errorf("listen address %q: vsock port must be a number", s)
 		}
 	default:
-		return Listener{}, fmt.Errorf("listen address %q: unknown network %q (unix, tcp or vsock)", s, network)
+		return Listener{}, fmt.Errorf("listen address %q: unknown network %q (unix, tcp, vsock or serial)", s, network)
 	}
 	return Listener{Network: network, Addr: addr}, nil
 }

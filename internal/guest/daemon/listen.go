@@ -12,11 +12,13 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/serialmux"
 	"github.com/agentbox/agentbox/internal/guest/vsock"
 )
 
 // Listen opens where: a unix socket (see ListenUnix), a vsock port of this
-// virtual machine, or a TCP address.
+// virtual machine, a virtio-serial port multiplexed by serialmux, or a TCP
+// address.
 func Listen(where guest.Listener) (net.Listener, error) {
 	switch where.Network {
 	case "unix":
@@ -27,6 +29,12 @@ func Listen(where guest.Listener) (net.Listener, error) {
 			return nil, fmt.Errorf("guest: vsock port %q: %w", where.Addr, err)
 		}
 		l, err := vsock.Listen(uint32(port))
+		if err != nil {
+			return nil, fmt.Errorf("guest: %w", err)
+		}
+		return l, nil
+	case "serial":
+		l, err := serialmux.Listen(where.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("guest: %w", err)
 		}

@@ -1,0 +1,256 @@
+// Package vminit is process 1 of an agentbox microVM (`agentbox guest
+// --vm-init`, started by the kernel from the initramfs): it mounts what the
+// guest needs, loads the kernel modules the initramfs carries, switches to
+// the sandbox's root filesystem when the VM has one, and runs the guest
+// daemon as the agent's uid on the virtio-serial port the host reaches it
+// through. When the daemon ends (the host closed the port) it powers the
+// VM off, so QEMU exits.
+//
+// The host side (internal/sandbox/microvm) builds the initramfs this
+// package expects; the names below are the contract between the two.
+package vminit
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The initramfs layout and the VM's devices, as the host builds them.
+const (
+	// ModulesDir holds the kernel modules, ModulesList their names (one
+	// per line) in the order they load.
+	ModulesDir  = "/lib/modules"
+	ModulesList = "/etc/agentbox/modules"
+	// PortName is the name of the virtio-serial port the guest answers on.
+	PortName = "agentbox"
+	// RootDevice is the sandbox's root filesystem (ext4), when the VM has one.
+	RootDevice = "/dev/vda"
+	// Workspace is where the agent works.
+	Workspace = "/workspace"
+	// AgentUID is the uid (and gid) the guest daemon and commands run as.
+	AgentUID = 1000
+)
+
+// Run is process 1: it prepares the VM, runs the guest daemon until it
+// exits and powers off. It returns only if powering off failed.
+func Run(log *slog.Logger) error {
+	err := boot(log)
+	if err != nil {
+		log.Error("vm init", "err", err)
+	}
+	unix.Sync()
+	if perr := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); perr != nil {
+		return errors.Join(err, fmt.Errorf("power off: %w", perr))
+	}
+	return err
+}
+
+// boot runs the steps up to the daemon's end.
+func boot(log *slog.Logger) error {
+	start := time.Now()
+	if err := mountEarly(); err != nil {
+		return err
+	}
+	if err := loadModules(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(RootDevice); err == nil {
+		if err := switchRoot(); err != nil {
+			return err
+		}
+	}
+	if err := mountRuntime(); err != nil {
+		return err
+	}
+	if err := loopbackUp(); err != nil {
+		return err
+	}
+	port, err := findPort(PortName, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	log.Info("vm init ready", "port", port, "took", time.Since(start))
+	return runDaemon(port)
+}
+
+type mount struct {
+	source, target, fstype string
+	flags                  uintptr
+	data                   string
+}
+
+func (m mount) do() error {
+	if err := os.MkdirAll(m.target, 0o755); err != nil {
+		return fmt.Errorf("mount %s: %w", m.target, err)
+	}
+	if err := unix.Mount(m.source, m.target, m.fstype, m.flags, m.data); err != nil {
+		return fmt.Errorf("mount %s on %s: %w", m.fstype, m.target, err)
+	}
+	return nil
+}
+
+// mountEarly mounts /dev, /proc and /sys.
+func mountEarly() error {
+	for _, m := range []mount{
+		{"devtmpfs", "/dev", "devtmpfs", unix.MS_NOSUID, "mode=0755"},
+		{"proc", "/proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
+		{"sysfs", "/sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
+	} {
+		if err := m.do(); err != nil && !errors.Is(err, unix.EBUSY) {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadModules loads the modules ModulesList names, in its order.
+func loadModules() error {
+	b, err := os.ReadFile(ModulesList)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("modules: %w", err)
+	}
+	for _, name := range strings.Fields(string(b)) {
+		if err := loadModule(filepath.Join(ModulesDir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loadModule(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("module: %w", err)
+	}
+	defer f.Close()
+	if err := unix.FinitModule(int(f.Fd()), "", 0); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("load module %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// switchRoot mounts RootDevice and makes it the root, moving /dev, /proc
+// and /sys along, after freeing the modules the initramfs held in memory.
+func switchRoot() error {
+	const newRoot = "/newroot"
+	if err := (mount{RootDevice, newRoot, "ext4", 0, ""}).do(); err != nil {
+		return err
+	}
+	_ = os.RemoveAll(ModulesDir)
+	for _, dir := range []string{"/dev", "/proc", "/sys"} {
+		if err := (mount{dir, newRoot + dir, "", unix.MS_MOVE, ""}).do(); err != nil {
+			return err
+		}
+	}
+	if err := os.Chdir(newRoot); err != nil {
+		return fmt.Errorf("switch root: %w", err)
+	}
+	if err := unix.Mount(".", "/", "", unix.MS_MOVE, ""); err != nil {
+		return fmt.Errorf("switch root: move: %w", err)
+	}
+	if err := unix.Chroot("."); err != nil {
+		return fmt.Errorf("switch root: chroot: %w", err)
+	}
+	return os.Chdir("/")
+}
+
+// mountRuntime mounts the scratch file systems a Debian userland expects,
+// and a tmpfs workspace owned by the agent.
+func mountRuntime() error {
+	for _, m := range []mount{
+		{"devpts", "/dev/pts", "devpts", unix.MS_NOSUID | unix.MS_NOEXEC, "mode=0620,ptmxmode=0666"},
+		{"tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
+		{"tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
+		{"tmpfs", "/run", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=0755"},
+		{"tmpfs", Workspace, "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, fmt.Sprintf("mode=0755,uid=%d,gid=%d", AgentUID, AgentUID)},
+	} {
+		if err := m.do(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loopbackUp brings up lo: the guest reaches the services it proxies
+// (noVNC, Jupyter) on 127.0.0.1 even where the VM has no network device.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	ifr.SetUint16(unix.IFF_UP | unix.IFF_LOOPBACK | unix.IFF_RUNNING)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback up: %w", err)
+	}
+	return nil
+}
+
+// findPort returns the device of the virtio-serial port called name,
+// waiting up to wait for the driver to publish it.
+func findPort(name string, wait time.Duration) (string, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		ports, _ := filepath.Glob("/sys/class/virtio-ports/*/name")
+		for _, p := range ports {
+			if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == name {
+				return "/dev/" + filepath.Base(filepath.Dir(p)), nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no virtio-serial port named %q (of %d)", name, len(ports))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// runDaemon starts the guest daemon as the agent on port and reaps every
+// process (process 1 adopts the orphans) until the daemon has exited.
+func runDaemon(port string) error {
+	if err := os.Chown(port, AgentUID, AgentUID); err != nil {
+		return fmt.Errorf("port: %w", err)
+	}
+	attr := &os.ProcAttr{
+		Dir:   Workspace,
+		Env:   []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/home/agent", "USER=agent", "LANG=C.UTF-8"},
+		Files: []*os.File{nil, os.Stdout, os.Stderr},
+		Sys: &syscall.SysProcAttr{Setsid: true,
+			Credential: &syscall.Credential{Uid: AgentUID, Gid: AgentUID, Groups: []uint32{AgentUID}}},
+	}
+	p, err := os.StartProcess("/proc/self/exe", []string{"agentbox", "guest", "--listen", "serial:" + port, "--workspace", Workspace}, attr)
+	if err != nil {
+		return fmt.Errorf("start guest daemon: %w", err)
+	}
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("wait: %w", err)
+		}
+		if pid == p.Pid {
+			if ws.ExitStatus() != 0 {
+				return fmt.Errorf("guest daemon exited: status %d", ws.ExitStatus())
+			}
+			return nil
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package microvm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/doctor/kvmprobe"
+)
+
+// Accel is how QEMU runs the guest's CPU.
+type Accel string
+
+// The accelerators: KVM (hardware virtualization) or TCG (QEMU's own
+// translation, slower but available everywhere).
+const (
+	KVM Accel = "kvm"
+	TCG Accel = "tcg"
+)
+
+// kvmChoice remembers ChooseAccel's answer per QEMU and kernel: the host
+// does not change while agentbox runs.
+var kvmChoice sync.Map // [2]string -> accelChoice
+
+type accelChoice struct {
+	accel Accel
+	why   string
+}
+
+// ChooseAccel returns KVM if this host's KVM runs QEMU guests, else TCG
+// and why not. A /dev/kvm that opens proves little (nested KVM may open
+// and create VMs, yet QEMU aborts setting an MSR or its guest never runs),
+// so after kvmprobe's own guest has run, the kernel is booted under QEMU
+// with KVM for as long as it takes to print its first console line.
+func ChooseAccel(ctx context.Context, qemu, kernel string) (Accel, string) {
+	key := [2]string{qemu, kernel}
+	if c, ok := kvmChoice.Load(key); ok {
+		return c.(accelChoice).accel, c.(accelChoice).why
+	}
+	c := chooseAccel(ctx, qemu, kernel)
+	if ctx.Err() == nil {
+		kvmChoice.Store(key, c)
+	}
+	return c.accel, c.why
+}
+
+func chooseAccel(ctx context.Context, qemu, kernel string) accelChoice {
+	r, err := kvmprobe.Probe(ctx)
+	if err != nil {
+		return accelChoice{TCG, "kvm probe: " + err.Error()}
+	}
+	if r.Stage != kvmprobe.Ran {
+		return accelChoice{TCG, "/dev/kvm cannot run guests: " + r.Reason()}
+	}
+	if err := qemuRunsKVM(ctx, qemu, kernel); err != nil {
+		return accelChoice{TCG, "QEMU cannot run guests with KVM here: " + err.Error()}
+	}
+	return accelChoice{KVM, ""}
+}
+
+// qemuRunsKVM boots kernel under QEMU with KVM and waits up to 3 s for its
+// first console output.
+func qemuRunsKVM(ctx context.Context, qemu, kernel string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, qemu, "-nodefaults", "-no-user-config", "-display", "none",
+		"-M", "microvm", "-accel", "kvm", "-cpu", "host", "-m", "128", "-no-reboot",
+		"-serial", "stdio", "-kernel", kernel, "-append", "console=ttyS0 panic=-1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	var stderr limitedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	n, _ := out.Read(make([]byte, 1))
+	if n == 1 {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("no console output in 3s under KVM")
+	}
+	return fmt.Errorf("qemu exited: %s", stderr.String())
+}
+
+// limitedBuffer keeps the first 4 KiB written to it: QEMU's error output.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := 4096 - len(b.buf); room > 0 {
+		b.buf = append(b.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+var _ io.Writer = (*limitedBuffer)(nil)
