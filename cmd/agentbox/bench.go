@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -10,12 +11,14 @@ import (
 	"github.com/agentbox/agentbox/internal/bench"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 func newBenchCmd(a *app) *cobra.Command {
 	var o bench.Options
+	var isolation string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure sandbox create, exec and file round trips against plain docker run / docker exec",
@@ -28,25 +31,21 @@ table with the ratio of the two:
   - the round trip of exec 'true', against 'docker exec CONTAINER true', over
     the unix socket and over TCP (the guest transports; TCP needs root)
   - a 1 MiB file written then read back, against docker exec with cat
+  - the start of 'python3 -c pass', against docker exec of the same
+  - 1 GiB written into the workspace and the zip of a 5,000-file workspace
+    (left out with --no-workspace)
+  - the memory of an idle sandbox on the host (its cgroup's usage and the
+    PSS of its processes), against a plain container running sleep
 
-It needs the engine, the sandbox image and the docker CLI. Results are
-recorded in docs/benchmarks.md.`,
+--isolation gvisor measures the gvisor tier: its sandboxes run under runsc,
+and so do the baselines' containers (docker run --runtime=runsc), so each
+ratio compares like with like.
+
+It needs the engine on this host, the sandbox image and the docker CLI.
+Results are recorded in docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.benchSandboxes(cmd, &o, func() error {
-				alt, err := a.altTransportDriver(o.Driver)
-				if err != nil {
-					fmt.Fprintf(o.Log, "the other guest transport is not measured: %v\n", err)
-				} else {
-					defer alt.Close()
-					o.AltDriver = alt
-				}
-				rows, err := bench.Run(cmd.Context(), o)
-				if err == nil {
-					bench.Markdown(cmd.OutOrStdout(), rows)
-				}
-				return err
-			})
+			return a.benchTier(cmd, &o, isolation)
 		},
 	}
 	cmd.AddCommand(newBenchAPICmd(a), newBenchGUICmd(a), newBenchUploadCmd(a), newBenchUICmd(a), newBenchStoreCmd(), newBenchDrainCmd(a), newBenchCheckpointCmd(a))
@@ -54,8 +53,51 @@ recorded in docs/benchmarks.md.`,
 	cmd.Flags().IntVar(&o.Execs, "execs", 200, "exec round trips (the docker exec baseline runs a tenth as many)")
 	cmd.Flags().IntVar(&o.Files, "files", 50, "1 MiB write+read cycles")
 	cmd.Flags().StringVar(&o.Docker, "docker", "docker", "docker CLI used for the baselines")
+	cmd.Flags().StringVar(&isolation, "isolation", sandbox.IsolationContainer, "isolation tier to measure: container or gvisor (its baselines run under runsc too); one that cannot run here is refused (exit 2)")
+	cmd.Flags().BoolVar(&o.NoWorkspace, "no-workspace", false, "leave out the slow workspace rows (1 GiB written, a 5,000-file zip)")
 	a.driverFlag(cmd)
 	return cmd
+}
+
+// benchTier runs the sandbox benchmark on the tier isolation: its rows,
+// then the memory of an idle sandbox.
+func (a *app) benchTier(cmd *cobra.Command, o *bench.Options, isolation string) error {
+	return a.benchSandboxes(cmd, o, func() error {
+		tiers, ok := o.Driver.(interface {
+			Tier(ctx context.Context, iso string) (sandbox.Driver, error)
+		})
+		if !ok {
+			return fmt.Errorf("%w: the %s driver has no tiers to choose from", sandbox.ErrIsolationUnavailable, a.cfg.Sandbox.Driver)
+		}
+		d, err := tiers.Tier(cmd.Context(), isolation)
+		if err != nil {
+			return err
+		}
+		o.Driver = d
+		if isolation == sandbox.IsolationGVisor {
+			o.Runtime = docker.RuntimeGVisor
+			fmt.Fprintln(o.Log, "the other guest transport is not measured: gvisor sandboxes have no network the host reaches")
+		} else if alt, err := a.altTransportDriver(d); err != nil {
+			fmt.Fprintf(o.Log, "the other guest transport is not measured: %v\n", err)
+		} else {
+			defer alt.Close()
+			o.AltDriver = alt
+		}
+		w := cmd.OutOrStdout()
+		fmt.Fprintf(w, "Isolation %s: sandboxes and baseline containers under the %s runtime.\n\n", d.Capabilities().Isolation, cmp.Or(o.Runtime, "engine's default"))
+		rows, err := bench.Run(cmd.Context(), *o)
+		if err != nil {
+			return err
+		}
+		bench.Markdown(w, rows)
+		idle, err := bench.Idle(cmd.Context(), *o)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		bench.IdleMarkdown(w, idle)
+		return nil
+	})
 }
 
 func newBenchAPICmd(a *app) *cobra.Command {

@@ -26,6 +26,15 @@ type Options struct {
 	Files   int    // 1 MiB write+read cycles (default 50)
 	Log     io.Writer
 
+	// Runtime is the engine runtime of the sandboxes measured (Driver's
+	// tier): "" for the engine's default (runc), "runsc" for gvisor. The
+	// baselines' containers run under it too, so each ratio compares like
+	// with like.
+	Runtime string
+	// NoWorkspace leaves out the workspace rows (1 GiB written, a
+	// 5,000-file zip), the slowest.
+	NoWorkspace bool
+
 	// AltDriver, if set, is the same engine's driver with another guest
 	// transport (TCP beside the unix socket): its exec round trip is
 	// measured beside Driver's.
@@ -55,7 +64,11 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 			return execRow(ctx, o)
 		})
 	}
-	for _, m := range append(measures, fileRow, writeRow, zipRow) {
+	measures = append(measures, fileRow, pythonRow)
+	if !o.NoWorkspace {
+		measures = append(measures, writeRow, zipRow)
+	}
+	for _, m := range measures {
 		r, err := m(ctx, o)
 		if err != nil {
 			return rows, err
@@ -104,7 +117,7 @@ func createRow(ctx context.Context, o Options) (Row, error) {
 		return Row{}, err
 	}
 	base, err := dockerRun(ctx, o)
-	return Row{Name: "sandbox create → first exec returns", Baseline: "docker run --rm IMAGE true", Ours: ours, Base: base}, err
+	return Row{Name: "sandbox create → first exec returns", Baseline: o.runLabel("--rm IMAGE true"), Ours: ours, Base: base}, err
 }
 
 // lifecycleRow times a sandbox's whole life, destroy included, which is
@@ -126,17 +139,24 @@ func lifecycleRow(ctx context.Context, o Options) (Row, error) {
 		return Row{}, err
 	}
 	base, err := dockerRun(ctx, o)
-	return Row{Name: "create → exec → destroy", Baseline: "docker run --rm IMAGE true", Ours: ours, Base: base}, err
+	return Row{Name: "create → exec → destroy", Baseline: o.runLabel("--rm IMAGE true"), Ours: ours, Base: base}, err
 }
 
 func dockerRun(ctx context.Context, o Options) (Stats, error) {
 	return sample(o.Creates, func() error {
-		return run(ctx, o.Docker, "run", "--rm", "--network", "none", o.Image, "true")
+		return run(ctx, o.Docker, o.runArgs("--rm", "--network", "none", o.Image, "true")...)
 	})
 }
 
 // execRow times the exec round trip over o.Driver's guest transport.
 func execRow(ctx context.Context, o Options) (Row, error) {
+	transport := transportName(o.Driver.Capabilities().Transport)
+	return execRowOf(ctx, o, o.Execs, "exec round trip of `true` ("+transport+")", "true")
+}
+
+// execRowOf times n guest execs of argv in one fresh sandbox against a
+// tenth as many (at least 5) docker execs of it into the same container.
+func execRowOf(ctx context.Context, o Options, n int, name string, argv ...string) (Row, error) {
 	s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
 	if err != nil {
 		return Row{}, err
@@ -146,14 +166,14 @@ func execRow(ctx context.Context, o Options) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	transport := transportName(o.Driver.Capabilities().Transport)
-	fmt.Fprintf(o.Log, "exec round trip of true over %s: %d guest execs, %d docker execs\n", transport, o.Execs, o.Execs/10)
-	ours, err := sample(o.Execs, func() error { return execTrue(ctx, s.Guest()) })
+	nBase := max(n/10, 5)
+	fmt.Fprintf(o.Log, "%s: %d guest execs, %d docker execs\n", name, n, nBase)
+	ours, err := sample(n, func() error { return execArgv(ctx, s.Guest(), argv...) })
 	if err != nil {
 		return Row{}, err
 	}
-	base, err := sample(max(o.Execs/10, 5), func() error { return run(ctx, o.Docker, "exec", ref, "true") })
-	return Row{Name: "exec round trip of `true` (" + transport + ")", Baseline: "docker exec CONTAINER true", Ours: ours, Base: base}, err
+	base, err := sample(nBase, func() error { return run(ctx, o.Docker, append([]string{"exec", ref}, argv...)...) })
+	return Row{Name: name, Baseline: "docker exec CONTAINER " + strings.Join(argv, " "), Ours: ours, Base: base}, err
 }
 
 // transportName says in words how the host reaches the guest.
@@ -213,10 +233,12 @@ func fileRow(ctx context.Context, o Options) (Row, error) {
 	return Row{Name: "1 MiB file written then read back", Baseline: "docker exec -i … cat > f; docker exec … cat f", Ours: ours, Base: base}, err
 }
 
-func execTrue(ctx context.Context, g *guest.Client) error {
-	res, err := g.Exec(ctx, guest.ExecRequest{Cmd: []string{"true"}})
+func execTrue(ctx context.Context, g *guest.Client) error { return execArgv(ctx, g, "true") }
+
+func execArgv(ctx context.Context, g *guest.Client, argv ...string) error {
+	res, err := g.Exec(ctx, guest.ExecRequest{Cmd: argv})
 	if err == nil && res.ExitCode != 0 {
-		err = fmt.Errorf("true exited %d: %s", res.ExitCode, res.Stderr)
+		err = fmt.Errorf("%s exited %d: %s", strings.Join(argv, " "), res.ExitCode, res.Stderr)
 	}
 	return err
 }

@@ -154,7 +154,6 @@ func timed(f func() error) (time.Duration, error) {
 
 // GUIMarkdown renders r.
 func GUIMarkdown(w io.Writer, r GUIResult) {
-	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 	fmt.Fprintln(w, "| state | sandbox memory (cgroup usage, page cache included) | processes' own (anonymous) memory |")
 	fmt.Fprintln(w, "|---|---|---|")
 	row := func(name string, m Memory) { fmt.Fprintf(w, "| %s | %s | %s |\n", name, mib(m.Usage), mib(m.Anon)) }

@@ -63,7 +63,7 @@ func plainContainer(ctx context.Context, o Options, ws string) (string, func(), 
 		os.Chmod(dir, 0o777)
 		ws, temp = dir, dir
 	}
-	out, err := exec.CommandContext(ctx, o.Docker, "run", "-d", "--rm", "--network", "none", "-v", ws+":/workspace", o.Image, "sleep", "3600").Output()
+	out, err := exec.CommandContext(ctx, o.Docker, o.runArgs("-d", "--rm", "--network", "none", "-v", ws+":/workspace", o.Image, "sleep", "3600")...).Output()
 	if err != nil {
 		os.RemoveAll(temp)
 		return "", nil, fmt.Errorf("docker run: %w", err)
