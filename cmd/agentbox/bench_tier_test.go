@@ -26,7 +26,7 @@ func TestBenchTiers(t *testing.T) {
 		t.Run(iso, func(t *testing.T) {
 			out, errOut, err := run(t.Context(), "bench", "--isolation", iso, "--creates", "1", "--execs", "4", "--files", "1", "--no-workspace")
 			if iso == "gvisor" && errors.Is(err, sandbox.ErrIsolationUnavailable) {
-				t.Skipf("no gvisor tier here: %v", err)
+				testenv.Missing(t, "the gvisor tier", err.Error())
 			}
 			if err != nil {
 				t.Fatalf("bench --isolation %s: %v\n%s%s", iso, err, out, errOut)

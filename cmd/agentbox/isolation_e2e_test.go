@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/doctor"
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
+	"github.com/agentbox/agentbox/internal/testenv"
 )
 
 // TestGVisorJob: a job asking for the gvisor tier runs through the real
@@ -28,7 +29,7 @@ func TestGVisorJob(t *testing.T) {
 	}
 	code := s.do("POST", "/v1/jobs", map[string]any{"task": "Which kernel runs here?", "isolation": "gvisor"}, &sub)
 	if code == 400 && sub.Error.Code == "isolation_unavailable" {
-		t.Skipf("no gvisor tier here: %s", sub.Error.Message)
+		testenv.Missing(t, "the gvisor tier", sub.Error.Message)
 	}
 	if code != 201 {
 		t.Fatalf("submit: %d %+v\n%s", code, sub, s.logs)

@@ -103,3 +103,15 @@ func Browser(t testing.TB) string {
 	t.Skipf("skipping: needs a browser: %s", why)
 	return ""
 }
+
+// Missing skips a test for what it needs and this machine lacks (a
+// gVisor runtime, a tool), with why in one line; where Docker is required
+// (CI installs everything the tests use) it fails instead, so a test never
+// passes vacuously there.
+func Missing(t testing.TB, what, why string) {
+	t.Helper()
+	if DockerRequired() {
+		t.Fatalf("no %s: %s (it is required here: CI=true or AGENTBOX_REQUIRE_DOCKER=1)", what, why)
+	}
+	t.Skipf("skipping: needs %s: %s", what, why)
+}

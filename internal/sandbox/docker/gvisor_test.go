@@ -11,6 +11,7 @@ import (
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/sandbox/sandboxtest"
+	"github.com/agentbox/agentbox/internal/testenv"
 )
 
 // gvisorDriver is a driver of the gvisor tier; the test skips when the
@@ -22,7 +23,7 @@ func gvisorDriver(t *testing.T) *docker.Driver {
 		if !errors.Is(err, sandbox.ErrIsolationUnavailable) {
 			t.Fatal(err)
 		}
-		t.Skipf("no gvisor tier here: %v", err)
+		testenv.Missing(t, "the gvisor tier", err.Error())
 	}
 	return d
 }
