@@ -17,10 +17,10 @@ import (
 
 // modelServer runs `agentbox serve` with the agent talking to a scripted
 // model in the given wire format over real HTTP.
-func modelServer(t *testing.T, format string, script llmtest.Script) (*server, *llmtest.Server) {
+func modelServer(t *testing.T, format string, script llmtest.Script, extraEnv ...string) (*server, *llmtest.Server) {
 	t.Helper()
 	fake := llmtest.New(t, script)
-	env := []string{"AGENTBOX_AGENT=model", "AGENTBOX_CONCURRENCY=1"}
+	env := append([]string{"AGENTBOX_AGENT=model", "AGENTBOX_CONCURRENCY=1"}, extraEnv...)
 	switch format {
 	case "anthropic":
 		env = append(env, "ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL="+fake.AnthropicURL(), "AGENTBOX_MODEL=anthropic:claude-sonnet-4-5")

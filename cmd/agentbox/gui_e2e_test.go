@@ -12,12 +12,26 @@ import (
 
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
+	"github.com/agentbox/agentbox/internal/testenv"
 )
 
 // openXterm starts an xterm on the sandbox's desktop and waits until its
 // window is on screen (mapped, not just created).
-const openXterm = `xterm -geometry 70x20+100+100 -bg white -fg black & ` +
-	`for i in $(seq 300); do xdotool search --onlyvisible --class xterm >/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1`
+var openXterm = `xterm -T abtest -geometry 70x20+100+100 -bg white -fg black & ` + awaitWindow("abtest")
+
+// opener is the command that opens the window the agent types into:
+// xterm, or under gvisor a window without a pty (testenv.TyperWindow).
+func opener(isolation string) string {
+	if isolation == "gvisor" {
+		return testenv.TyperWindow + " " + awaitWindow("abtest")
+	}
+	return openXterm
+}
+
+// awaitWindow waits for a visible window named name.
+func awaitWindow(name string) string {
+	return `for i in $(seq 300); do xdotool search --onlyvisible --name ` + name + ` >/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1`
+}
 
 // awaitTyped waits for the command typed into the xterm to have run.
 const awaitTyped = `for i in $(seq 300); do [ -s /workspace/typed.txt ] && exit 0; sleep 0.1; done; exit 1`
@@ -35,18 +49,20 @@ func computer(action string, fields map[string]any) llmtest.Turn {
 // again, on both wire formats. The PNGs the model received are checked:
 // their size, and that the window changed the picture.
 func TestAgentDrivesDesktop(t *testing.T) {
-	for _, format := range []string{"anthropic", "openai"} {
-		t.Run(format, func(t *testing.T) {
+	for _, c := range []struct{ format, isolation string }{{"anthropic", "container"}, {"openai", "container"}, {"anthropic", "gvisor"}} {
+		format := c.format
+		t.Run(format+"-"+c.isolation, func(t *testing.T) {
+			needTier(t, c.isolation)
 			s, fake := modelServer(t, format, llmtest.Script{Steps: []llmtest.Step{
 				step(computer("screenshot", nil)),
-				step(llmtest.Call("bash", map[string]any{"command": openXterm})),
+				step(llmtest.Call("bash", map[string]any{"command": opener(c.isolation)})),
 				step(computer("left_click", map[string]any{"coordinate": []int{300, 200}})),
 				step(computer("type", map[string]any{"text": "echo drawn-by-the-agent > /workspace/typed.txt"})),
 				step(computer("key", map[string]any{"text": "Return"})),
 				step(llmtest.Call("bash", map[string]any{"command": awaitTyped})),
 				step(computer("screenshot", nil)),
 				step(llmtest.Call("finish", map[string]any{"summary": "typed into an xterm"})),
-			}})
+			}}, "AGENTBOX_ISOLATION="+c.isolation)
 			j := s.runJob(t, "Open a terminal window on the desktop and type a command into it", nil)
 			if j.Status != "complete" {
 				texts, _ := s.toolResults(j.JobID)
@@ -137,6 +153,13 @@ func checkComputerToolForm(t *testing.T, format string, r llmtest.Recorded) {
 // between calls, a killed kernel is restarted and the model is told, and a
 // plot is saved into the workspace and shown to the model.
 func TestAgentPythonKernel(t *testing.T) {
+	for _, isolation := range []string{"container", "gvisor"} {
+		t.Run(isolation, func(t *testing.T) { agentPythonKernel(t, isolation) })
+	}
+}
+
+func agentPythonKernel(t *testing.T, isolation string) {
+	needTier(t, isolation)
 	plot := "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()"
 	s, fake := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
 		step(llmtest.Call("python", map[string]any{"code": "x = 41"})),
@@ -145,7 +168,7 @@ func TestAgentPythonKernel(t *testing.T) {
 		step(llmtest.Call("python", map[string]any{"code": "print(x)"})),
 		step(llmtest.Call("python", map[string]any{"code": plot})),
 		step(llmtest.Call("finish", map[string]any{"summary": "done"})),
-	}})
+	}}, "AGENTBOX_ISOLATION="+isolation)
 	j := s.runJob(t, "Explore in the notebook", nil)
 	texts, failed := s.toolResults(j.JobID)
 	if j.Status != "complete" || len(texts) != 6 {

@@ -115,3 +115,13 @@ func Missing(t testing.TB, what, why string) {
 	}
 	t.Skipf("skipping: needs %s: %s", what, why)
 }
+
+// TyperWindow opens a window titled abtest that runs the line typed into
+// it on Return, as a shell in an xterm does, without a pty: a Tk entry.
+// gVisor's runsc 20221219 fails xterm's pty (a pty master read before its
+// replica is open fails with EIO there, gVisor issue 13738).
+const TyperWindow = `python3 -c 'import subprocess, tkinter as tk
+r = tk.Tk(); r.title("abtest"); r.geometry("500x300+100+100"); r.configure(bg="white")
+e = tk.Entry(r, bg="white", relief="flat"); e.pack(fill="both", expand=1); e.focus_set()
+e.bind("<Return>", lambda _: subprocess.run(["sh", "-c", e.get()]))
+r.mainloop()' >/dev/null 2>&1 &`

@@ -187,15 +187,21 @@ func checkPointer(t *testing.T, g *guest.Client) {
 // checkXtermTyping opens an xterm from the agent's shell, sees it appear,
 // and types a command into it that creates a file.
 func checkXtermTyping(t *testing.T, g *guest.Client, empty image.Image) {
-	if _, code := run(t, g, "xterm -T abtest -geometry 80x24+100+100 >/dev/null 2>&1 &"); code != 0 {
-		t.Fatalf("xterm: exit %d", code)
+	checkTyping(t, g, empty, "xterm -T abtest -geometry 80x24+100+100 >/dev/null 2>&1 &")
+}
+
+// checkTyping opens a window titled abtest with open, clicks into it and
+// types a command, which must run.
+func checkTyping(t *testing.T, g *guest.Client, empty image.Image, open string) {
+	if _, code := run(t, g, open); code != 0 {
+		t.Fatalf("%s: exit %d", open, code)
 	}
 	if out, code := run(t, g, "timeout 20 xdotool search --sync --onlyvisible --name abtest"); code != 0 {
-		t.Fatalf("xterm window never appeared: %s", out)
+		t.Fatalf("the window never appeared: %s", out)
 	}
-	waitFor(t, 30*time.Second, "the xterm in a screenshot", func() bool {
+	waitFor(t, 30*time.Second, "the window in a screenshot", func() bool {
 		_, img := screenshot(t, g)
-		// Inside the xterm, away from where the pointer was and is.
+		// Inside the window, away from where the pointer was and is.
 		return differsIn(img, empty, image.Rect(110, 110, 300, 300))
 	})
 	act(t, g, guest.DesktopAction{Action: "left_click", Coordinate: &guest.Point{X: 300, Y: 200}})

@@ -3,6 +3,7 @@ package docker_test
 import (
 	"context"
 	"errors"
+	"image"
 	"strings"
 	"testing"
 
@@ -78,4 +79,24 @@ func TestGVisorToolchains(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Destroy(context.Background()) })
 	checkToolchains(t, s.Guest())
+}
+
+// TestGVisorDesktop: the desktop stack runs under gVisor as it does in a
+// container: screenshots, the pointer, a window typed into (a Tk one:
+// xterm's pty fails under this runsc, see testenv.TyperWindow).
+func TestGVisorDesktop(t *testing.T) {
+	d := gvisorDriver(t)
+	sb, err := d.Create(context.Background(), sandbox.Spec{WebBase: "/v1/jobs/test1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Destroy(context.Background()) })
+	g := sb.Guest()
+	if _, err := g.DesktopStart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var empty image.Image
+	t.Run("screenshot", func(t *testing.T) { empty = checkScreenshots(t, g, 1024, 768) })
+	t.Run("pointer", func(t *testing.T) { checkPointer(t, g) })
+	t.Run("typing into a window", func(t *testing.T) { checkTyping(t, g, empty, testenv.TyperWindow) })
 }
