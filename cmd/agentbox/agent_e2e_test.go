@@ -255,11 +255,20 @@ func TestJobModelOverridesServerDefault(t *testing.T) {
 }
 
 func TestAgentResumesAfterKill9(t *testing.T) {
+	for _, isolation := range []string{"container", "gvisor"} {
+		t.Run(isolation, func(t *testing.T) { agentResumesAfterKill9(t, isolation) })
+	}
+}
+
+// agentResumesAfterKill9: a job's server killed -9 mid-job; the restarted
+// server resumes the job in the same sandbox, under the same tier.
+func agentResumesAfterKill9(t *testing.T, isolation string) {
+	needTier(t, isolation)
 	loop := "if [ -e stop ]; then echo STOP; else sleep 0.3; echo go; fi"
 	s, fake := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{{Repeat: true, Branches: []llmtest.Turn{
 		when("STOP", llmtest.Call("finish", map[string]any{"summary": "stopped when asked"})),
 		llmtest.Call("bash", map[string]any{"command": loop}),
-	}}}})
+	}}}}, "AGENTBOX_ISOLATION="+isolation)
 	var j jobDTO
 	if code := s.do("POST", "/v1/jobs", map[string]any{"task": "work until the stop file appears"}, &j); code != 201 {
 		t.Fatalf("submit: %d", code)
@@ -277,7 +286,7 @@ func TestAgentResumesAfterKill9(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644)
 	}
 	final := s.awaitFinal([]string{j.JobID})[j.JobID]
-	if final.Status != "complete" || final.Attempts != 2 {
+	if final.Status != "complete" || final.Attempts != 2 || final.Isolation != isolation {
 		t.Fatalf("job %+v\n%s", final, s.logs)
 	}
 	evs := s.events(j.JobID)

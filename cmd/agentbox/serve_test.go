@@ -113,7 +113,9 @@ type jobDTO struct {
 	Status   string `json:"status"`
 	Error    string `json:"error"`
 	Attempts int    `json:"attempts"`
-	Steps    int    `json:"steps"`
+	// Isolation is the tier the job ran under.
+	Isolation string `json:"isolation"`
+	Steps     int    `json:"steps"`
 }
 
 func (s *server) submit(task string) (string, int) {
