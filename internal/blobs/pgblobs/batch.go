@@ -65,6 +65,7 @@ func (s *Store) PutBatch(ctx context.Context, ns string, bs []blobs.Blob) (int, 
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	q := &pgx.Batch{}
 	q.Queue("SET LOCAL synchronous_commit = off")
+	q.Queue(lockShared, ns)
 	q.Queue(batchChunks, ns, digests, data)
 	var added, missing int
 	var n int64

@@ -72,6 +72,9 @@ func (s *Store) Put(ctx context.Context, ns, digest string, size int64, r io.Rea
 		return fmt.Errorf("put %s: %w", digest, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, lockShared, ns); err != nil {
+		return fmt.Errorf("put %s: %w", digest, err)
+	}
 	// A blob need not be durable on its own: nothing names it until a ref
 	// does, and SetRef commits synchronously, which flushes the WAL of
 	// every transaction before it. A checkpoint of thousands of files
@@ -179,11 +182,29 @@ func (s *Store) Remove(ctx context.Context, ns string) error {
 	const q = `WITH objects AS (DELETE FROM blob_objects WHERE ns = $1),
 chunks AS (DELETE FROM blob_chunks WHERE ns = $1)
 DELETE FROM blob_refs WHERE ns = $1`
-	if _, err := s.pool.Exec(ctx, q, ns); err != nil {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockExclusive, ns); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, q, ns)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("remove %s: %w", ns, err)
 	}
 	return nil
 }
+
+// The namespace's lock: puts hold it shared and Remove exclusive, each
+// until its transaction ends. A put checks that a chunk it did not write
+// itself (another put's) is there, then adds the blob's row; without the
+// lock a Remove could delete that chunk in between, leaving a row without
+// its bytes. The lock's class ("blob") keeps it apart from other advisory
+// locks on the database (migrations').
+const (
+	lockShared    = "SELECT pg_advisory_xact_lock_shared(1651273570, hashtext($1))"
+	lockExclusive = "SELECT pg_advisory_xact_lock(1651273570, hashtext($1))"
+)
 
 // List returns the namespaces that hold a blob or a ref.
 func (s *Store) List(ctx context.Context) ([]string, error) {
