@@ -69,3 +69,32 @@ func needTier(t *testing.T, isolation string) {
 		testenv.Missing(t, "the gvisor tier", "the engine has no runsc runtime (sudo ./scripts/setup.sh registers it)")
 	}
 }
+
+// TestGVisorSandboxDeathSaysWhy: under gVisor a fork bomb reaching the
+// pids limit, or a process reaching the memory limit, kills the whole
+// sandbox; the job then ends in error saying so, not only that the
+// guest's stream ended early.
+func TestGVisorSandboxDeathSaysWhy(t *testing.T) {
+	s := newServer(t)
+	s.start()
+	for _, tt := range []struct{ name, task, want string }{
+		{"fork bomb", "f(){ f|f& }; f; sleep 60", "exited"},
+		{"memory hog", "python3 -c 'a=[]\nwhile True: a.append(bytearray(10<<20))'; sleep 60", "memory limit"},
+	} {
+		var sub struct {
+			JobID string `json:"job_id"`
+		}
+		body := map[string]any{"task": tt.task, "isolation": "gvisor", "limits": map[string]any{"memory": "256m"}}
+		switch code := s.do("POST", "/v1/jobs", body, &sub); code {
+		case 400:
+			testenv.Missing(t, "the gvisor tier", s.logs.String())
+		case 201:
+		default:
+			t.Fatalf("%s: submit: %d\n%s", tt.name, code, s.logs)
+		}
+		j := s.awaitFinal([]string{sub.JobID})[sub.JobID]
+		if j.Status != "error" || !strings.Contains(j.Error, "gVisor") || !strings.Contains(j.Error, tt.want) {
+			t.Errorf("%s: job %s %q, want an error saying the gVisor sandbox died (%s)\n%s", tt.name, j.Status, j.Error, tt.want, s.logs)
+		}
+	}
+}

@@ -49,6 +49,9 @@ func decodeBody(body []byte, v any) error {
 	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
 		return badRequest("request body must hold a single JSON object; found data after it")
 	}
+	if err := checkKeys(body, reflect.TypeOf(v)); err != nil {
+		return err
+	}
 	return checkSurrogates(body)
 }
 

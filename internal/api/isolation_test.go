@@ -2,12 +2,14 @@ package api_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/drivers"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // tierDriver is a driver of which the tiers only ask the tier.
@@ -46,5 +48,32 @@ func TestIsolation(t *testing.T) {
 		if j := getJob(t, e, sr.JobID); j.Isolation != want {
 			t.Errorf("%s: isolation %q, want %q", body, j.Isolation, want)
 		}
+	}
+}
+
+// TestIsolationKeyOnce: a body naming a field twice, in any case, is a 400,
+// never a job. encoding/json matches keys case-insensitively and keeps the
+// last: {"isolation":"gvisor","Isolation":"container"} ran under container
+// while a proxy reading "isolation" saw gvisor.
+func TestIsolationKeyOnce(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	for _, body := range []string{
+		`{"task":"x","isolation":"gvisor","Isolation":"container"}`,
+		`{"task":"x","isolation":"gvisor","isolation":"container"}`,
+		`{"task":"x","ISOLATION":"container","isolation":"gvisor"}`,
+		`{"task":"x","limits":{"memory":"1g","Memory":"8g"}}`,
+		`{"task":"x","task":"y"}`,
+	} {
+		for _, path := range []string{"/v1/jobs", "/schedule", "/submit"} {
+			resp, b := do(t, e, req{method: "POST", path: path, body: body})
+			if got := wantError(t, resp, b, http.StatusBadRequest, wire.CodeBadRequest); !strings.Contains(got.Message, "more than once") {
+				t.Errorf("%s %s: message %q, want it to say a key is given more than once", path, body, got.Message)
+			}
+		}
+	}
+	// Metadata keys are a map's: case tells them apart.
+	sr := submit(t, e, `{"task":"x","metadata":{"k":"1","K":"2"}}`)
+	if md := getJob(t, e, sr.JobID).Metadata; md["k"] != "1" || md["K"] != "2" {
+		t.Errorf("metadata %v, want k and K both", md)
 	}
 }

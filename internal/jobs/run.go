@@ -249,6 +249,10 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	})
 	if why := stoppedBy(sb); why != nil {
 		cancel(why)
+	} else if errors.Is(err, guest.ErrUnavailable) {
+		if why := exitedBy(ctx, sb); why != nil {
+			cancel(why)
+		}
 	}
 	out.ws = ws
 	return out, err, context.Cause(ctx)
@@ -306,6 +310,25 @@ func stoppedBy(sb sandbox.Sandbox) error {
 		return st.Stopped()
 	}
 	return nil
+}
+
+// exiter is a sandbox that can say why it ended on its own
+// (docker.Sandbox: its container's exit).
+type exiter interface {
+	Exited(ctx context.Context) error
+}
+
+// exitedBy is why sb ended on its own, or nil while it runs: asked when
+// an attempt failed for want of the guest, so that the job says the
+// sandbox died rather than only that the guest's stream ended.
+func exitedBy(ctx context.Context, sb sandbox.Sandbox) error {
+	e, ok := sb.(exiter)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return e.Exited(ctx)
 }
 
 // finish records how the attempt ended, unless the job was handed back

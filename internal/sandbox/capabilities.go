@@ -22,7 +22,8 @@ func CheckIsolation(name string) error {
 	if name == "" || slices.Contains(Isolations, name) {
 		return nil
 	}
-	return fmt.Errorf("%w: isolation %q: use %s", ErrIsolationUnavailable, name, strings.Join(Isolations, ", "))
+	// %.64q: the name is a client's, of any length; 64 runes of it say enough.
+	return fmt.Errorf("%w: isolation %.64q: use %s", ErrIsolationUnavailable, name, strings.Join(Isolations, ", "))
 }
 
 // Guest transports: how the host reaches a sandbox's guest.

@@ -25,3 +25,13 @@ func TestCheckNetwork(t *testing.T) {
 		t.Errorf("a named network where none are: %v", err)
 	}
 }
+
+// TestCheckIsolationQuotesLittle: the refusal of an unknown tier quotes
+// a bounded part of it: a client's 1 MiB value came back whole in the
+// 400 and in the server's log.
+func TestCheckIsolationQuotesLittle(t *testing.T) {
+	err := sandbox.CheckIsolation(strings.Repeat("a", 1<<20))
+	if err == nil || len(err.Error()) > 300 || !strings.Contains(err.Error(), "use container, gvisor, microvm") {
+		t.Fatalf("CheckIsolation: %d bytes: %.300v", len(err.Error()), err)
+	}
+}

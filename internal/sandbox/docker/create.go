@@ -248,6 +248,10 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h record, ic imageConfig) (*
 		},
 	}
 	init := true
+	pids := lim.PidsLimit
+	if d.cfg.Runtime == RuntimeGVisor {
+		pids += GVisorPidsHeadroom
+	}
 	hostCfg := &container.HostConfig{
 		Runtime:        d.cfg.Runtime,
 		NetworkMode:    container.NetworkMode(network),
@@ -263,7 +267,7 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h record, ic imageConfig) (*
 			Memory:     lim.MemoryBytes,
 			MemorySwap: lim.MemoryBytes, // no swap: the limit is the limit
 			NanoCPUs:   lim.NanoCPUs,
-			PidsLimit:  &lim.PidsLimit,
+			PidsLimit:  &pids,
 			Ulimits:    d.ulimits(h, lim),
 		},
 		// The guest's own logs are small; a cap keeps a process that writes to

@@ -6,6 +6,7 @@ import (
 	"image"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/doctor"
 	"github.com/agentbox/agentbox/internal/guest"
@@ -99,4 +100,29 @@ func TestGVisorDesktop(t *testing.T) {
 	t.Run("screenshot", func(t *testing.T) { empty = checkScreenshots(t, g, 1024, 768) })
 	t.Run("pointer", func(t *testing.T) { checkPointer(t, g) })
 	t.Run("typing into a window", func(t *testing.T) { checkTyping(t, g, empty, testenv.TyperWindow) })
+}
+
+// TestGVisorSmallPidsLimit: a pids limit the container tier starts under
+// starts a gvisor sandbox too, and leaves the sandbox's processes room
+// to run. runsc's Sentry spends about a hundred of the host cgroup's pids
+// on its own threads: under the bare limit a sandbox of 64 died before
+// its guest answered, and one of 32 wedged runsc's start (the container
+// stuck in Created, `docker rm -f` hanging).
+func TestGVisorSmallPidsLimit(t *testing.T) {
+	d := gvisorDriver(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := d.Create(ctx, sandbox.Spec{JobID: "gvisor-pids", Limits: sandbox.Limits{PidsLimit: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy(context.Background())
+	// 16 processes at once, as under runc's limit of 64.
+	res, err := s.Guest().Exec(ctx, guest.ExecRequest{Cmd: []string{"bash", "-c", "for i in $(seq 16); do sleep 2 & done; wait; echo ok"}, TimeoutMS: 60_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || string(res.Stdout) != "ok\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
 }

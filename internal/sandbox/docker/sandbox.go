@@ -214,3 +214,35 @@ func (c *capped) Write(p []byte) (int, error) {
 
 func (c *capped) Len() int       { return c.buf.Len() }
 func (c *capped) String() string { return c.buf.String() }
+
+// exitGrace is how long Exited waits for a container to stop.
+const exitGrace = 5 * time.Second
+
+// Exited says why the sandbox's container has ended on its own (killed
+// at its memory limit, or its exit code), or nil while it runs or when the
+// engine cannot say. Under gVisor a sandbox reaching its memory or pids
+// limit dies whole, guest included, so the guest's stream ending early is
+// all its client sees; this is the why.
+// The stream ends a moment before the container does: it waits up to
+// exitGrace for the container to stop.
+func (s *Sandbox) Exited(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, exitGrace)
+	defer cancel()
+	waited, errc := s.d.cli.ContainerWait(wctx, s.h.Ref, container.WaitConditionNotRunning)
+	select {
+	case <-waited:
+	case <-errc:
+	}
+	info, err := s.d.cli.ContainerInspect(ctx, s.h.Ref)
+	if err != nil || info.State == nil || info.State.Running {
+		return nil
+	}
+	why := fmt.Sprintf("its container exited with code %d", info.State.ExitCode)
+	if info.State.OOMKilled {
+		why = "it was killed at its memory limit"
+	}
+	if s.d.cfg.Runtime == RuntimeGVisor {
+		why += " (under gVisor, a sandbox reaching its memory or pids limit dies whole)"
+	}
+	return fmt.Errorf("%w: it died: %s", sandbox.ErrGone, why)
+}
