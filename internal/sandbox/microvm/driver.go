@@ -33,7 +33,8 @@ type DriverConfig struct {
 	// Image is the default sandbox image, made into each VM's root file
 	// system (BuildRootfs).
 	Image string
-	// GuestBinary is the static agentbox binary, the VM's /init.
+	// GuestBinary is the static agentbox binary, the VM's /init (default
+	// this executable).
 	GuestBinary string
 	// Defaults are the limits of a spec that sets none.
 	Defaults sandbox.Limits
@@ -61,8 +62,15 @@ var _ sandbox.Driver = (*Driver)(nil)
 // NewDriver returns the driver of cfg; what the tier needs on the host
 // is checked by Available, at each Create.
 func NewDriver(cfg DriverConfig) (*Driver, error) {
-	if cfg.StateDir == "" || cfg.Image == "" || cfg.GuestBinary == "" {
-		return nil, fmt.Errorf("%w: microvm driver needs a state dir, an image and a guest binary", sandbox.ErrInvalidSpec)
+	if cfg.StateDir == "" || cfg.Image == "" {
+		return nil, fmt.Errorf("%w: microvm driver needs a state dir and an image", sandbox.ErrInvalidSpec)
+	}
+	if cfg.GuestBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("guest binary: %w", err)
+		}
+		cfg.GuestBinary = exe
 	}
 	if cfg.QEMU == "" {
 		cfg.QEMU = "qemu-system-x86_64"
@@ -75,6 +83,19 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	def := &cfg.Defaults
+	if def.MemoryBytes <= 0 {
+		def.MemoryBytes = 2 << 30
+	}
+	if def.NanoCPUs <= 0 {
+		def.NanoCPUs = 1e9
+	}
+	if def.PidsLimit <= 0 {
+		def.PidsLimit = 512
+	}
+	if def.NoFile <= 0 {
+		def.NoFile = 1024
 	}
 	return &Driver{cfg: cfg}, nil
 }
@@ -136,6 +157,9 @@ func (d *Driver) rootfs(ctx context.Context, image string) (string, error) {
 	defer d.mu.Unlock()
 	return BuildRootfs(ctx, image, d.cfg.CacheDir)
 }
+
+// GuestBinary is the agentbox binary the VMs boot as their init.
+func (d *Driver) GuestBinary() string { return d.cfg.GuestBinary }
 
 // Close does nothing: the VMs belong to the process, not to the driver.
 func (d *Driver) Close() error { return nil }

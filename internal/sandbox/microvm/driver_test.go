@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -128,6 +129,7 @@ func TestNoOrphanAfterKill9(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	awaitNoProcess(t, dir)
 	if _, err := d.Recover(context.Background(), ls[0].Handle); !errors.Is(err, sandbox.ErrGone) {
 		t.Errorf("recover after the starter died: %v, want ErrGone", err)
 	}
@@ -176,4 +178,32 @@ func TestOrphanHelper(t *testing.T) {
 	}
 	fmt.Printf("qemu %d\n", s.(*microvm.Sandbox).PID())
 	time.Sleep(5 * time.Minute)
+}
+
+// awaitNoProcess waits until no process's command line names dir (QEMU's
+// and virtiofsd's do), for up to 10 s.
+func awaitNoProcess(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := processesNaming(dir)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes outlived the one that started the VM: %q", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func processesNaming(dir string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), dir) {
+			out = append(out, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
 }
