@@ -21,7 +21,8 @@ version), the sandbox image (present, built from this version's definition),
 the guest binary (static), the data directory, /dev/kvm (for microVM
 sandboxes later: usable only once a test guest has run on it), each
 isolation tier (container; gvisor, working only once a test container
-ran under runsc and showed gVisor's kernel log; microvm, not built), and
+ran under runsc and showed gVisor's kernel log; microvm, working only
+once a VM booted Debian's cloud kernel and its guest answered), and
 the model configuration. It exits 1 if anything
 required fails; warnings do not fail.`,
 		Args: cobra.NoArgs,

@@ -26,13 +26,13 @@ func TestIsolation(t *testing.T) {
 	e := apitest.New(t, api.Config{})
 	tiers, err := drivers.NewTiers(sandbox.IsolationContainer,
 		map[string]sandbox.Driver{sandbox.IsolationContainer: tierDriver{iso: sandbox.IsolationContainer}},
-		map[string]string{sandbox.IsolationMicroVM: drivers.MicroVMMissing, sandbox.IsolationGVisor: "runsc is not registered: run scripts/setup.sh"})
+		map[string]string{sandbox.IsolationMicroVM: "no qemu-system-x86_64: apt-get install qemu-system-x86", sandbox.IsolationGVisor: "runsc is not registered: run scripts/setup.sh"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Svc.SetIsolation(sandbox.IsolationContainer, tiers.Check)
 	for _, tt := range []struct{ iso, want string }{
-		{"microvm", "the microvm tier is not built into this version of agentbox"},
+		{"microvm", "no qemu-system-x86_64: apt-get install qemu-system-x86"},
 		{"gvisor", "runsc is not registered: run scripts/setup.sh"},
 		{"kvm", `isolation \"kvm\": use container, gvisor, microvm`},
 	} {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/sandbox/drivers"
+	"github.com/agentbox/agentbox/internal/sandbox/microvm"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
@@ -25,13 +27,13 @@ const setupFix = "sudo ./scripts/setup.sh --no-run   (installs Debian's runsc an
 
 // tierChecks say which isolation tiers work here: container once the
 // engine answers, gvisor only once a container ran under runsc and its
-// kernel log was gVisor's, microvm never (not built). The default tier
+// kernel log was gVisor's, microvm only once a VM booted from the guest
+// kernel and answered. The default tier
 // (AGENTBOX_ISOLATION) failing fails the doctor; another only warns.
 func (d doctor) tierChecks(ctx context.Context) []Check {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	checks := []Check{d.containerTier(ctx), d.gvisorTier(ctx),
-		{"tier microvm", Warn, drivers.MicroVMMissing, ""}}
+	checks := []Check{d.containerTier(ctx), d.gvisorTier(ctx), d.microvmTier(ctx)}
 	for i := range checks {
 		name := strings.TrimPrefix(checks[i].Name, "tier ")
 		if name == d.cfg.Sandbox.Isolation {
@@ -77,6 +79,29 @@ func (d doctor) gvisorTier(ctx context.Context) Check {
 		return Check{"tier gvisor", Fail, fmt.Sprintf("not working: a test container under runsc did not show gVisor's kernel log (dmesg: %.200q)", log), setupFix}
 	}
 	return Check{"tier gvisor", OK, fmt.Sprintf("works: a test container ran under runsc in %v, its dmesg gVisor's", time.Since(begin).Round(time.Millisecond)), ""}
+}
+
+// microvmTier boots a VM (the kernel and the guest alone, microvm.Probe)
+// with the driver the server would use.
+func (d doctor) microvmTier(ctx context.Context) Check {
+	vm, err := microvm.NewDriver(drivers.MicroVMConfig(drivers.Options{Docker: docker.Config{
+		StateDir: filepath.Join(d.cfg.DataDir, "sandboxes"), Image: d.cfg.Sandbox.Image, GuestBinary: d.cfg.Sandbox.GuestBinary}}))
+	if err != nil {
+		return Check{"tier microvm", Fail, err.Error(), microvm.Install}
+	}
+	if err := docker.CheckGuestBinary(vm.GuestBinary()); err != nil {
+		return Check{"tier microvm", Fail, "no static guest binary for the VM's init: " + err.Error(), "see the guest binary check"}
+	}
+	p, err := vm.Probe(ctx)
+	if err != nil {
+		return Check{"tier microvm", Fail, "not working: " + err.Error(), microvm.Install}
+	}
+	how := "KVM"
+	if p.Accel == microvm.TCG {
+		how = "TCG, QEMU's emulation (no KVM: " + strings.SplitN(p.WhyTCG, "\n", 2)[0] + ")"
+	}
+	return Check{"tier microvm", OK, fmt.Sprintf("works: a VM booted the guest kernel %s under %s and answered in %v",
+		p.Kernel, how, p.Boot.Round(time.Millisecond)), ""}
 }
 
 // RunGVisor runs cmd in a throwaway container of img under runsc, with

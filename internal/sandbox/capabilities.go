@@ -31,6 +31,9 @@ const (
 	TransportUnix  = "unix"  // a unix socket in a host directory
 	TransportTCP   = "tcp"   // TCP, every request carrying the sandbox's secret
 	TransportVsock = "vsock" // a vsock port of a virtual machine
+	// TransportSerial is a virtual machine's virtio-serial port, its
+	// connections multiplexed (where no vsock device can be given).
+	TransportSerial = "serial"
 )
 
 // Capabilities says what a driver's sandboxes offer, so callers can check

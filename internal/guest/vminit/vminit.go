@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -63,23 +64,32 @@ func boot(log *slog.Logger) error {
 	if err := loadModules(); err != nil {
 		return err
 	}
+	cfg, err := readConfig()
+	if err != nil {
+		return err
+	}
 	if _, err := os.Stat(RootDevice); err == nil {
 		if err := switchRoot(); err != nil {
 			return err
 		}
 	}
-	if err := mountRuntime(); err != nil {
+	if err := mountRuntime(cfg.SharedWorkspace); err != nil {
 		return err
 	}
 	if err := loopbackUp(); err != nil {
 		return err
 	}
+	cg, err := sandboxCgroup(cfg)
+	if err != nil {
+		return err
+	}
+	defer cg.Close()
 	port, err := findPort(PortName, 5*time.Second)
 	if err != nil {
 		return err
 	}
 	log.Info("vm init ready", "port", port, "took", time.Since(start))
-	return runDaemon(port)
+	return runDaemon(port, cfg, cg)
 }
 
 type mount struct {
@@ -167,14 +177,19 @@ func switchRoot() error {
 }
 
 // mountRuntime mounts the scratch file systems a Debian userland expects,
-// and a tmpfs workspace owned by the agent.
-func mountRuntime() error {
+// and the workspace: the host's virtio-fs share if shared, else a tmpfs
+// owned by the agent.
+func mountRuntime(shared bool) error {
+	ws := mount{"tmpfs", Workspace, "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, fmt.Sprintf("mode=0755,uid=%d,gid=%d", AgentUID, AgentUID)}
+	if shared {
+		ws = mount{WorkspaceTag, Workspace, "virtiofs", unix.MS_NOSUID | unix.MS_NODEV, ""}
+	}
 	for _, m := range []mount{
 		{"devpts", "/dev/pts", "devpts", unix.MS_NOSUID | unix.MS_NOEXEC, "mode=0620,ptmxmode=0666"},
 		{"tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
 		{"tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
 		{"tmpfs", "/run", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=0755"},
-		{"tmpfs", Workspace, "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, fmt.Sprintf("mode=0755,uid=%d,gid=%d", AgentUID, AgentUID)},
+		ws,
 	} {
 		if err := m.do(); err != nil {
 			return err
@@ -220,33 +235,54 @@ func findPort(name string, wait time.Duration) (string, error) {
 	}
 }
 
-// runDaemon starts the guest daemon as the agent on port and reaps every
-// process (process 1 adopts the orphans) until the daemon has exited.
-func runDaemon(port string) error {
+// runDaemon starts the guest daemon as the agent on port, in the
+// sandbox's cgroup, without privileges to gain (no_new_privs) and with
+// cfg's environment and open-files limit, then reaps every process
+// (process 1 adopts the orphans) until the daemon has exited.
+func runDaemon(port string, cfg Config, cgroup *os.File) error {
 	if err := os.Chown(port, AgentUID, AgentUID); err != nil {
 		return fmt.Errorf("port: %w", err)
 	}
+	if cfg.NoFile > 0 {
+		lim := syscall.Rlimit{Cur: uint64(cfg.NoFile), Max: uint64(cfg.NoFile)}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			return fmt.Errorf("open files limit: %w", err)
+		}
+	}
+	// no_new_privs belongs to a thread and passes to what it forks: set
+	// it on the thread that starts the daemon.
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
 	attr := &os.ProcAttr{
-		Dir:   Workspace,
-		Env:   []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/home/agent", "USER=agent", "LANG=C.UTF-8"},
+		Dir: Workspace,
+		Env: append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/home/agent", "USER=agent", "LANG=C.UTF-8"},
+			cfg.Env...),
 		Files: []*os.File{nil, os.Stdout, os.Stderr},
-		Sys: &syscall.SysProcAttr{Setsid: true,
+		Sys: &syscall.SysProcAttr{Setsid: true, UseCgroupFD: true, CgroupFD: int(cgroup.Fd()),
 			Credential: &syscall.Credential{Uid: AgentUID, Gid: AgentUID, Groups: []uint32{AgentUID}}},
 	}
-	p, err := os.StartProcess("/proc/self/exe", []string{"agentbox", "guest", "--listen", "serial:" + port, "--workspace", Workspace}, attr)
+	args := append([]string{"agentbox", "guest", "--listen", "serial:" + port, "--workspace", Workspace}, cfg.DaemonArgs...)
+	p, err := os.StartProcess("/proc/self/exe", args, attr)
 	if err != nil {
 		return fmt.Errorf("start guest daemon: %w", err)
 	}
+	return reap(p.Pid)
+}
+
+// reap waits for every child until pid has exited.
+func reap(pid int) error {
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		got, err := unix.Wait4(-1, &ws, 0, nil)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("wait: %w", err)
 		}
-		if pid == p.Pid {
+		if got == pid {
 			if ws.ExitStatus() != 0 {
 				return fmt.Errorf("guest daemon exited: status %d", ws.ExitStatus())
 			}

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
+	"github.com/agentbox/agentbox/internal/sandbox/microvm"
 )
-
-// MicroVMMissing is why the microvm tier never runs: no driver of this
-// version boots virtual machines.
-const MicroVMMissing = "the microvm tier is not built into this version of agentbox: use container or gvisor"
 
 // availabler is a driver that can say whether its tier runs here
 // (docker.Driver under a runtime the engine may lack).
@@ -175,9 +173,10 @@ func (t *Tiers) tiers() []string {
 }
 
 // OpenTiers opens the docker driver of o once per tier it can run (runc
-// for container, runsc for gvisor), def being the default tier. The
-// gvisor driver is always made; whether the engine has runsc is asked
-// at each Create and Check, so registering it needs no restart.
+// for container, runsc for gvisor) and the microVM driver, def being the
+// default tier. The gvisor and microvm drivers are always made; whether
+// the engine has runsc, or the host QEMU and the guest kernel, is asked
+// at each Create and Check, so installing them needs no restart.
 func OpenTiers(def string, o Options) (*Tiers, error) {
 	if def == "" {
 		def = sandbox.IsolationContainer
@@ -200,7 +199,13 @@ func OpenTiers(def string, o Options) (*Tiers, error) {
 		}
 		by[iso] = d
 	}
-	t, err := NewTiers(def, by, map[string]string{sandbox.IsolationMicroVM: MicroVMMissing})
+	vm, err := microvm.NewDriver(MicroVMConfig(o))
+	if err != nil {
+		closeAll(by)
+		return nil, fmt.Errorf("%s tier: %w", sandbox.IsolationMicroVM, err)
+	}
+	by[sandbox.IsolationMicroVM] = vm
+	t, err := NewTiers(def, by, nil)
 	if err != nil {
 		closeAll(by)
 		return nil, err
@@ -212,4 +217,18 @@ func closeAll(by map[string]sandbox.Driver) {
 	for _, d := range by {
 		_ = d.Close()
 	}
+}
+
+// MicroVMConfig is the microVM driver's configuration, from the Docker
+// driver's: the same image (made into a root file system), guest binary,
+// defaults and display; its sandboxes' state in "microvm" beside the
+// containers' state dir.
+func MicroVMConfig(o Options) microvm.DriverConfig {
+	c := o.Docker
+	stateDir := c.StateDir
+	if abs, err := filepath.Abs(stateDir); err == nil && stateDir != "" {
+		stateDir = filepath.Join(filepath.Dir(abs), "microvm")
+	}
+	return microvm.DriverConfig{StateDir: stateDir, Image: c.Image, GuestBinary: c.GuestBinary,
+		Defaults: c.Defaults, Display: c.Display, Log: c.Log}
 }

@@ -20,7 +20,13 @@ import (
 
 var guestBin string
 
-func TestMain(m *testing.M) { testenv.MainWithGuest(m, &guestBin) }
+func TestMain(m *testing.M) {
+	if bin := os.Getenv(helperEnv); bin != "" {
+		guestBin = bin // a helper process of TestNoOrphanAfterKill9
+		os.Exit(m.Run())
+	}
+	testenv.MainWithGuest(m, &guestBin)
+}
 
 // assets returns the kernel, the initramfs and the sandbox image's root
 // file system, built (or found in the cache) for this test.

@@ -2,6 +2,7 @@ package microvm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/docker"
 )
 
 // BuildRootfs returns an ext4 image of image's file system, made once per
@@ -19,7 +23,7 @@ import (
 func BuildRootfs(ctx context.Context, image, cacheDir string) (string, error) {
 	id, err := output(ctx, "docker", "image", "inspect", "--format", "{{.Id}}", image)
 	if err != nil {
-		return "", fmt.Errorf("rootfs: %w", err)
+		return "", fmt.Errorf("rootfs: %w: %w", sandbox.ErrImageMissing, err)
 	}
 	out := filepath.Join(cacheDir, "rootfs-"+strings.TrimPrefix(id, "sha256:")[:16]+".ext4")
 	if _, err := os.Stat(out); err == nil {
@@ -112,4 +116,25 @@ func output(ctx context.Context, name string, args ...string) (string, error) {
 		return "", fmt.Errorf("%s %s: %w: %s", name, args[0], err, stderr.String())
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// ImageEnv is the ENV of image, less the variables the guest reads
+// itself (docker.GuestReadsEnv): what its commands' environment starts
+// from, as in a container of it.
+func ImageEnv(ctx context.Context, image string) ([]string, error) {
+	out, err := output(ctx, "docker", "image", "inspect", "--format", "{{json .Config.Env}}", image)
+	if err != nil {
+		return nil, fmt.Errorf("image env: %w: %w", sandbox.ErrImageMissing, err)
+	}
+	var env []string
+	if err := json.Unmarshal([]byte(out), &env); err != nil {
+		return nil, fmt.Errorf("image env: %w", err)
+	}
+	kept := env[:0]
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); !docker.GuestReadsEnv(k) {
+			kept = append(kept, kv)
+		}
+	}
+	return kept, nil
 }

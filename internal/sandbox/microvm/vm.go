@@ -38,16 +38,32 @@ type Config struct {
 	// but only the PIT to calibrate against, which fails under TCG on a
 	// loaded host and leaves the kernel hanging).
 	Machine string
-	// Dir is a private directory for the VM's socket, pid file and
-	// console log (console.log); the caller owns it.
+	// Dir is a private directory for the VM's sockets, pid file, console
+	// log (console.log) and the throwaway overlay of Rootfs (QEMU's
+	// snapshot file, made in its TMPDIR); the caller owns it.
 	Dir string
+	// ConfigDisk is a file holding the guest's vminit.Config
+	// (vminit.Config.Encode), given to the guest as a read-only disk.
+	// Empty: none.
+	ConfigDisk string
+	// WorkspaceDir is a host directory shared with the guest over
+	// virtio-fs (a virtiofsd per VM); the guest mounts it at /workspace
+	// when its Config says SharedWorkspace. Empty: none.
+	WorkspaceDir string
+	// VirtioFSD is the virtio-fs daemon (default DefaultVirtioFSD).
+	VirtioFSD string
 	// Stderr receives QEMU's own messages.
 	Stderr io.Writer
 }
 
+// DefaultVirtioFSD is where Debian's QEMU (qemu-system-common) ships the
+// C virtio-fs daemon; bookworm has no virtiofsd package of its own.
+const DefaultVirtioFSD = "/usr/lib/qemu/virtiofsd"
+
 // VM is a running QEMU whose guest answers.
 type VM struct {
 	cmd    *exec.Cmd
+	fsd    *fsDaemon // the workspace's virtiofsd, or nil
 	accel  Accel
 	sess   *serialmux.Session
 	client *guest.Client
@@ -71,11 +87,19 @@ func Start(ctx context.Context, cfg Config) (*VM, error) {
 	}
 	defer l.Close()
 	v := &VM{accel: cfg.Accel, exited: make(chan struct{})}
+	if cfg.WorkspaceDir != "" {
+		if v.fsd, err = startVirtioFSD(cfg); err != nil {
+			return nil, err
+		}
+	}
 	stderr := &limitedBuffer{}
 	v.cmd = exec.Command(cfg.QEMU, cfg.args(sock)...)
 	v.cmd.Stderr = io.MultiWriter(stderr, cfg.Stderr)
+	// snapshot=on puts the root disk's overlay in TMPDIR: the VM's own dir.
+	v.cmd.Env = append(os.Environ(), "TMPDIR="+cfg.Dir)
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := v.cmd.Start(); err != nil {
+		v.fsd.stop()
 		return nil, fmt.Errorf("microvm: start %s: %w", cfg.QEMU, err)
 	}
 	go func() { v.err = v.cmd.Wait(); close(v.exited) }()
@@ -102,6 +126,9 @@ func (cfg *Config) defaults() {
 	if cfg.Stderr == nil {
 		cfg.Stderr = io.Discard
 	}
+	if cfg.VirtioFSD == "" {
+		cfg.VirtioFSD = DefaultVirtioFSD
+	}
 }
 
 // args is QEMU's command line: the machine (microvm with its legacy timer
@@ -119,6 +146,10 @@ func (cfg *Config) args(sock string) []string {
 	if cfg.Accel == KVM {
 		cpu = "host"
 	}
+	if cfg.WorkspaceDir != "" {
+		// vhost-user needs the guest's memory shared with virtiofsd.
+		machine += ",memory-backend=mem"
+	}
 	a := []string{"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-M", machine, "-accel", string(cfg.Accel), "-cpu", cpu,
 		"-m", strconv.Itoa(cfg.MemoryMiB), "-smp", strconv.Itoa(cfg.CPUs),
@@ -134,6 +165,15 @@ func (cfg *Config) args(sock string) []string {
 	if cfg.Rootfs != "" {
 		a = append(a, "-drive", "if=none,id=root,format=raw,snapshot=on,file="+cfg.Rootfs,
 			"-device", "virtio-blk-"+bus+",drive=root")
+	}
+	if cfg.ConfigDisk != "" {
+		a = append(a, "-drive", "if=none,id=config,format=raw,readonly=on,file="+cfg.ConfigDisk,
+			"-device", "virtio-blk-"+bus+",drive=config,serial="+vminit.ConfigSerial)
+	}
+	if cfg.WorkspaceDir != "" {
+		a = append(a, "-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", cfg.MemoryMiB),
+			"-chardev", "socket,id=fs,path="+fsSocket(cfg.Dir),
+			"-device", "vhost-user-fs-"+bus+",chardev=fs,tag="+vminit.WorkspaceTag)
 	}
 	return a
 }
@@ -202,6 +242,7 @@ func (v *VM) Close(ctx context.Context, grace time.Duration) error {
 	defer t.Stop()
 	select {
 	case <-v.exited:
+		v.fsd.stop()
 		return nil
 	case <-t.C:
 	case <-ctx.Done():
@@ -214,4 +255,5 @@ func (v *VM) Close(ctx context.Context, grace time.Duration) error {
 func (v *VM) kill() {
 	_ = v.cmd.Process.Kill()
 	<-v.exited
+	v.fsd.stop()
 }

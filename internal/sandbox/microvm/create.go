@@ -1,0 +1,249 @@
+package microvm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/agentbox/agentbox/internal/guest/vminit"
+	"github.com/agentbox/agentbox/internal/sandbox"
+)
+
+// Create boots a VM for spec and returns once its guest answers. On any
+// failure it removes whatever it made.
+func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbox, err error) {
+	if err := d.checkSpec(spec); err != nil {
+		return nil, err
+	}
+	if err := d.Available(ctx); err != nil {
+		return nil, err
+	}
+	k, initrd, err := d.bootAssets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	image := d.cfg.Image
+	if spec.Image != "" {
+		image = spec.Image
+	}
+	rootfs, err := d.rootfs(ctx, image)
+	if err != nil {
+		return nil, fmt.Errorf("create sandbox: %w", err)
+	}
+	gcfg, err := d.guestConfig(ctx, spec, image)
+	if err != nil {
+		return nil, err
+	}
+	r, err := d.prepare(ctx, spec, k, gcfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = removeState(r.st)
+		}
+	}()
+	if err := d.boot(ctx, r, k, initrd, rootfs); err != nil {
+		return nil, err
+	}
+	vms.Store(r.h.ID, r)
+	d.cfg.Log.Debug("microvm sandbox ready", "sandbox_id", r.h.ID, "job_id", spec.JobID, "accel", r.st.Accel)
+	return &Sandbox{r: r, client: r.vm.Guest()}, nil
+}
+
+// checkSpec refuses what the tier cannot give or would weaken it.
+func (d *Driver) checkSpec(spec sandbox.Spec) error {
+	c := d.Capabilities()
+	if spec.Isolation != "" && spec.Isolation != c.Isolation {
+		return fmt.Errorf("%w: this driver runs %s sandboxes, not %s", sandbox.ErrIsolationUnavailable, c.Isolation, spec.Isolation)
+	}
+	if err := c.CheckNetwork(spec.Network); err != nil {
+		return fmt.Errorf("%w (a microVM has no network device)", err)
+	}
+	l := spec.Limits
+	if l.MemoryBytes < 0 || l.NanoCPUs < 0 || l.PidsLimit < 0 || l.DiskBytes < 0 || l.NoFile < 0 {
+		return fmt.Errorf("%w: negative limits %+v", sandbox.ErrInvalidSpec, l)
+	}
+	if l.MemoryBytes != 0 && l.MemoryBytes < 16<<20 || l.PidsLimit != 0 && l.PidsLimit < 32 || l.NoFile != 0 && l.NoFile < 16 {
+		return fmt.Errorf("%w: limits too small to start a sandbox: %+v", sandbox.ErrInvalidSpec, l)
+	}
+	if w := spec.WorkspaceDir; w != "" {
+		fi, err := os.Stat(w)
+		if !filepath.IsAbs(w) || filepath.Clean(w) == "/" || err != nil || !fi.IsDir() {
+			return fmt.Errorf("%w: workspace %q must be an existing absolute directory other than /", sandbox.ErrInvalidSpec, w)
+		}
+	}
+	if n := len(filepath.Join(d.cfg.StateDir, "0123456789ab", "serial.sock")); n > 107 {
+		return fmt.Errorf("%w: state dir %s gives %d-byte socket paths, over the 107 Linux allows", sandbox.ErrInvalidSpec, d.cfg.StateDir, n)
+	}
+	return sandbox.CheckDisplay(spec)
+}
+
+// guestConfig is what the guest is told: its environment (the image's,
+// then the spec's), limits, shared workspace and daemon flags.
+func (d *Driver) guestConfig(ctx context.Context, spec sandbox.Spec, image string) (vminit.Config, error) {
+	env, err := ImageEnv(ctx, image)
+	if err != nil {
+		return vminit.Config{}, fmt.Errorf("create sandbox: %w", err)
+	}
+	keys := make([]string, 0, len(spec.Env))
+	for k := range spec.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+spec.Env[k])
+	}
+	lim := d.limits(spec.Limits)
+	disp := spec.Display
+	if disp == (sandbox.Display{}) {
+		disp = d.cfg.Display
+	}
+	var args []string
+	if disp.Width > 0 && disp.Height > 0 {
+		args = append(args, "--display-size", fmt.Sprintf("%dx%d", disp.Width, disp.Height))
+	}
+	if spec.WebBase != "" {
+		args = append(args, "--web-base", spec.WebBase)
+	}
+	return vminit.Config{Env: env, MemoryBytes: lim.MemoryBytes, PidsLimit: lim.PidsLimit, NanoCPUs: lim.NanoCPUs,
+		NoFile: lim.NoFile, SharedWorkspace: true, DaemonArgs: args}, nil
+}
+
+// limits are the spec's limits, the driver's defaults where it sets none.
+func (d *Driver) limits(l sandbox.Limits) sandbox.Limits {
+	def := d.cfg.Defaults
+	pick := func(v, dv int64) int64 {
+		if v == 0 {
+			return dv
+		}
+		return v
+	}
+	return sandbox.Limits{MemoryBytes: pick(l.MemoryBytes, def.MemoryBytes), NanoCPUs: pick(l.NanoCPUs, def.NanoCPUs),
+		PidsLimit: pick(l.PidsLimit, def.PidsLimit), DiskBytes: pick(l.DiskBytes, def.DiskBytes), NoFile: pick(l.NoFile, def.NoFile)}
+}
+
+// vmOverheadMiB is the VM's memory beyond the sandbox's limit: the kernel
+// and the initramfs, which stays in memory (87 MB, mostly the agentbox
+// binary; a 256 MiB VM cannot even unpack it).
+const vmOverheadMiB = 384
+
+// vmMemoryMiB is the VM's size for a memory limit (0: none, 1 GiB).
+func vmMemoryMiB(limit int64) int {
+	if limit <= 0 {
+		return 1024
+	}
+	return max(512, int((limit+1<<20-1)>>20)+vmOverheadMiB)
+}
+
+// vCPUs is the VM's CPU count for a CPU limit: rounded up, at least one,
+// at most the host's.
+func vCPUs(nanoCPUs int64) int {
+	n := int((nanoCPUs + 1e9 - 1) / 1e9)
+	return min(max(n, 1), runtime.NumCPU())
+}
+
+// prepare makes the sandbox's state directory, its workspace, config disk
+// and handle (written before QEMU starts, so that List finds a VM whose
+// Create was cut short).
+func (d *Driver) prepare(ctx context.Context, spec sandbox.Spec, k Kernel, gcfg vminit.Config) (*running, error) {
+	lim := d.limits(spec.Limits)
+	id := newID()
+	accel, why := ChooseAccel(ctx, d.cfg.QEMU, k.Image)
+	st := State{StateDir: filepath.Join(d.cfg.StateDir, id), Accel: accel,
+		MemoryMiB: vmMemoryMiB(lim.MemoryBytes), CPUs: vCPUs(lim.NanoCPUs)}
+	if accel == TCG {
+		d.cfg.Log.Debug("microvm under TCG", "why", why)
+	}
+	if err := os.MkdirAll(st.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox state dir: %w", err)
+	}
+	r := &running{st: st}
+	err := d.prepareWorkspace(&r.st, spec.WorkspaceDir)
+	if err == nil {
+		err = writeConfigDisk(r.st.StateDir, gcfg)
+	}
+	if err == nil {
+		r.h, err = handleOf(id, spec.JobID, spec.Owner, r.st)
+	}
+	if err == nil {
+		err = writeHandle(r.st.StateDir, r.h)
+	}
+	if err != nil {
+		_ = removeState(r.st)
+		return nil, err
+	}
+	return r, nil
+}
+
+// prepareWorkspace gives the workspace (the caller's, or a scratch one in
+// the state dir) to the guest's agent uid: virtiofsd creates files as the
+// guest's uid, checked against the host directory's owner.
+func (d *Driver) prepareWorkspace(st *State, dir string) error {
+	if dir == "" {
+		st.WorkspaceDir, st.OwnsWorkspace = filepath.Join(st.StateDir, "workspace"), true
+		if err := os.Mkdir(st.WorkspaceDir, 0o755); err != nil {
+			return fmt.Errorf("sandbox workspace: %w", err)
+		}
+	} else {
+		owner, err := ownerOf(dir)
+		if err != nil {
+			return fmt.Errorf("workspace owner: %w", err)
+		}
+		st.WorkspaceDir, st.WorkspaceOwner = dir, owner
+	}
+	if err := chownTree(st.WorkspaceDir, vminit.AgentUID, vminit.AgentUID); err != nil {
+		return fmt.Errorf("sandbox workspace: %w", err)
+	}
+	return nil
+}
+
+func writeConfigDisk(dir string, c vminit.Config) error {
+	b, err := c.Encode()
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "config.img"), b, 0o600)
+	}
+	if err != nil {
+		return fmt.Errorf("config disk: %w", err)
+	}
+	return nil
+}
+
+// boot starts the VM of r and waits for its guest.
+func (d *Driver) boot(ctx context.Context, r *running, k Kernel, initrd, rootfs string) error {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.ReadyTimeout)
+	defer cancel()
+	console := &limitedBuffer{}
+	vm, err := Start(ctx, Config{QEMU: d.cfg.QEMU, Kernel: k.Image, Initramfs: initrd, Rootfs: rootfs,
+		MemoryMiB: r.st.MemoryMiB, CPUs: r.st.CPUs, Accel: r.st.Accel, Dir: r.st.StateDir,
+		ConfigDisk: filepath.Join(r.st.StateDir, "config.img"), WorkspaceDir: r.st.WorkspaceDir, Stderr: console})
+	if err != nil {
+		return fmt.Errorf("boot microvm: %w%s", err, consoleTail(r.st.StateDir))
+	}
+	r.vm = vm
+	return nil
+}
+
+// consoleTail is the end of a VM's console log, for an error.
+func consoleTail(dir string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, "console.log"))
+	if len(b) > 2048 {
+		b = b[len(b)-2048:]
+	}
+	if s := strings.TrimSpace(string(b)); s != "" {
+		return "; console:\n" + s
+	}
+	return ""
+}
+
+func newID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,63 @@
+package microvm
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/sandbox"
+)
+
+// shutdownGrace is how long Destroy waits for the guest to power off
+// before it kills QEMU.
+const shutdownGrace = 5 * time.Second
+
+// running is a VM this process started: only this process can reach it
+// (its guest's port is a connection QEMU made to this process, and QEMU
+// dies with it).
+type running struct {
+	vm   *VM
+	h    sandbox.Handle
+	st   State
+	stop sync.Once
+}
+
+// vms are the VMs this process runs, by sandbox ID, shared by every
+// Driver of the process, as the VMs are the process's.
+var vms sync.Map // string -> *running
+
+// destroy stops the VM (once) and removes what the sandbox owns on the
+// host (each time: it is idempotent).
+func (r *running) destroy(ctx context.Context) error {
+	r.stop.Do(func() {
+		_ = r.vm.Close(ctx, shutdownGrace) // it kills QEMU if the guest does not power off
+		vms.Delete(r.h.ID)
+	})
+	return removeState(r.st)
+}
+
+// Sandbox is one microVM sandbox.
+type Sandbox struct {
+	r      *running
+	client *guest.Client
+}
+
+var _ sandbox.Sandbox = (*Sandbox)(nil)
+
+// Handle identifies the sandbox.
+func (s *Sandbox) Handle() sandbox.Handle { return s.r.h }
+
+// Guest is the client of the VM's guest daemon.
+func (s *Sandbox) Guest() *guest.Client { return s.client }
+
+// Destroy powers the VM off (killing QEMU and virtiofsd after a grace),
+// gives a caller's workspace back to its owner and removes the state
+// directory. It is idempotent.
+func (s *Sandbox) Destroy(ctx context.Context) error { return s.r.destroy(ctx) }
+
+// State is the sandbox's record, as in its handle.
+func (s *Sandbox) State() State { return s.r.st }
+
+// PID is QEMU's process ID.
+func (s *Sandbox) PID() int { return s.r.vm.PID() }
