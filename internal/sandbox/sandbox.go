@@ -153,6 +153,20 @@ type Limits struct {
 	NoFile int64
 }
 
+// FillDefaults sets l's unset (zero or negative) fields to the limits a
+// driver applies by default: 2 GiB of memory, one CPU, 512 processes,
+// 10 GiB of disk and 1024 open files.
+func (l *Limits) FillDefaults() {
+	for _, f := range []struct {
+		v   *int64
+		def int64
+	}{{&l.MemoryBytes, 2 << 30}, {&l.NanoCPUs, 1e9}, {&l.PidsLimit, 512}, {&l.DiskBytes, 10 << 30}, {&l.NoFile, 1024}} {
+		if *f.v <= 0 {
+			*f.v = f.def
+		}
+	}
+}
+
 // Stopper is implemented by sandboxes that the driver itself may stop, such
 // as one that passed its disk quota where the kernel cannot enforce it.
 // Stopped returns why, or nil while the sandbox is allowed to run; the

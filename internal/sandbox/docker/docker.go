@@ -164,22 +164,7 @@ func checkConfig(cfg *Config) error {
 	if err := sandbox.CheckDisplay(sandbox.Spec{Display: cfg.Display}); err != nil {
 		return err
 	}
-	def := &cfg.Defaults
-	if def.MemoryBytes <= 0 {
-		def.MemoryBytes = 2 << 30
-	}
-	if def.NanoCPUs <= 0 {
-		def.NanoCPUs = 1e9
-	}
-	if def.PidsLimit <= 0 {
-		def.PidsLimit = 512
-	}
-	if def.DiskBytes <= 0 {
-		def.DiskBytes = 10 << 30
-	}
-	if def.NoFile <= 0 {
-		def.NoFile = 1024
-	}
+	cfg.Defaults.FillDefaults()
 	if cfg.UIDs == (config.UIDRange{}) {
 		cfg.UIDs = config.Default().Sandbox.UIDs
 	}

@@ -84,19 +84,7 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	def := &cfg.Defaults
-	if def.MemoryBytes <= 0 {
-		def.MemoryBytes = 2 << 30
-	}
-	if def.NanoCPUs <= 0 {
-		def.NanoCPUs = 1e9
-	}
-	if def.PidsLimit <= 0 {
-		def.PidsLimit = 512
-	}
-	if def.NoFile <= 0 {
-		def.NoFile = 1024
-	}
+	cfg.Defaults.FillDefaults()
 	return &Driver{cfg: cfg}, nil
 }
 
