@@ -37,9 +37,9 @@ func TestCheckIsolationQuotesLittle(t *testing.T) {
 }
 
 func TestLimitsFillDefaults(t *testing.T) {
-	l := Limits{MemoryBytes: 1 << 30, PidsLimit: -1}
+	l := sandbox.Limits{MemoryBytes: 1 << 30, PidsLimit: -1}
 	l.FillDefaults()
-	if want := (Limits{MemoryBytes: 1 << 30, NanoCPUs: 1e9, PidsLimit: 512, DiskBytes: 10 << 30, NoFile: 1024}); l != want {
+	if want := (sandbox.Limits{MemoryBytes: 1 << 30, NanoCPUs: 1e9, PidsLimit: 512, DiskBytes: 10 << 30, NoFile: 1024}); l != want {
 		t.Errorf("got %+v, want %+v", l, want)
 	}
 }
