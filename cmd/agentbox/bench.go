@@ -73,6 +73,11 @@ func (a *app) benchTier(cmd *cobra.Command, o *bench.Options, isolation string) 
 		if err != nil {
 			return err
 		}
+		if isolation == sandbox.IsolationMicroVM {
+			// Its rows compare against docker run and docker exec of the
+			// same container, which a VM has no counterpart of.
+			return fmt.Errorf("%w: bench measures the container tiers against docker run and docker exec; the microvm tier has no container to compare (its numbers: docs/microvm.md)", sandbox.ErrIsolationUnavailable)
+		}
 		o.Driver = d
 		if isolation == sandbox.IsolationGVisor {
 			o.Runtime = docker.RuntimeGVisor

@@ -44,7 +44,7 @@ func TestBenchTiers(t *testing.T) {
 		})
 	}
 	_, _, err := run(t.Context(), "bench", "--isolation", "microvm", "--creates", "1")
-	if exitCodeOf(err) != 2 || !strings.Contains(err.Error(), "the microvm tier is not built") {
+	if exitCodeOf(err) != 2 || !strings.Contains(err.Error(), "microvm") {
 		t.Errorf("bench --isolation microvm: %v (exit %d), want exit 2 and the reason", err, exitCodeOf(err))
 	}
 }

@@ -110,6 +110,9 @@ func evalUI[T any](tab *uiTab, expr string) T {
 // shot saves a full-page screenshot as <test>-<name>.png.
 func (tab *uiTab) shot(name string) {
 	tab.t.Helper()
+	// A page just navigated to may not be laid out yet ("Cannot take
+	// screenshot with 0 width").
+	tab.wait("a laid-out page", `document.readyState === 'complete' && document.documentElement.clientWidth > 0`, 20*time.Second)
 	png, err := chromedp.Run(tab.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		tab.t.Fatalf("screenshot %s: %v", name, err)
