@@ -188,14 +188,10 @@ func (s *Session) save() {
 // emit shows the loop's events; the model's text was already streamed.
 // The spinner says what the turn waits for.
 func (s *Session) emit(p event.Payload) {
-	switch p := p.(type) {
-	case event.Model:
+	s.live.Saw(p)
+	if _, ok := p.(event.Model); ok {
 		_ = s.steps.Text("\n")
 		return
-	case event.ToolCall:
-		s.live.Label("running " + p.Name)
-	case event.ToolResult:
-		s.live.Label("thinking")
 	}
 	_ = s.steps.Payload(p)
 }

@@ -205,6 +205,12 @@ func (lw *liveWriter) Terminal() bool { return lw.tty }
 // waits for next.
 func (l *Live) Follow(typ string, payload json.RawMessage) {
 	ev, _ := event.Decode(typ, payload)
+	l.Saw(ev)
+}
+
+// Saw sets the label from an event as it is emitted (Follow's, before
+// it is stored).
+func (l *Live) Saw(ev event.Payload) {
 	switch ev := ev.(type) {
 	case event.ToolCall:
 		l.Label("running " + printable(firstLine(ev.Name, 40)))
