@@ -11,8 +11,8 @@ import (
 
 // TestBenchTiers runs `agentbox bench` small on each tier: every row is
 // there, the gvisor baselines run under runsc as its sandboxes do, and the
-// idle memory of a sandbox and of a plain container is reported; microvm
-// is refused with exit 2 and the reason.
+// idle memory of a sandbox (for microvm, QEMU's and virtiofsd's) and of a
+// plain container is reported; an unknown tier is refused with exit 2.
 func TestBenchTiers(t *testing.T) {
 	testenv.DockerWithImage(t)
 	t.Setenv("AGENTBOX_GUEST_BINARY", guestBinary)
@@ -22,11 +22,13 @@ func TestBenchTiers(t *testing.T) {
 			"| exec round trip of `true` (unix socket) |", "`docker run --rm IMAGE true`"},
 		"gvisor": {"Isolation gvisor: sandboxes and baseline containers under the runsc runtime.",
 			"`docker run --runtime=runsc --rm IMAGE true`", "runsc-sandbox", "runsc-gofer"},
+		"microvm": {"Isolation microvm: sandboxes are QEMU VMs (accel ", "`docker run --rm IMAGE true`",
+			"| agentbox sandbox (after its first exec) | – | ", "qemu-system-x86_64, virtiofsd |"},
 	} {
 		t.Run(iso, func(t *testing.T) {
 			out, errOut, err := run(t.Context(), "bench", "--isolation", iso, "--creates", "1", "--execs", "4", "--files", "1", "--no-workspace")
-			if iso == "gvisor" && errors.Is(err, sandbox.ErrIsolationUnavailable) {
-				testenv.Missing(t, "the gvisor tier", err.Error())
+			if iso != "container" && errors.Is(err, sandbox.ErrIsolationUnavailable) {
+				testenv.Missing(t, "the "+iso+" tier", err.Error())
 			}
 			if err != nil {
 				t.Fatalf("bench --isolation %s: %v\n%s%s", iso, err, out, errOut)
@@ -43,8 +45,8 @@ func TestBenchTiers(t *testing.T) {
 			}
 		})
 	}
-	_, _, err := run(t.Context(), "bench", "--isolation", "microvm", "--creates", "1")
-	if exitCodeOf(err) != 2 || !strings.Contains(err.Error(), "microvm") {
-		t.Errorf("bench --isolation microvm: %v (exit %d), want exit 2 and the reason", err, exitCodeOf(err))
+	_, _, err := run(t.Context(), "bench", "--isolation", "hyperv", "--creates", "1")
+	if exitCodeOf(err) != 2 || !strings.Contains(err.Error(), "hyperv") {
+		t.Errorf("bench --isolation hyperv: %v (exit %d), want exit 2 and the reason", err, exitCodeOf(err))
 	}
 }

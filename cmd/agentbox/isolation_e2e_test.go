@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/doctor"
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
@@ -100,4 +101,50 @@ func TestGVisorSandboxDeathSaysWhy(t *testing.T) {
 			t.Errorf("%s: job %s %q, want an error saying the gVisor sandbox died (%s)\n%s", tt.name, j.Status, j.Error, tt.want, s.logs)
 		}
 	}
+}
+
+// TestMicroVMJob: a job asking for the microvm tier runs through the real
+// server in a QEMU VM: the agent's `uname -r` is the guest kernel's (Debian's
+// cloud kernel), not the host's, the status says microvm, the workspace's
+// files and zip come back, and no QEMU or virtiofsd outlives the job.
+func TestMicroVMJob(t *testing.T) {
+	host, err := exec.Command("uname", "-r").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
+		step(llmtest.Call("bash", map[string]any{"command": "uname -r; echo made in a VM > vm.txt"})),
+		step(when("-cloud-amd64", llmtest.Call("write_file", map[string]any{"path": "kernel.txt", "content": "guest kernel\n"})),
+			llmtest.Call("finish", map[string]any{"summary": "uname did not show the guest kernel"})),
+		step(llmtest.Call("finish", map[string]any{"summary": "the kernel is the VM's"})),
+	}})
+	var sub struct {
+		JobID string `json:"job_id"`
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	code := s.do("POST", "/v1/jobs", map[string]any{"task": "Which kernel runs here?", "isolation": "microvm"}, &sub)
+	if code == 400 && sub.Error.Code == "isolation_unavailable" {
+		testenv.Missing(t, "the microvm tier", sub.Error.Message)
+	}
+	if code != 201 {
+		t.Fatalf("submit: %d %+v\n%s", code, sub, s.logs)
+	}
+	j := s.awaitFinal([]string{sub.JobID})[sub.JobID]
+	if j.Status != "complete" || j.Isolation != "microvm" {
+		t.Fatalf("job %+v\n%s", j, s.logs)
+	}
+	texts, failed := s.toolResults(j.JobID)
+	if len(texts) < 2 || failed[0] || !strings.Contains(texts[0], "-cloud-amd64") || strings.Contains(texts[0], strings.TrimSpace(string(host))) {
+		t.Errorf("uname -r's tool result %q (failed %v), want the guest's kernel, not the host's %s", texts, failed, host)
+	}
+	if b := s.get(t, "/v1/jobs/"+j.JobID+"/files/kernel.txt", 200); string(b) != "guest kernel\n" {
+		t.Errorf("files/kernel.txt = %q", b)
+	}
+	if f := s.zipFiles(t, j.JobID); f["kernel.txt"] != "guest kernel\n" || f["vm.txt"] != "made in a VM\n" {
+		t.Errorf("zip files %q", keys(f))
+	}
+	waitUntil(t, time.Minute, func() bool { return s.sandboxes() == 0 })
 }

@@ -182,7 +182,7 @@ func (s *server) sandboxes() int {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	return len(strings.Fields(string(out)))
+	return len(strings.Fields(string(out))) + len(testenv.ProcessesNaming(s.dataDir, "qemu-system", "virtiofsd"))
 }
 
 func TestServeEndToEnd(t *testing.T) {

@@ -99,20 +99,25 @@ func (o Options) withDefaults() Options {
 
 func createRow(ctx context.Context, o Options) (Row, error) {
 	fmt.Fprintf(o.Log, "create -> first exec: %d sandboxes, %d docker runs\n", o.Creates, o.Creates)
-	var created []sandbox.Sandbox
-	defer func() {
-		for _, s := range created {
-			s.Destroy(ctx)
+	// Each sandbox is destroyed after its sample, untimed, so that idle
+	// sandboxes (a microVM's is ~0.5 GiB and a share of a CPU under TCG)
+	// do not pile up and slow the next creates.
+	var last sandbox.Sandbox
+	destroy := func() {
+		if last != nil {
+			last.Destroy(context.WithoutCancel(ctx))
+			last = nil
 		}
-	}()
-	ours, err := sample(o.Creates, func() error {
+	}
+	defer destroy()
+	ours, err := sampleThen(o.Creates, func() error {
 		s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
 		if err != nil {
 			return err
 		}
-		created = append(created, s)
+		last = s
 		return execTrue(ctx, s.Guest())
-	})
+	}, destroy)
 	if err != nil {
 		return Row{}, err
 	}
@@ -162,10 +167,11 @@ func execRowOf(ctx context.Context, o Options, n int, name string, argv ...strin
 		return Row{}, err
 	}
 	defer s.Destroy(ctx)
-	ref, err := containerID(s)
+	ref, cleanup, err := baselineContainer(ctx, o, s)
 	if err != nil {
 		return Row{}, err
 	}
+	defer cleanup()
 	nBase := max(n/10, 5)
 	fmt.Fprintf(o.Log, "%s: %d guest execs, %d docker execs\n", name, n, nBase)
 	ours, err := sample(n, func() error { return execArgv(ctx, s.Guest(), argv...) })
@@ -191,12 +197,14 @@ func transportName(t string) string {
 // Docker driver's): the baselines exec into it.
 type container interface{ ContainerID() string }
 
-func containerID(s sandbox.Sandbox) (string, error) {
-	c, ok := s.(container)
-	if !ok {
-		return "", fmt.Errorf("bench: the %s driver's sandboxes are not containers docker exec reaches", s.Handle().Driver)
+// baselineContainer is the container the docker exec baselines of
+// sandbox s run in: s itself when it is a container, else (a microVM) a
+// plain container of the image started for them, removed by the cleanup.
+func baselineContainer(ctx context.Context, o Options, s sandbox.Sandbox) (string, func(), error) {
+	if c, ok := s.(container); ok {
+		return c.ContainerID(), func() {}, nil
 	}
-	return c.ContainerID(), nil
+	return plainContainer(ctx, o, "")
 }
 
 func fileRow(ctx context.Context, o Options) (Row, error) {
@@ -217,10 +225,11 @@ func fileRow(ctx context.Context, o Options) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	ref, err := containerID(s)
+	ref, cleanup, err := baselineContainer(ctx, o, s)
 	if err != nil {
 		return Row{}, err
 	}
+	defer cleanup()
 	base, err := sample(max(o.Files/5, 5), func() error {
 		in := exec.CommandContext(ctx, o.Docker, "exec", "-i", ref, "sh", "-c", "cat > /workspace/cli.bin")
 		in.Stdin = bytes.NewReader(data)
@@ -260,16 +269,25 @@ func run(ctx context.Context, name string, args ...string) error {
 
 // sample times f n times, after one untimed warm-up call.
 func sample(n int, f func() error) (Stats, error) {
-	if err := f(); err != nil {
+	return sampleThen(n, f, func() {})
+}
+
+// sampleThen is sample with after run, untimed, after each call of f.
+func sampleThen(n int, f func() error, after func()) (Stats, error) {
+	err := f()
+	after()
+	if err != nil {
 		return Stats{}, err
 	}
 	ds := make([]time.Duration, 0, n)
 	for range n {
 		begin := time.Now()
-		if err := f(); err != nil {
+		err := f()
+		ds = append(ds, time.Since(begin))
+		after()
+		if err != nil {
 			return Stats{}, err
 		}
-		ds = append(ds, time.Since(begin))
 	}
 	return summarize(ds), nil
 }

@@ -39,10 +39,11 @@ func GUI(ctx context.Context, o Options) (GUIResult, error) {
 	}
 	defer s.Destroy(context.WithoutCancel(ctx))
 	g := s.Guest()
-	ref, err := containerID(s)
+	ref, cleanup, err := baselineContainer(ctx, o, s)
 	if err != nil {
 		return GUIResult{}, err
 	}
+	defer cleanup()
 	var r GUIResult
 	if r.GuestRSS, r.Idle, err = memory(ctx, g); err != nil {
 		return r, err

@@ -70,12 +70,8 @@ func Idle(ctx context.Context, o Options) (IdleResult, error) {
 	if err := execTrue(ctx, s.Guest()); err != nil {
 		return IdleResult{}, err
 	}
-	ref, err := containerID(s)
-	if err != nil {
-		return IdleResult{}, err
-	}
 	var r IdleResult
-	if r.Sandbox, err = hostMemory(ctx, o.Docker, ref); err != nil {
+	if r.Sandbox, err = sandboxMemory(ctx, o.Docker, s); err != nil {
 		return r, err
 	}
 	plain, cleanup, err := plainContainer(ctx, o, "")
@@ -85,6 +81,33 @@ func Idle(ctx context.Context, o Options) (IdleResult, error) {
 	defer cleanup()
 	r.Plain, err = hostMemory(ctx, o.Docker, plain)
 	return r, err
+}
+
+// hostProcesses is a sandbox that is host processes rather than a
+// container (a microVM: QEMU and its virtiofsd).
+type hostProcesses interface{ HostPIDs() []int }
+
+// sandboxMemory is sandbox s's memory on the host: its container's
+// cgroup, or, for a microVM, the PSS of its host processes (Cgroup -1:
+// they have no cgroup of their own).
+func sandboxMemory(ctx context.Context, docker string, s sandbox.Sandbox) (HostMemory, error) {
+	if c, ok := s.(container); ok {
+		return hostMemory(ctx, docker, c.ContainerID())
+	}
+	p, ok := s.(hostProcesses)
+	if !ok {
+		return HostMemory{}, fmt.Errorf("bench: the %s driver's sandboxes are neither containers nor host processes", s.Handle().Driver)
+	}
+	m := HostMemory{Cgroup: -1}
+	for _, pid := range p.HostPIDs() {
+		pss, name, err := processPSS(strconv.Itoa(pid))
+		if err != nil {
+			return m, err
+		}
+		m.PSS += pss
+		m.Procs = append(m.Procs, name)
+	}
+	return m, nil
 }
 
 // hostMemory reads container ref's memory cgroup and its processes' PSS
@@ -210,4 +233,9 @@ func countNames(names []string) string {
 	return strings.Join(order, ", ")
 }
 
-func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+func mib(b int64) string {
+	if b < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}

@@ -151,3 +151,17 @@ func (d *Driver) GuestBinary() string { return d.cfg.GuestBinary }
 
 // Close does nothing: the VMs belong to the process, not to the driver.
 func (d *Driver) Close() error { return nil }
+
+// Accel says how this host's VMs run their CPUs, KVM or TCG, and why not
+// KVM (found once, as Create does).
+func (d *Driver) Accel(ctx context.Context) (string, error) {
+	k, _, err := d.bootAssets(ctx)
+	if err != nil {
+		return "", err
+	}
+	accel, why := ChooseAccel(ctx, d.cfg.QEMU, k.Image)
+	if why != "" {
+		return fmt.Sprintf("%s: %s", accel, why), nil
+	}
+	return string(accel), nil
+}

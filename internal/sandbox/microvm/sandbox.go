@@ -61,3 +61,7 @@ func (s *Sandbox) State() State { return s.r.st }
 
 // PID is QEMU's process ID.
 func (s *Sandbox) PID() int { return s.r.vm.PID() }
+
+// HostPIDs are the host processes the sandbox is: QEMU and, if it has
+// one, its workspace's virtiofsd (what an idle sandbox costs the host).
+func (s *Sandbox) HostPIDs() []int { return s.r.vm.hostPIDs() }

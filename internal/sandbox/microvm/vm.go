@@ -229,6 +229,15 @@ func (v *VM) Accel() Accel { return v.accel }
 // PID is QEMU's process ID.
 func (v *VM) PID() int { return v.cmd.Process.Pid }
 
+// hostPIDs are QEMU's and, if it runs one, virtiofsd's process IDs.
+func (v *VM) hostPIDs() []int {
+	pids := []int{v.PID()}
+	if v.fsd != nil {
+		pids = append(pids, v.fsd.cmd.Process.Pid)
+	}
+	return pids
+}
+
 // Exited is closed once QEMU has exited.
 func (v *VM) Exited() <-chan struct{} { return v.exited }
 
