@@ -42,11 +42,10 @@ func startVirtioFSD(cfg Config) (*fsDaemon, error) {
 	cmd.ExtraFiles = []*os.File{lf}
 	cmd.Stderr = cfg.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	d := &fsDaemon{cmd: cmd, exited: make(chan struct{})}
+	if err := startPinned(cmd, func(error) { close(d.exited) }); err != nil {
 		return nil, fmt.Errorf("virtiofsd: start %s: %w", cfg.VirtioFSD, err)
 	}
-	d := &fsDaemon{cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(d.exited) }()
 	return d, nil
 }
 

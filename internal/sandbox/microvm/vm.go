@@ -98,11 +98,10 @@ func Start(ctx context.Context, cfg Config) (*VM, error) {
 	// snapshot=on puts the root disk's overlay in TMPDIR: the VM's own dir.
 	v.cmd.Env = append(os.Environ(), "TMPDIR="+cfg.Dir)
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := v.cmd.Start(); err != nil {
+	if err := startPinned(v.cmd, func(err error) { v.err = err; close(v.exited) }); err != nil {
 		v.fsd.stop()
 		return nil, fmt.Errorf("microvm: start %s: %w", cfg.QEMU, err)
 	}
-	go func() { v.err = v.cmd.Wait(); close(v.exited) }()
 	if err := v.connect(ctx, l); err != nil {
 		v.kill()
 		return nil, fmt.Errorf("microvm: %w (qemu: %s)", err, stderr.String())
