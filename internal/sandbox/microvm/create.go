@@ -222,7 +222,8 @@ func (d *Driver) boot(ctx context.Context, r *running, k Kernel, initrd, rootfs 
 	console := &limitedBuffer{}
 	vm, err := Start(ctx, Config{QEMU: d.cfg.QEMU, Kernel: k.Image, Initramfs: initrd, Rootfs: rootfs,
 		MemoryMiB: r.st.MemoryMiB, CPUs: r.st.CPUs, Accel: r.st.Accel, Dir: r.st.StateDir,
-		ConfigDisk: filepath.Join(r.st.StateDir, "config.img"), WorkspaceDir: r.st.WorkspaceDir, Stderr: console})
+		ConfigDisk: filepath.Join(r.st.StateDir, "config.img"), WorkspaceDir: r.st.WorkspaceDir, Stderr: console,
+		ConsoleLimit: d.cfg.ConsoleLimit})
 	if err != nil {
 		return fmt.Errorf("boot microvm: %w%s", err, consoleTail(r.st.StateDir))
 	}

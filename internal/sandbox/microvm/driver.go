@@ -42,6 +42,9 @@ type DriverConfig struct {
 	Display sandbox.Display
 	// ReadyTimeout bounds a boot (default 2 minutes: TCG is slow).
 	ReadyTimeout time.Duration
+	// ConsoleLimit bounds each VM's console log on the host (default
+	// 1 MiB): code in the guest can make its kernel write there.
+	ConsoleLimit int64
 	Log          *slog.Logger
 }
 

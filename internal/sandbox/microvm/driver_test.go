@@ -207,3 +207,46 @@ func processesNaming(dir string) []string {
 	}
 	return out
 }
+
+// TestConsoleLogBounded: code in the VM makes the guest kernel write to
+// the console (each OOM kill of its cgroup prints a report), which QEMU
+// logs on the host; the log stops at its limit, saying so, however much
+// more the guest writes.
+func TestConsoleLogBounded(t *testing.T) {
+	testenv.Tool(t, "qemu-system-x86_64", microvm.Install)
+	assets(t)
+	const limit = 512
+	d, err := microvm.NewDriver(microvm.DriverConfig{StateDir: t.TempDir(), Image: testenv.Image(), GuestBinary: guestBin,
+		Defaults: sandbox.Limits{MemoryBytes: 64 << 20, PidsLimit: 256, NoFile: 4096}, ConsoleLimit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := d.Create(ctx, sandbox.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy(ctx)
+	log := filepath.Join(s.(*microvm.Sandbox).State().StateDir, "console.log")
+	hog := guest.Shell(`for i in 1 2 3 4; do python3 -c 'b = bytearray(128 << 20)'; done; echo done`)
+	hog.TimeoutMS = 120_000
+	res, err := s.Guest().Exec(ctx, hog)
+	if err != nil || !strings.Contains(string(res.Stdout), "done") {
+		t.Fatalf("the memory hogs: %+v %v", res, err)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const note = "console log cut here"
+	if !strings.Contains(string(b), note) || len(b) > limit+200 {
+		t.Fatalf("console.log holds %d bytes (limit %d), note %v; the guest's OOM reports were not capped:\n%s",
+			len(b), limit, strings.Contains(string(b), note), b[max(0, len(b)-500):])
+	}
+	if !strings.Contains(string(b), "out of memory") && !strings.Contains(string(b), "oom") {
+		t.Errorf("the log holds no OOM report: the guest wrote something else\n%s", b)
+	}
+	if _, err := s.Guest().Exec(ctx, guest.Shell("true")); err != nil {
+		t.Errorf("the guest after its console filled: %v", err)
+	}
+}

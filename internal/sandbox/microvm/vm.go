@@ -54,6 +54,9 @@ type Config struct {
 	VirtioFSD string
 	// Stderr receives QEMU's own messages.
 	Stderr io.Writer
+	// ConsoleLimit bounds the guest console's log, console.log in Dir
+	// (default 1 MiB); what comes after is dropped.
+	ConsoleLimit int64
 }
 
 // DefaultVirtioFSD is where Debian's QEMU (qemu-system-common) ships the
@@ -92,13 +95,20 @@ func Start(ctx context.Context, cfg Config) (*VM, error) {
 			return nil, err
 		}
 	}
+	console, err := openConsole(cfg.Dir, cfg.ConsoleLimit)
+	if err != nil {
+		v.fsd.stop()
+		return nil, fmt.Errorf("microvm: %w", err)
+	}
 	stderr := &limitedBuffer{}
 	v.cmd = exec.Command(cfg.QEMU, cfg.args(sock)...)
+	v.cmd.Stdout = console // the serial console (-chardev stdio)
 	v.cmd.Stderr = io.MultiWriter(stderr, cfg.Stderr)
 	// snapshot=on puts the root disk's overlay in TMPDIR: the VM's own dir.
 	v.cmd.Env = append(os.Environ(), "TMPDIR="+cfg.Dir)
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := startPinned(v.cmd, func(err error) { v.err = err; close(v.exited) }); err != nil {
+	if err := startPinned(v.cmd, func(err error) { v.err = err; console.Close(); close(v.exited) }); err != nil {
+		console.Close()
 		v.fsd.stop()
 		return nil, fmt.Errorf("microvm: start %s: %w", cfg.QEMU, err)
 	}
@@ -128,6 +138,9 @@ func (cfg *Config) defaults() {
 	if cfg.VirtioFSD == "" {
 		cfg.VirtioFSD = DefaultVirtioFSD
 	}
+	if cfg.ConsoleLimit <= 0 {
+		cfg.ConsoleLimit = defaultConsoleLimit
+	}
 }
 
 // args is QEMU's command line: the machine (microvm with its legacy timer
@@ -154,7 +167,7 @@ func (cfg *Config) args(sock string) []string {
 		"-m", strconv.Itoa(cfg.MemoryMiB), "-smp", strconv.Itoa(cfg.CPUs),
 		"-kernel", cfg.Kernel, "-initrd", cfg.Initramfs,
 		"-append", "console=ttyS0 panic=-1 loglevel=4 -- guest --vm-init",
-		"-chardev", "file,id=console,path=" + filepath.Join(cfg.Dir, "console.log"),
+		"-chardev", "stdio,id=console,signal=off", // to console.log, capped (consoleFile)
 		"-serial", "chardev:console",
 		"-pidfile", filepath.Join(cfg.Dir, "qemu.pid"),
 		"-device", "virtio-serial-" + bus + ",id=vser",
