@@ -39,6 +39,9 @@ const (
 	Workspace = "/workspace"
 	// AgentUID is the uid (and gid) the guest daemon and commands run as.
 	AgentUID = 1000
+	// AgentHome is the agent's home directory: a tmpfs of its own, as in
+	// the container tiers (the root file system is read-only).
+	AgentHome = "/home/agent"
 )
 
 // Run is process 1: it prepares the VM, runs the guest daemon until it
@@ -68,13 +71,20 @@ func boot(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(RootDevice); err == nil {
+	_, err = os.Stat(RootDevice)
+	onDisk := err == nil
+	if onDisk {
 		if err := switchRoot(); err != nil {
 			return err
 		}
 	}
 	if err := mountRuntime(cfg.SharedWorkspace); err != nil {
 		return err
+	}
+	if onDisk {
+		if err := readOnlyRoot(); err != nil {
+			return err
+		}
 	}
 	if err := loopbackUp(); err != nil {
 		return err
@@ -189,11 +199,23 @@ func mountRuntime(shared bool) error {
 		{"tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
 		{"tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
 		{"tmpfs", "/run", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=0755"},
+		{"tmpfs", AgentHome, "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, fmt.Sprintf("mode=0700,uid=%d,gid=%d", AgentUID, AgentUID)},
 		ws,
 	} {
 		if err := m.do(); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// readOnlyRoot remounts the root file system read-only, as a container
+// tier's is: the agent writes only to the workspace and the tmpfs mounts
+// (held to the VM's memory and the sandbox cgroup), never to the root
+// disk, whose overlay would otherwise grow on the host.
+func readOnlyRoot() error {
+	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		return fmt.Errorf("read-only root: %w", err)
 	}
 	return nil
 }

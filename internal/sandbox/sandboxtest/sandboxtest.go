@@ -162,8 +162,13 @@ func testNoNetwork(t *testing.T, d sandbox.Driver) {
 func testFilesystem(t *testing.T, d sandbox.Driver) {
 	ws := t.TempDir()
 	s := create(t, d, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true})
-	if res := sh(t, s, "touch /usr/agentbox-test"); res.ExitCode == 0 {
-		t.Errorf("root filesystem is writable")
+	// /var/tmp is world-writable in the image: only a read-only root
+	// keeps the agent from writing there (and, in a VM, from growing the
+	// root disk's overlay on the host).
+	for _, path := range []string{"/usr/agentbox-test", "/var/tmp/agentbox-test"} {
+		if res := sh(t, s, "touch "+path); res.ExitCode == 0 {
+			t.Errorf("root filesystem is writable: touch %s succeeded", path)
+		}
 	}
 	ok(t, s, "touch /tmp/x \"$HOME/x\" /workspace/x")
 	if fi, err := s.Guest().Stat(bg, "x"); err != nil || fi.Type != "file" {
