@@ -71,9 +71,7 @@ func boot(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	_, err = os.Stat(RootDevice)
-	onDisk := err == nil
-	if onDisk {
+	if _, err := os.Stat(RootDevice); err == nil {
 		if err := switchRoot(); err != nil {
 			return err
 		}
@@ -81,11 +79,7 @@ func boot(log *slog.Logger) error {
 	if err := mountRuntime(cfg.SharedWorkspace); err != nil {
 		return err
 	}
-	if onDisk {
-		if err := readOnlyRoot(); err != nil {
-			return err
-		}
-	}
+
 	if err := loopbackUp(); err != nil {
 		return err
 	}
@@ -165,7 +159,9 @@ func loadModule(path string) error {
 // and /sys along, after freeing the modules the initramfs held in memory.
 func switchRoot() error {
 	const newRoot = "/newroot"
-	if err := (mount{RootDevice, newRoot, "ext4", 0, ""}).do(); err != nil {
+	// Read-only, as QEMU gives the disk, and as a container tier's root
+	// is: the agent writes only to the workspace and the tmpfs mounts.
+	if err := (mount{RootDevice, newRoot, "ext4", unix.MS_RDONLY, ""}).do(); err != nil {
 		return err
 	}
 	_ = os.RemoveAll(ModulesDir)
@@ -205,17 +201,6 @@ func mountRuntime(shared bool) error {
 		if err := m.do(); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// readOnlyRoot remounts the root file system read-only, as a container
-// tier's is: the agent writes only to the workspace and the tmpfs mounts
-// (held to the VM's memory and the sandbox cgroup), never to the root
-// disk, whose overlay would otherwise grow on the host.
-func readOnlyRoot() error {
-	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
-		return fmt.Errorf("read-only root: %w", err)
 	}
 	return nil
 }

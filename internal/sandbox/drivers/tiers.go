@@ -230,5 +230,5 @@ func MicroVMConfig(o Options) microvm.DriverConfig {
 		stateDir = filepath.Join(filepath.Dir(abs), "microvm")
 	}
 	return microvm.DriverConfig{StateDir: stateDir, Image: c.Image, GuestBinary: c.GuestBinary,
-		Defaults: c.Defaults, Display: c.Display, Log: c.Log}
+		Defaults: c.Defaults, Display: c.Display, UIDs: c.UIDs, Log: c.Log}
 }

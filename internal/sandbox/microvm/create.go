@@ -47,6 +47,7 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	defer func() {
 		if err != nil {
 			_ = removeState(r.st)
+			releaseUID(r.st.UID)
 		}
 	}()
 	if err := d.boot(ctx, r, k, initrd, rootfs); err != nil {
@@ -161,11 +162,17 @@ func (d *Driver) prepare(ctx context.Context, spec sandbox.Spec, k Kernel, gcfg 
 	if accel == TCG {
 		d.cfg.Log.Debug("microvm under TCG", "why", why)
 	}
+	uid, err := d.allocUID()
+	if err != nil {
+		return nil, err
+	}
+	st.UID = uid
 	if err := os.MkdirAll(st.StateDir, 0o700); err != nil {
+		releaseUID(uid)
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
 	r := &running{st: st}
-	err := d.prepareWorkspace(&r.st, spec.WorkspaceDir)
+	err = d.prepareWorkspace(&r.st, spec.WorkspaceDir)
 	if err == nil {
 		err = writeConfigDisk(r.st.StateDir, gcfg)
 	}
@@ -177,6 +184,7 @@ func (d *Driver) prepare(ctx context.Context, spec sandbox.Spec, k Kernel, gcfg 
 	}
 	if err != nil {
 		_ = removeState(r.st)
+		releaseUID(uid)
 		return nil, err
 	}
 	return r, nil
@@ -222,7 +230,7 @@ func (d *Driver) boot(ctx context.Context, r *running, k Kernel, initrd, rootfs 
 	console := &limitedBuffer{}
 	vm, err := Start(ctx, Config{QEMU: d.cfg.QEMU, Kernel: k.Image, Initramfs: initrd, Rootfs: rootfs,
 		MemoryMiB: r.st.MemoryMiB, CPUs: r.st.CPUs, Accel: r.st.Accel, Dir: r.st.StateDir,
-		ConfigDisk: filepath.Join(r.st.StateDir, "config.img"), WorkspaceDir: r.st.WorkspaceDir, Stderr: console,
+		ConfigDisk: filepath.Join(r.st.StateDir, "config.img"), WorkspaceDir: r.st.WorkspaceDir, Stderr: console, UID: r.st.UID,
 		ConsoleLimit: d.cfg.ConsoleLimit})
 	if err != nil {
 		return fmt.Errorf("boot microvm: %w%s", err, consoleTail(r.st.StateDir))

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
@@ -42,6 +43,9 @@ type DriverConfig struct {
 	Display sandbox.Display
 	// ReadyTimeout bounds a boot (default 2 minutes: TCG is slow).
 	ReadyTimeout time.Duration
+	// UIDs is the range of host uids QEMU runs as, one per VM (default
+	// config's sandbox range, 200000-299999).
+	UIDs config.UIDRange
 	// ConsoleLimit bounds each VM's console log on the host (default
 	// 1 MiB): code in the guest can make its kernel write there.
 	ConsoleLimit int64
@@ -80,6 +84,9 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	}
 	if cfg.CacheDir == "" {
 		cfg.CacheDir = DefaultCacheDir
+	}
+	if cfg.UIDs == (config.UIDRange{}) {
+		cfg.UIDs = config.UIDRange{First: 200000, Last: 299999}
 	}
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 2 * time.Minute

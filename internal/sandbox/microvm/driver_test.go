@@ -86,6 +86,7 @@ func TestGuestKernelAndWorkspace(t *testing.T) {
 	}
 	st := s.(*microvm.Sandbox).State()
 	t.Logf("%s, %d MiB, %d vCPUs: create %v; qemu RSS %s", st.Accel, st.MemoryMiB, st.CPUs, booted.Round(time.Millisecond), rss(t, s.(*microvm.Sandbox).PID()))
+	unprivileged(t, s.(*microvm.Sandbox).PID(), st.UID)
 	if _, err := d.Create(ctx, sandbox.Spec{Network: "bridge"}); !errors.Is(err, sandbox.ErrInvalidSpec) {
 		t.Errorf("network bridge: %v, want ErrInvalidSpec", err)
 	}
@@ -248,5 +249,31 @@ func TestConsoleLogBounded(t *testing.T) {
 	}
 	if _, err := s.Guest().Exec(ctx, guest.Shell("true")); err != nil {
 		t.Errorf("the guest after its console filled: %v", err)
+	}
+}
+
+// unprivileged checks that QEMU (pid) runs as uid, a sandbox uid and not
+// root, with no capabilities, under QEMU's seccomp filter (-sandbox on).
+func unprivileged(t *testing.T, pid, uid int) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := strconv.Itoa(uid)
+	wants := []string{"Uid:\t" + u + "\t" + u + "\t" + u + "\t" + u + "\n", "Gid:\t" + u + "\t" + u + "\t" + u + "\t" + u + "\n",
+		"CapEff:\t0000000000000000", "CapPrm:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"}
+	if uid < 200000 {
+		t.Errorf("QEMU's uid %d is not of the sandbox range", uid)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if g, ok := strings.CutPrefix(l, "Groups:"); ok && strings.TrimSpace(g) != "" {
+			t.Errorf("QEMU keeps supplementary groups %q", g)
+		}
+	}
+	for _, w := range wants {
+		if !strings.Contains(string(b), w) {
+			t.Errorf("QEMU's /proc/%d/status lacks %q:\n%s", pid, w, b)
+		}
 	}
 }

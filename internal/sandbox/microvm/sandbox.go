@@ -33,6 +33,7 @@ func (r *running) destroy(ctx context.Context) error {
 	r.stop.Do(func() {
 		_ = r.vm.Close(ctx, shutdownGrace) // it kills QEMU if the guest does not power off
 		vms.Delete(r.h.ID)
+		releaseUID(r.st.UID)
 	})
 	return removeState(r.st)
 }

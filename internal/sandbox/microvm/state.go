@@ -25,6 +25,8 @@ type State struct {
 	// WorkspaceOwner is "uid:gid", who owned a caller's workspace before
 	// it was given to the guest's agent uid; Destroy gives it back.
 	WorkspaceOwner string `json:"workspace_owner,omitempty"`
+	// UID is the host uid QEMU runs as, the VM's own.
+	UID int `json:"uid,omitempty"`
 	// Accel, MemoryMiB and CPUs are what the VM runs with.
 	Accel     Accel `json:"accel"`
 	MemoryMiB int   `json:"memory_mib"`
@@ -89,7 +91,7 @@ func qemuPID(st State) int {
 	}
 	args := bytes.Split(cmdline, []byte{0})
 	if !strings.HasPrefix(filepath.Base(string(args[0])), "qemu-system") ||
-		!bytes.Contains(cmdline, []byte(filepath.Join(st.StateDir, pidFile))) {
+		!bytes.Contains(cmdline, []byte("\x00guest="+qemuOpt(vmMarker(st.StateDir))+"\x00")) {
 		return 0
 	}
 	return pid

@@ -8,8 +8,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,6 +56,9 @@ type Config struct {
 	VirtioFSD string
 	// Stderr receives QEMU's own messages.
 	Stderr io.Writer
+	// UID is the host uid QEMU runs as, its gid the same: one no other
+	// process uses (0: the caller's, for tests of QEMU alone).
+	UID int
 	// ConsoleLimit bounds the guest console's log, console.log in Dir
 	// (default 1 MiB); what comes after is dropped.
 	ConsoleLimit int64
@@ -77,46 +82,77 @@ type VM struct {
 // Start boots a VM and returns once its guest daemon answers, or kills it
 // when ctx ends first. The VM then runs until Close, and dies with the
 // process that started it (it is its parent-death signal).
+//
+// QEMU runs as cfg.UID when it is set: an unprivileged uid of the VM's
+// own, under QEMU's seccomp filter (-sandbox), so that a guest escaping
+// into QEMU's device emulation holds no privilege on the host. It gets
+// everything it needs open (hostFiles): it can reach no path of agentbox's.
 func Start(ctx context.Context, cfg Config) (*VM, error) {
 	cfg.defaults()
 	if cfg.Accel == "" {
 		cfg.Accel, _ = ChooseAccel(ctx, cfg.QEMU, cfg.Kernel)
 	}
-	sock := filepath.Join(cfg.Dir, "serial.sock")
-	_ = os.Remove(sock)
-	l, err := net.Listen("unix", sock)
+	v := &VM{accel: cfg.Accel, exited: make(chan struct{})}
+	hf, host, err := v.hostFiles(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("microvm: %w", err)
 	}
-	defer l.Close()
-	v := &VM{accel: cfg.Accel, exited: make(chan struct{})}
-	if cfg.WorkspaceDir != "" {
-		if v.fsd, err = startVirtioFSD(cfg); err != nil {
-			return nil, err
-		}
-	}
+	defer hf.close() // QEMU has its copies once started
 	console, err := openConsole(cfg.Dir, cfg.ConsoleLimit)
 	if err != nil {
+		host.Close()
 		v.fsd.stop()
 		return nil, fmt.Errorf("microvm: %w", err)
 	}
 	stderr := &limitedBuffer{}
-	v.cmd = exec.Command(cfg.QEMU, cfg.args(sock)...)
+	v.cmd = exec.Command(cfg.QEMU, cfg.args(hf.fd)...)
+	v.cmd.ExtraFiles = hf.files
 	v.cmd.Stdout = console // the serial console (-chardev stdio)
 	v.cmd.Stderr = io.MultiWriter(stderr, cfg.Stderr)
-	// snapshot=on puts the root disk's overlay in TMPDIR: the VM's own dir.
-	v.cmd.Env = append(os.Environ(), "TMPDIR="+cfg.Dir)
-	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cfg.credential()}
 	if err := startPinned(v.cmd, func(err error) { v.err = err; console.Close(); close(v.exited) }); err != nil {
 		console.Close()
+		host.Close()
 		v.fsd.stop()
 		return nil, fmt.Errorf("microvm: start %s: %w", cfg.QEMU, err)
 	}
-	if err := v.connect(ctx, l); err != nil {
+	hf.close()
+	if err := writePID(cfg.Dir, v.PID()); err != nil {
+		host.Close()
+		v.kill()
+		return nil, fmt.Errorf("microvm: %w", err)
+	}
+	if err := v.connect(ctx, host); err != nil {
 		v.kill()
 		return nil, fmt.Errorf("microvm: %w (qemu: %s)", err, stderr.String())
 	}
 	return v, nil
+}
+
+// credential is who QEMU runs as: cfg.UID (with the kvm group when it
+// uses KVM), or nil for the caller.
+func (cfg *Config) credential() *syscall.Credential {
+	if cfg.UID == 0 {
+		return nil
+	}
+	c := &syscall.Credential{Uid: uint32(cfg.UID), Gid: uint32(cfg.UID), Groups: []uint32{}}
+	if cfg.Accel == KVM {
+		if g, err := user.LookupGroup("kvm"); err == nil {
+			if gid, err := strconv.Atoi(g.Gid); err == nil {
+				c.Groups = append(c.Groups, uint32(gid))
+			}
+		}
+	}
+	return c
+}
+
+// writePID records QEMU's pid in the VM's dir, for List and Remove in
+// another process (QEMU, unprivileged, cannot write there itself).
+func writePID(dir string, pid int) error {
+	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(pid)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("pid file: %w", err)
+	}
+	return nil
 }
 
 func (cfg *Config) defaults() {
@@ -146,9 +182,12 @@ func (cfg *Config) defaults() {
 // args is QEMU's command line: the machine (microvm with its legacy timer
 // and interrupt controller on: left to "auto", Debian's kernel finds no
 // PIT to calibrate its clock against and hangs once a virtio device is
-// present), no default devices and no network
-// device, the console to a log file, the guest's port to sock.
-func (cfg *Config) args(sock string) []string {
+// present), QEMU's seccomp filter, no default devices and no network
+// device, the console to QEMU's stdout, and every file and socket by the
+// descriptor fd gives it (hostFiles), none by path. The root disk is
+// read-only: the guest mounts it so, and writes only to tmpfs and the
+// workspace. The name marks the process as this VM's (qemuPID).
+func (cfg *Config) args(fd func(string) int) []string {
 	// TCG keeps QEMU's default 1 GiB translation cache: bounded at 256 MiB
 	// the boot took three times as long, at 64 MiB it did not finish.
 	cpu, machine, bus := "max", cfg.Machine, "pci"
@@ -162,43 +201,55 @@ func (cfg *Config) args(sock string) []string {
 		// vhost-user needs the guest's memory shared with virtiofsd.
 		machine += ",memory-backend=mem"
 	}
-	a := []string{"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+	procFD := func(name string) string { return "/proc/self/fd/" + strconv.Itoa(fd(name)) }
+	a := []string{"-name", "guest=" + qemuOpt(vmMarker(cfg.Dir)),
+		"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-M", machine, "-accel", string(cfg.Accel), "-cpu", cpu,
 		"-m", strconv.Itoa(cfg.MemoryMiB), "-smp", strconv.Itoa(cfg.CPUs),
-		"-kernel", cfg.Kernel, "-initrd", cfg.Initramfs,
+		"-kernel", procFD("kernel"), "-initrd", procFD("initrd"),
 		"-append", "console=ttyS0 panic=-1 loglevel=4 -- guest --vm-init",
 		"-chardev", "stdio,id=console,signal=off", // to console.log, capped (consoleFile)
 		"-serial", "chardev:console",
-		"-pidfile", filepath.Join(cfg.Dir, "qemu.pid"),
 		"-device", "virtio-serial-" + bus + ",id=vser",
-		"-chardev", "socket,id=guest,path=" + sock,
+		"-chardev", "socket,id=guest,fd=" + strconv.Itoa(fd("serial")),
 		"-device", "virtserialport,bus=vser.0,chardev=guest,name=" + vminit.PortName,
 	}
 	if cfg.Rootfs != "" {
-		a = append(a, "-drive", "if=none,id=root,format=raw,snapshot=on,file="+cfg.Rootfs,
+		a = append(a, "-add-fd", fmt.Sprintf("fd=%d,set=1", fd("rootfs")),
+			"-drive", "if=none,id=root,format=raw,readonly=on,file=/dev/fdset/1",
 			"-device", "virtio-blk-"+bus+",drive=root")
 	}
 	if cfg.ConfigDisk != "" {
-		a = append(a, "-drive", "if=none,id=config,format=raw,readonly=on,file="+cfg.ConfigDisk,
+		a = append(a, "-add-fd", fmt.Sprintf("fd=%d,set=2", fd("config")),
+			"-drive", "if=none,id=config,format=raw,readonly=on,file=/dev/fdset/2",
 			"-device", "virtio-blk-"+bus+",drive=config,serial="+vminit.ConfigSerial)
 	}
 	if cfg.WorkspaceDir != "" {
 		a = append(a, "-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", cfg.MemoryMiB),
-			"-chardev", "socket,id=fs,path="+fsSocket(cfg.Dir),
+			"-chardev", "socket,id=fs,fd="+strconv.Itoa(fd("fs")),
 			"-device", "vhost-user-fs-"+bus+",chardev=fs,tag="+vminit.WorkspaceTag)
 	}
 	return a
 }
 
-// connect accepts QEMU's connection to the port's socket, waits for the
-// guest's hello and its first answer.
-func (v *VM) connect(ctx context.Context, l net.Listener) error {
-	conn, err := v.accept(ctx, l)
+// vmMarker names the VM of dir in its QEMU's command line.
+func vmMarker(dir string) string { return "agentbox-vm:" + dir }
+
+// qemuOpt escapes s as the value of a QEMU option (commas doubled).
+func qemuOpt(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+
+// connect waits on the guest's port (host, the host's end of the socket
+// pair whose other end QEMU has) for the guest's hello and first answer.
+func (v *VM) connect(ctx context.Context, host net.Conn) error {
+	var err error
+	v.sess, err = serialmux.Connect(ctx, host)
 	if err != nil {
-		return err
-	}
-	v.sess, err = serialmux.Connect(ctx, conn)
-	if err != nil {
+		select {
+		case <-v.exited:
+			return fmt.Errorf("qemu exited: %v", v.err)
+		default:
+		}
 		return err
 	}
 	v.client = guest.New(v.sess.Dial, "")
@@ -207,29 +258,6 @@ func (v *VM) connect(ctx context.Context, l net.Listener) error {
 		return fmt.Errorf("guest health: %w", err)
 	}
 	return nil
-}
-
-// accept waits for QEMU to connect, for ctx to end or for QEMU to exit.
-func (v *VM) accept(ctx context.Context, l net.Listener) (net.Conn, error) {
-	stop := context.AfterFunc(ctx, func() { l.Close() })
-	defer stop()
-	go func() {
-		<-v.exited
-		l.Close()
-	}()
-	c, err := l.Accept()
-	if err == nil {
-		return c, nil
-	}
-	select {
-	case <-v.exited:
-		return nil, fmt.Errorf("qemu exited: %v", v.err)
-	default:
-	}
-	if ctx.Err() != nil {
-		return nil, context.Cause(ctx)
-	}
-	return nil, err
 }
 
 // Guest is the client of the VM's guest daemon.
