@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
 
 // Disk quota modes: how a sandbox's DiskBytes is enforced.
@@ -25,7 +26,7 @@ const (
 	QuotaXFS = "xfs-project-quota"
 	// QuotaLoop is a loop-mounted filesystem of the quota's size holding
 	// the workspace while the sandbox runs (ENOSPC past it), for workspaces
-	// agentbox owns, when agentbox runs as root (see loopdisk.go).
+	// agentbox owns, when agentbox runs as root (package loopdisk).
 	QuotaLoop = "loop-disk"
 	// QuotaWatch is a watchdog that measures the workspace and stops the
 	// sandbox once it holds more than its quota, with RLIMIT_FSIZE keeping
@@ -55,7 +56,7 @@ func (d *Driver) quotaMode(dir string, managed bool) string {
 		return QuotaWatch
 	case xfsQuotas(dir):
 		return QuotaXFS
-	case managed && loopDisks():
+	case managed && loopdisk.Available():
 		return QuotaLoop
 	}
 	return QuotaWatch
@@ -64,7 +65,7 @@ func (d *Driver) quotaMode(dir string, managed bool) string {
 // modeOf is how the quota of an existing sandbox is enforced.
 func (d *Driver) modeOf(h record) string {
 	switch {
-	case hasDisk(h):
+	case loopdisk.Has(h.StateDir):
 		return QuotaLoop
 	case d.cfg.Quota != QuotaWatch && xfsQuotas(h.WorkspaceDir):
 		return QuotaXFS

@@ -1,13 +1,16 @@
-package docker
+package loopdisk
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // A command the host runs over a tree the sandbox wrote (cp, chmod) can
@@ -41,9 +44,9 @@ func TestDiskTemplatesMadeAtOnceByManyProcesses(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make(chan error, 8)
 		for range 8 {
-			d := &Driver{cfg: Config{StateDir: dir}} // another process: another lock
+			tpl := &Templates{Dir: filepath.Join(dir, ".disks")} // another process: another lock
 			wg.Go(func() {
-				if _, err := d.diskTemplate(size); err != nil {
+				if _, err := tpl.Get(size); err != nil {
 					errs <- err
 				}
 			})
@@ -106,5 +109,52 @@ func TestCopyErrorsNoteFollowsNoLink(t *testing.T) {
 				t.Errorf("the note: %v %v %q", fi, err, b)
 			}
 		})
+	}
+}
+
+func TestCopySparseKeepsHoles(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := dir+"/src", dir+"/dst"
+	f, err := os.Create(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("head"), 0)
+	f.WriteAt([]byte("middle"), 32<<20)
+	f.Truncate(64 << 20)
+	f.Close()
+	if err := copySparse(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(src)
+	b, _ := os.ReadFile(dst)
+	if !bytes.Equal(a, b) {
+		t.Fatal("copy differs")
+	}
+	var st syscall.Stat_t
+	syscall.Stat(dst, &st)
+	if st.Size != 64<<20 || st.Blocks*512 > 1<<20 {
+		t.Errorf("copy is %d bytes with %d allocated, want 64 MiB with its holes kept", st.Size, st.Blocks*512)
+	}
+}
+
+func TestTemplatesArePruned(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 20 {
+		p := filepath.Join(dir, fmt.Sprintf("ext4-%d.img", i))
+		os.WriteFile(p, nil, 0o600)
+		at := time.Now().Add(time.Duration(i-20) * time.Minute)
+		os.Chtimes(p, at, at)
+	}
+	pruneTemplates(dir, maxTemplates-1)
+	left, _ := filepath.Glob(filepath.Join(dir, "ext4-*.img"))
+	if len(left) != maxTemplates-1 {
+		t.Fatalf("%d templates left, want %d", len(left), maxTemplates-1)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ext4-19.img")); err != nil {
+		t.Error("the most recently used template was pruned")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ext4-0.img")); err == nil {
+		t.Error("the least recently used template was kept")
 	}
 }
