@@ -2,6 +2,7 @@ package loopdisk
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -156,5 +157,55 @@ func TestTemplatesArePruned(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ext4-0.img")); err == nil {
 		t.Error("the least recently used template was kept")
+	}
+}
+
+// TestMakeAndRemove: a disk holds the workspace's content, owned by the
+// sandbox's uid; past its size a write fails with ENOSPC; Remove copies
+// the content back (a link as a link), unmounts and removes the disk, and
+// a second Remove finds nothing to do.
+func TestMakeAndRemove(t *testing.T) {
+	if !Available() {
+		t.Skip("skipping: loop disks need root, loop devices and mkfs.ext4")
+	}
+	state, ws := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(ws, "before.txt"), []byte("before\n"), 0o644)
+	os.Symlink("/etc/passwd", filepath.Join(ws, "link"))
+	tpl := &Templates{Dir: t.TempDir()}
+	if _, err := tpl.Get(32 << 20); err != nil { // made once; timed below without it
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if err := tpl.Make(Disk{StateDir: state, WorkspaceDir: ws, Bytes: 32 << 20, UID: 1000, GID: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("make (copy template, mount, copy in) %v", time.Since(begin).Round(time.Microsecond))
+	_, mnt := Paths(state)
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(mnt, "before.txt"), &st); err != nil || st.Uid != 1000 {
+		t.Fatalf("the disk's copy of before.txt: uid %d, %v; want 1000", st.Uid, err)
+	}
+	err := os.WriteFile(filepath.Join(mnt, "big"), make([]byte, 40<<20), 0o644)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("40 MiB written to a 32 MiB disk: %v, want ENOSPC", err)
+	}
+	os.Remove(filepath.Join(mnt, "big"))
+	os.WriteFile(filepath.Join(mnt, "inside.txt"), []byte("inside\n"), 0o644)
+	begin = time.Now()
+	if err := Remove(state, ws, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("remove (copy back, unmount) %v", time.Since(begin).Round(time.Microsecond))
+	if b, err := os.ReadFile(filepath.Join(ws, "inside.txt")); err != nil || string(b) != "inside\n" {
+		t.Errorf("inside.txt copied back: %q %v", b, err)
+	}
+	if target, err := os.Readlink(filepath.Join(ws, "link")); err != nil || target != "/etc/passwd" {
+		t.Errorf("link copied back: %q %v", target, err)
+	}
+	if Mounted(mnt) || Has(state) {
+		t.Error("the disk is still mounted or its image still there")
+	}
+	if err := Remove(state, ws, true); err != nil {
+		t.Errorf("a second Remove: %v", err)
 	}
 }
