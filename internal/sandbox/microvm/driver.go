@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
 
 // DriverName is the name of this driver in its handles.
@@ -27,8 +29,10 @@ type DriverConfig struct {
 	// (default DefaultCacheDir).
 	CacheDir string
 	// StateDir holds one directory per sandbox: its sockets, QEMU's pid
-	// file and disk overlay, its config disk, its handle (handle.json)
-	// and, for sandboxes without a caller's workspace, a scratch one.
+	// file and disk overlay, its config disk, its handle (handle.json),
+	// its workspace's loop disk (disk.img, mounted at disk) and, for
+	// sandboxes without a caller's workspace, a scratch one; and the loop
+	// disks' templates (.disks).
 	StateDir string
 	// Image is the default sandbox image, made into each VM's root file
 	// system (BuildRootfs).
@@ -55,6 +59,8 @@ type Driver struct {
 	mu        sync.Mutex
 	kernel    *Kernel
 	initramfs string
+	// disks are the loop disk templates, in the state dir's .disks.
+	disks *loopdisk.Templates
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -85,7 +91,7 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	cfg.Defaults.FillDefaults()
-	return &Driver{cfg: cfg}, nil
+	return &Driver{cfg: cfg, disks: &loopdisk.Templates{Dir: filepath.Join(cfg.StateDir, ".disks")}}, nil
 }
 
 // Capabilities: a VM of its own, no network device, the guest over a
@@ -98,7 +104,7 @@ func (d *Driver) Capabilities() sandbox.Capabilities {
 
 // Available says, with sandbox.ErrIsolationUnavailable, what this host
 // lacks to run the tier: QEMU, its virtiofsd, root (virtiofsd runs as
-// root), or the kernel (fetched once).
+// root), loop devices (the disk quota), or the kernel (fetched once).
 func (d *Driver) Available(ctx context.Context) error {
 	if _, err := exec.LookPath(d.cfg.QEMU); err != nil {
 		return d.unavailable("no %s: %s", d.cfg.QEMU, Install)
@@ -108,6 +114,9 @@ func (d *Driver) Available(ctx context.Context) error {
 	}
 	if os.Geteuid() != 0 {
 		return d.unavailable("the microvm tier runs as root (virtiofsd shares the workspace as root)")
+	}
+	if !loopdisk.Available() {
+		return d.unavailable("no loop devices (/dev/loop-control) or no mkfs.ext4 (e2fsprogs): the workspace's disk quota is a loop disk")
 	}
 	if _, _, err := d.bootAssets(ctx); err != nil {
 		return d.unavailable("%v (the kernel is Debian's %s: apt-get download needs the archive reachable and apt-get update done)", err, KernelPackage)

@@ -52,8 +52,9 @@ func (s *Sandbox) Handle() sandbox.Handle { return s.r.h }
 func (s *Sandbox) Guest() *guest.Client { return s.client }
 
 // Destroy powers the VM off (killing QEMU and virtiofsd after a grace),
-// gives a caller's workspace back to its owner and removes the state
-// directory. It is idempotent.
+// copies the loop disk's content back to a job's workspace and removes
+// the disk, gives a caller's workspace back to its owner and removes the
+// state directory. It is idempotent.
 func (s *Sandbox) Destroy(ctx context.Context) error { return s.r.destroy(ctx) }
 
 // State is the sandbox's record, as in its handle.
