@@ -25,7 +25,7 @@ const (
 	// QuotaLoop is a loop-mounted filesystem of the quota's size holding
 	// the workspace while the sandbox runs (ENOSPC past it), for workspaces
 	// agentbox owns, when agentbox runs as root (package loopdisk).
-	QuotaLoop = "loop-disk"
+	QuotaLoop = loopdisk.Mode
 	// QuotaWatch is a watchdog that measures the workspace and stops the
 	// sandbox once it holds more than its quota, with RLIMIT_FSIZE keeping
 	// any one file within it. For a directory a person brought

@@ -37,6 +37,10 @@ import (
 	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
+// Mode is the name of this way of enforcing a disk quota, as drivers'
+// QuotaMode and agentbox doctor say it.
+const Mode = "loop-disk"
+
 const (
 	diskImage = "disk.img"
 	diskMount = "disk"

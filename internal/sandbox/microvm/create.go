@@ -53,6 +53,7 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := d.boot(ctx, r, k, initrd, rootfs); err != nil {
 		return nil, err
 	}
+	r.watch()
 	vms.Store(r.h.ID, r)
 	d.cfg.Log.Debug("microvm sandbox ready", "sandbox_id", r.h.ID, "job_id", spec.JobID, "accel", r.st.Accel)
 	return &Sandbox{r: r, client: r.vm.Guest()}, nil
@@ -187,7 +188,7 @@ func (d *Driver) prepare(ctx context.Context, spec sandbox.Spec, k Kernel, gcfg 
 // agentbox owns (a scratch one in the state dir, or a job's) a loop disk
 // of the quota's size holding the workspace's content (see
 // package loopdisk); for a directory a caller brought, the directory
-// itself, with no quota (docs/microvm.md, "Left"). Either is given to the
+// itself, under a watchdog (watch.go). Either is given to the
 // guest's agent uid: virtiofsd creates files as the guest's uid, checked
 // against the host directory's owner.
 func (d *Driver) prepareWorkspace(st *State, spec sandbox.Spec, diskBytes int64) error {
@@ -203,8 +204,8 @@ func (d *Driver) prepareWorkspace(st *State, spec sandbox.Spec, diskBytes int64)
 		}
 		st.WorkspaceDir, st.WorkspaceOwner = spec.WorkspaceDir, owner
 	}
+	st.DiskBytes = diskBytes
 	if st.OwnsWorkspace || spec.ManagedWorkspace {
-		st.DiskBytes = diskBytes
 		return d.disks.Make(loopdisk.Disk{StateDir: st.StateDir, WorkspaceDir: st.WorkspaceDir,
 			Bytes: diskBytes, UID: vminit.AgentUID, GID: vminit.AgentUID})
 	}

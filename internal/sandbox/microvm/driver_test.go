@@ -373,3 +373,54 @@ func mountsUnder(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestDiskQuotaWatchdog: a directory a caller brought is shared as it is,
+// under a watchdog: a VM writing past its quota there is killed, says why,
+// and leaves the directory near its quota, given back to its owner.
+func TestDiskQuotaWatchdog(t *testing.T) {
+	d := newDriver(t, t.TempDir())
+	ws := t.TempDir()
+	if err := os.Chown(ws, 4242, 4243); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := d.Create(ctx, sandbox.Spec{WorkspaceDir: ws, Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy(ctx)
+	begin := time.Now()
+	req := guest.Shell("for i in $(seq 100); do dd if=/dev/zero of=f$i bs=1M count=20 2>/dev/null; done")
+	req.TimeoutMS = 120_000
+	if _, err := s.Guest().Exec(ctx, req); err == nil {
+		t.Fatal("2 GB written past a 64 MiB quota and the VM still runs")
+	}
+	why := s.(sandbox.Stopper).Stopped()
+	if !errors.Is(why, sandbox.ErrDiskQuota) {
+		t.Fatalf("stopped: %v, want ErrDiskQuota", why)
+	}
+	held := dirBytes(ws)
+	t.Logf("stopped after %v holding %d MiB: %v", time.Since(begin).Round(time.Millisecond), held>>20, why)
+	if held > 64<<20+64<<20 {
+		t.Errorf("the workspace holds %d MiB, far past its 64 MiB quota", held>>20)
+	}
+	if err := s.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(ws, "f1"), &st); err != nil || st.Uid != 4242 {
+		t.Errorf("f1 after Destroy: uid %d %v, want the workspace's owner 4242", st.Uid, err)
+	}
+}
+
+// dirBytes is the disk space the files under dir take.
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, e os.DirEntry, err error) error {
+		if fi, ierr := e.Info(); err == nil && ierr == nil {
+			n += fi.Sys().(*syscall.Stat_t).Blocks * 512
+		}
+		return nil
+	})
+	return n
+}

@@ -30,8 +30,8 @@ type State struct {
 	// WorkspaceOwner is "uid:gid", who owned a caller's workspace before
 	// it was given to the guest's agent uid; Destroy gives it back.
 	WorkspaceOwner string `json:"workspace_owner,omitempty"`
-	// DiskBytes is the size of the workspace's loop disk (the disk
-	// quota), 0 when it has none (a caller's own directory).
+	// DiskBytes is the disk quota: the size of the workspace's loop disk,
+	// or, for a caller's own directory, what the watchdog lets it hold.
 	DiskBytes int64 `json:"disk_bytes,omitempty"`
 	// Accel, MemoryMiB and CPUs are what the VM runs with.
 	Accel     Accel `json:"accel"`
