@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
 
 // Create starts a sandbox and waits until its guest answers. On any failure
@@ -143,7 +144,7 @@ func (d *Driver) prepareWorkspace(h *record, managed bool) error {
 	}
 	switch d.quotaMode(h.WorkspaceDir, managed || h.OwnsWorkspace) {
 	case QuotaLoop:
-		return d.makeDisk(*h)
+		return d.disks.Make(loopdisk.Disk{StateDir: h.StateDir, WorkspaceDir: h.WorkspaceDir, Bytes: h.DiskBytes, UID: h.UID, GID: h.UID})
 	case QuotaXFS:
 		if err := applyQuota(*h); err != nil {
 			return fmt.Errorf("disk quota: %w", err)
@@ -307,8 +308,8 @@ func fileCap(quota int64) int64 { return quota - min(quota/16, 1<<20) }
 // workspaceSource is the host directory mounted at /workspace: the loop
 // disk's mount when the sandbox has one, else the workspace itself.
 func workspaceSource(h record) string {
-	if hasDisk(h) {
-		_, mnt := diskPaths(h.StateDir)
+	if loopdisk.Has(h.StateDir) {
+		_, mnt := loopdisk.Paths(h.StateDir)
 		return mnt
 	}
 	return h.WorkspaceDir

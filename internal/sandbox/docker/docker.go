@@ -29,6 +29,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
 
 // Paths inside every sandbox.
@@ -117,8 +118,8 @@ type Driver struct {
 	mu  sync.Mutex
 	// uids are the uids this driver gave to sandboxes that still exist.
 	uids map[int]bool
-	// diskMu serializes the making of loop disk templates.
-	diskMu sync.Mutex
+	// disks are the loop disk templates, in the state dir's .disks.
+	disks *loopdisk.Templates
 	// podman is whether the engine is Podman, asked once.
 	engineOnce sync.Once
 	podman     bool
@@ -142,7 +143,8 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
-	return &Driver{cli: cli, cfg: cfg, log: cfg.Log, uids: map[int]bool{}}, nil
+	return &Driver{cli: cli, cfg: cfg, log: cfg.Log, uids: map[int]bool{},
+		disks: &loopdisk.Templates{Dir: filepath.Join(cfg.StateDir, ".disks")}}, nil
 }
 
 func checkConfig(cfg *Config) error {

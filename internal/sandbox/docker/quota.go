@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/diskusage"
+	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
 
 // Disk quota modes: how a sandbox's DiskBytes is enforced.
@@ -25,8 +24,8 @@ const (
 	QuotaXFS = "xfs-project-quota"
 	// QuotaLoop is a loop-mounted filesystem of the quota's size holding
 	// the workspace while the sandbox runs (ENOSPC past it), for workspaces
-	// agentbox owns, when agentbox runs as root (see loopdisk.go).
-	QuotaLoop = "loop-disk"
+	// agentbox owns, when agentbox runs as root (package loopdisk).
+	QuotaLoop = loopdisk.Mode
 	// QuotaWatch is a watchdog that measures the workspace and stops the
 	// sandbox once it holds more than its quota, with RLIMIT_FSIZE keeping
 	// any one file within it. For a directory a person brought
@@ -55,7 +54,7 @@ func (d *Driver) quotaMode(dir string, managed bool) string {
 		return QuotaWatch
 	case xfsQuotas(dir):
 		return QuotaXFS
-	case managed && loopDisks():
+	case managed && loopdisk.Available():
 		return QuotaLoop
 	}
 	return QuotaWatch
@@ -64,7 +63,7 @@ func (d *Driver) quotaMode(dir string, managed bool) string {
 // modeOf is how the quota of an existing sandbox is enforced.
 func (d *Driver) modeOf(h record) string {
 	switch {
-	case hasDisk(h):
+	case loopdisk.Has(h.StateDir):
 		return QuotaLoop
 	case d.cfg.Quota != QuotaWatch && xfsQuotas(h.WorkspaceDir):
 		return QuotaXFS
@@ -168,7 +167,7 @@ func (s *Sandbox) watchDisk(ctx context.Context) {
 			return
 		}
 		begin := time.Now()
-		used := treeUsage(dir)
+		used := diskusage.Tree(dir)
 		wait = min(max(watchInterval, 20*time.Since(begin)), maxWatchInterval)
 		if used > s.h.DiskBytes {
 			s.stop(ctx, fmt.Errorf("%w: its workspace holds %s, over its %s quota; the sandbox was stopped",
@@ -219,55 +218,6 @@ func (s *Sandbox) Stopped() error {
 		return *p
 	}
 	return nil
-}
-
-// maxWatchEntries bounds one measurement's walk (about 3 s); a workspace
-// with more entries is over its quota for the watchdog.
-const maxWatchEntries = 1_000_000
-
-// entryBytes is the least an entry is charged: its inode and its name cost
-// the host's disk even when it holds no data (500,000 empty files once
-// hid from the watchdog in the time their walk took).
-const entryBytes = 4096
-
-// treeUsage is the disk space allocated to the files under dir, each hard
-// link counted once, walked through an os.Root so that a directory swapped
-// for a link mid-walk leads nowhere else. Past maxWatchEntries it answers
-// more than any quota.
-func treeUsage(dir string) int64 {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return 0
-	}
-	defer root.Close()
-	var total, entries int64
-	seen := map[uint64]bool{}
-	_ = fs.WalkDir(root.FS(), ".", func(_ string, d fs.DirEntry, err error) error {
-		if entries++; entries > maxWatchEntries {
-			total = math.MaxInt64
-			return fs.SkipAll
-		}
-		if err != nil {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil
-		}
-		if st.Nlink > 1 && !d.IsDir() {
-			if seen[st.Ino] {
-				return nil
-			}
-			seen[st.Ino] = true
-		}
-		total += max(st.Blocks*512, entryBytes)
-		return nil
-	})
-	return total
 }
 
 // lockRunDir takes the socket directory back from the sandbox once its

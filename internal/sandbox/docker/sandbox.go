@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
 
 // Sandbox is one container.
@@ -75,8 +76,8 @@ func (s *Sandbox) State() State { return s.h.State }
 // workspace directory itself. The sandbox writes it: read it beneath an
 // os.Root, following no link.
 func (s *Sandbox) LiveWorkspace() string {
-	if hasDisk(s.h) {
-		_, mnt := diskPaths(s.h.StateDir)
+	if loopdisk.Has(s.h.StateDir) {
+		_, mnt := loopdisk.Paths(s.h.StateDir)
 		return mnt
 	}
 	return s.h.WorkspaceDir
@@ -166,8 +167,10 @@ func (d *Driver) handBack(h record) error {
 		return nil
 	}
 	var err error
-	if hasDisk(h) {
-		err = syncDisk(h)
+	if loopdisk.Has(h.StateDir) {
+		// A caller's workspace gets the disk's content back; a scratch
+		// one is removed with the state dir.
+		err = loopdisk.Remove(h.StateDir, h.WorkspaceDir, !h.OwnsWorkspace)
 	}
 	if _, serr := os.Lstat(h.WorkspaceDir); serr != nil {
 		return err // removed already

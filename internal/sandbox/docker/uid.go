@@ -3,7 +3,6 @@ package docker
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+
+	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
 
 // Each sandbox runs as a uid of its own from Config.UIDs, which no host
@@ -94,22 +95,7 @@ func ownerOf(path string) (owner, error) {
 	return owner{int(st.Uid), int(st.Gid)}, nil
 }
 
-// chownTree gives dir and everything under it to o, through an os.Root so
-// that no link leads the walk or the change out of dir. It is only called
-// while no sandbox process runs, so the tree cannot change under it.
+// chownTree gives dir and everything under it to o (loopdisk.ChownTree).
 func chownTree(dir string, o owner) error {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return fmt.Errorf("workspace owner: %w", err)
-	}
-	defer root.Close()
-	return fs.WalkDir(root.FS(), ".", func(name string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // gone, or unreadable: nothing to hand over
-		}
-		if err := root.Lchown(name, o.uid, o.gid); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("workspace owner: %w", err)
-		}
-		return nil
-	})
+	return loopdisk.ChownTree(dir, o.uid, o.gid)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/guest/vminit"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
 
 // Create boots a VM for spec and returns once its guest answers. On any
@@ -53,6 +54,7 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := d.boot(ctx, r, k, initrd, rootfs); err != nil {
 		return nil, err
 	}
+	r.watch()
 	vms.Store(r.h.ID, r)
 	d.cfg.Log.Debug("microvm sandbox ready", "sandbox_id", r.h.ID, "job_id", spec.JobID, "accel", r.st.Accel)
 	return &Sandbox{r: r, client: r.vm.Guest()}, nil
@@ -172,7 +174,7 @@ func (d *Driver) prepare(ctx context.Context, spec sandbox.Spec, k Kernel, gcfg 
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
 	r := &running{st: st}
-	err = d.prepareWorkspace(&r.st, spec.WorkspaceDir)
+	err = d.prepareWorkspace(&r.st, spec, lim.DiskBytes)
 	if err == nil {
 		err = writeConfigDisk(r.st.StateDir, gcfg)
 	}
@@ -190,26 +192,47 @@ func (d *Driver) prepare(ctx context.Context, spec sandbox.Spec, k Kernel, gcfg 
 	return r, nil
 }
 
-// prepareWorkspace gives the workspace (the caller's, or a scratch one in
-// the state dir) to the guest's agent uid: virtiofsd creates files as the
-// guest's uid, checked against the host directory's owner.
-func (d *Driver) prepareWorkspace(st *State, dir string) error {
-	if dir == "" {
+// prepareWorkspace makes the directory virtiofsd shares: for a workspace
+// agentbox owns (a scratch one in the state dir, or a job's) a loop disk
+// of the quota's size holding the workspace's content (see
+// package loopdisk); for a directory a caller brought, the directory
+// itself, under a watchdog (watch.go). Either is given to the
+// guest's agent uid: virtiofsd creates files as the guest's uid, checked
+// against the host directory's owner.
+func (d *Driver) prepareWorkspace(st *State, spec sandbox.Spec, diskBytes int64) error {
+	if spec.WorkspaceDir == "" {
 		st.WorkspaceDir, st.OwnsWorkspace = filepath.Join(st.StateDir, "workspace"), true
 		if err := os.Mkdir(st.WorkspaceDir, 0o755); err != nil {
 			return fmt.Errorf("sandbox workspace: %w", err)
 		}
 	} else {
-		owner, err := ownerOf(dir)
+		owner, err := ownerOf(spec.WorkspaceDir)
 		if err != nil {
 			return fmt.Errorf("workspace owner: %w", err)
 		}
-		st.WorkspaceDir, st.WorkspaceOwner = dir, owner
+		st.WorkspaceDir, st.WorkspaceOwner = spec.WorkspaceDir, owner
 	}
-	if err := chownTree(st.WorkspaceDir, vminit.AgentUID, vminit.AgentUID); err != nil {
+	st.DiskBytes = diskBytes
+	if st.OwnsWorkspace || spec.ManagedWorkspace {
+		return d.disks.Make(loopdisk.Disk{StateDir: st.StateDir, WorkspaceDir: st.WorkspaceDir,
+			Bytes: diskBytes, UID: vminit.AgentUID, GID: vminit.AgentUID})
+	}
+	if err := loopdisk.ChownTree(st.WorkspaceDir, vminit.AgentUID, vminit.AgentUID); err != nil {
 		return fmt.Errorf("sandbox workspace: %w", err)
 	}
 	return nil
+}
+
+// sharedDir is the host directory virtiofsd shares as the VM's
+// /workspace: the loop disk's mount point when the sandbox has one (the
+// workspace directory gets the content back only at Destroy), else the
+// workspace directory itself.
+func sharedDir(st State) string {
+	if loopdisk.Has(st.StateDir) {
+		_, mnt := loopdisk.Paths(st.StateDir)
+		return mnt
+	}
+	return st.WorkspaceDir
 }
 
 func writeConfigDisk(dir string, c vminit.Config) error {
@@ -230,7 +253,7 @@ func (d *Driver) boot(ctx context.Context, r *running, k Kernel, initrd, rootfs 
 	console := &limitedBuffer{}
 	vm, err := Start(ctx, Config{QEMU: d.cfg.QEMU, Kernel: k.Image, Initramfs: initrd, Rootfs: rootfs,
 		MemoryMiB: r.st.MemoryMiB, CPUs: r.st.CPUs, Accel: r.st.Accel, Dir: r.st.StateDir,
-		ConfigDisk: filepath.Join(r.st.StateDir, "config.img"), WorkspaceDir: r.st.WorkspaceDir, Stderr: console, UID: r.st.UID,
+		ConfigDisk: filepath.Join(r.st.StateDir, "config.img"), WorkspaceDir: sharedDir(r.st), Stderr: console, UID: r.st.UID,
 		ConsoleLimit: d.cfg.ConsoleLimit})
 	if err != nil {
 		return fmt.Errorf("boot microvm: %w%s", err, consoleTail(r.st.StateDir))

@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
 
 // DriverName is the name of this driver in its handles.
@@ -28,8 +30,10 @@ type DriverConfig struct {
 	// (default DefaultCacheDir).
 	CacheDir string
 	// StateDir holds one directory per sandbox: its sockets, QEMU's pid
-	// file and disk overlay, its config disk, its handle (handle.json)
-	// and, for sandboxes without a caller's workspace, a scratch one.
+	// file and disk overlay, its config disk, its handle (handle.json),
+	// its workspace's loop disk (disk.img, mounted at disk) and, for
+	// sandboxes without a caller's workspace, a scratch one; and the loop
+	// disks' templates (.disks).
 	StateDir string
 	// Image is the default sandbox image, made into each VM's root file
 	// system (BuildRootfs).
@@ -62,6 +66,8 @@ type Driver struct {
 	mu        sync.Mutex
 	kernel    *Kernel
 	initramfs string
+	// disks are the loop disk templates, in the state dir's .disks.
+	disks *loopdisk.Templates
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -95,7 +101,7 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	cfg.Defaults.FillDefaults()
-	return &Driver{cfg: cfg}, nil
+	return &Driver{cfg: cfg, disks: &loopdisk.Templates{Dir: filepath.Join(cfg.StateDir, ".disks")}}, nil
 }
 
 // Capabilities: a VM of its own, no network device, the guest over a
@@ -108,7 +114,7 @@ func (d *Driver) Capabilities() sandbox.Capabilities {
 
 // Available says, with sandbox.ErrIsolationUnavailable, what this host
 // lacks to run the tier: QEMU, its virtiofsd, root (virtiofsd runs as
-// root), or the kernel (fetched once).
+// root), loop devices (the disk quota), or the kernel (fetched once).
 func (d *Driver) Available(ctx context.Context) error {
 	if _, err := exec.LookPath(d.cfg.QEMU); err != nil {
 		return d.unavailable("no %s: %s", d.cfg.QEMU, Install)
@@ -118,6 +124,9 @@ func (d *Driver) Available(ctx context.Context) error {
 	}
 	if os.Geteuid() != 0 {
 		return d.unavailable("the microvm tier runs as root (virtiofsd shares the workspace as root)")
+	}
+	if !loopdisk.Available() {
+		return d.unavailable("no loop devices (/dev/loop-control) or no mkfs.ext4 (e2fsprogs): the workspace's disk quota is a loop disk")
 	}
 	if _, _, err := d.bootAssets(ctx); err != nil {
 		return d.unavailable("%v (the kernel is Debian's %s: apt-get download needs the archive reachable and apt-get update done)", err, KernelPackage)

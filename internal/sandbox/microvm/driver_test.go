@@ -173,9 +173,16 @@ func TestOrphanHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := d.Create(context.Background(), sandbox.Spec{})
+	spec := sandbox.Spec{}
+	if ws := os.Getenv(helperWorkspaceEnv); ws != "" {
+		spec = sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true, Limits: sandbox.Limits{DiskBytes: 64 << 20}}
+	}
+	s, err := d.Create(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if spec.WorkspaceDir != "" {
+		writeInside(t, s)
 	}
 	fmt.Printf("qemu %d\n", s.(*microvm.Sandbox).PID())
 	time.Sleep(5 * time.Minute)
@@ -207,6 +214,216 @@ func processesNaming(dir string) []string {
 		}
 	}
 	return out
+}
+
+// helperWorkspaceEnv names the job workspace TestOrphanHelper's VM gets.
+const helperWorkspaceEnv = "AGENTBOX_MICROVM_HELPER_WS"
+
+// insideScript is what a sandbox writes in its workspace before its QEMU
+// is killed: a result, and what an attacker plants for the copy back (a
+// link to a host file, a hard link, a FIFO, a set-user-ID file).
+const insideScript = "echo inside > result.txt && mkdir -p d && echo hi > d/x && ln d/x hard && " +
+	"ln -s /etc/shadow link && mkfifo fifo && echo s > suid && chmod u+s suid && echo done"
+
+// writeInside runs insideScript in s.
+func writeInside(t *testing.T, s sandbox.Sandbox) {
+	t.Helper()
+	res, err := s.Guest().Exec(context.Background(), guest.Shell(insideScript))
+	if err != nil || strings.TrimSpace(string(res.Stdout)) != "done" {
+		t.Fatalf("writing in the workspace: %q %q %v", res.Stdout, res.Stderr, err)
+	}
+}
+
+// TestWorkspaceSurvivesKilledVM: a job's workspace lives on a loop disk
+// while its VM runs. When the VM dies without Destroy (its QEMU killed, or
+// the server killed -9 with it), Remove through a fresh Driver copies the
+// disk's content back to the workspace, links as links and owned by the
+// workspace's owner, and leaves nothing mounted: the job restarts on it.
+func TestWorkspaceSurvivesKilledVM(t *testing.T) {
+	if os.Getenv(helperEnv) != "" {
+		t.Skip("in the helper")
+	}
+	for _, tc := range []struct {
+		name string
+		kill func(t *testing.T, dir, ws string) sandbox.Handle
+	}{
+		{"qemu killed", killQEMUInProcess},
+		{"server killed -9", killServerProcess},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, ws := t.TempDir(), t.TempDir()
+			os.WriteFile(filepath.Join(ws, "before.txt"), []byte("before\n"), 0o644)
+			if err := os.Chown(ws, 4242, 4243); err != nil {
+				t.Fatal(err)
+			}
+			h := tc.kill(t, dir, ws)
+			if _, err := os.Lstat(filepath.Join(ws, "result.txt")); err == nil {
+				t.Fatal("the VM wrote the workspace directory itself, not its loop disk")
+			}
+			d := newDriver(t, dir) // a fresh one, as after a restart
+			begin := time.Now()
+			if err := d.Remove(context.Background(), h); err != nil {
+				t.Fatalf("remove: %v", err)
+			}
+			t.Logf("remove (copy back, unmount) %v", time.Since(begin).Round(time.Millisecond))
+			checkCopiedBack(t, ws)
+			if m := mountsUnder(t, dir); len(m) > 0 {
+				t.Errorf("still mounted after Remove: %q", m)
+			}
+			if ls, _ := d.List(context.Background()); len(ls) != 0 {
+				t.Errorf("List after Remove: %+v", ls)
+			}
+		})
+	}
+}
+
+// killQEMUInProcess makes a sandbox on ws, writes in it and kills its QEMU.
+func killQEMUInProcess(t *testing.T, dir, ws string) sandbox.Handle {
+	d := newDriver(t, dir)
+	begin := time.Now()
+	s, err := d.Create(context.Background(), sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true, Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("create with a 64 MiB loop disk %v", time.Since(begin).Round(time.Millisecond))
+	writeInside(t, s)
+	pid := s.(*microvm.Sandbox).PID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	return s.Handle()
+}
+
+// killServerProcess has a helper process make a sandbox on ws and write
+// in it, then kills the helper with SIGKILL (its QEMU and virtiofsd die
+// with it) and returns the handle List finds.
+func killServerProcess(t *testing.T, dir, ws string) sandbox.Handle {
+	newDriver(t, dir) // the assets, before the helper needs them
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOrphanHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), helperEnv+"="+guestBin, "AGENTBOX_MICROVM_HELPER_DIR="+dir, helperWorkspaceEnv+"="+ws)
+	cmd.Stderr = t.Output()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	readPID(t, out)
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	awaitNoProcess(t, dir)
+	ls, err := newDriver(t, dir).List(context.Background())
+	if err != nil || len(ls) != 1 || ls[0].Running {
+		t.Fatalf("List after the kill: %+v %v, want one not running", ls, err)
+	}
+	return ls[0].Handle
+}
+
+// checkCopiedBack checks that ws holds what insideScript wrote, copied
+// back as the copy back must: no link followed, no set-ID bit, the hard
+// link kept, the FIFO a FIFO, everything owned by ws's owner.
+func checkCopiedBack(t *testing.T, ws string) {
+	t.Helper()
+	for name, want := range map[string]string{"before.txt": "before\n", "result.txt": "inside\n", "d/x": "hi\n", "hard": "hi\n"} {
+		if b, err := os.ReadFile(filepath.Join(ws, name)); err != nil || string(b) != want {
+			t.Errorf("%s after Remove: %q %v, want %q", name, b, err, want)
+		}
+	}
+	if target, err := os.Readlink(filepath.Join(ws, "link")); err != nil || target != "/etc/shadow" {
+		t.Errorf("link after Remove: %q %v, want a link to /etc/shadow", target, err)
+	}
+	checkModes(t, ws)
+	_ = filepath.WalkDir(ws, func(p string, _ os.DirEntry, err error) error {
+		if fi, lerr := os.Lstat(p); err == nil && lerr == nil {
+			if st := fi.Sys().(*syscall.Stat_t); st.Uid != 4242 || st.Gid != 4243 {
+				t.Errorf("%s is owned by %d:%d, want the workspace's owner 4242:4243", p, st.Uid, st.Gid)
+			}
+		}
+		return nil
+	})
+}
+
+// checkModes checks the FIFO, the set-user-ID file and the hard link.
+func checkModes(t *testing.T, ws string) {
+	t.Helper()
+	if fi, err := os.Lstat(filepath.Join(ws, "fifo")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("fifo after Remove: %v %v", fi, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "suid")); err != nil || fi.Mode()&os.ModeSetuid != 0 {
+		t.Errorf("suid after Remove: %v %v, want no set-user-ID bit", fi, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "hard")); err != nil || fi.Sys().(*syscall.Stat_t).Nlink != 2 {
+		t.Errorf("hard link after Remove: %v %v, want two links", fi, err)
+	}
+}
+
+// mountsUnder are the mount points in /proc/self/mountinfo under dir.
+func mountsUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+// TestDiskQuotaWatchdog: a directory a caller brought is shared as it is,
+// under a watchdog: a VM writing past its quota there is killed, says why,
+// and leaves the directory near its quota, given back to its owner.
+func TestDiskQuotaWatchdog(t *testing.T) {
+	d := newDriver(t, t.TempDir())
+	ws := t.TempDir()
+	if err := os.Chown(ws, 4242, 4243); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := d.Create(ctx, sandbox.Spec{WorkspaceDir: ws, Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy(ctx)
+	begin := time.Now()
+	req := guest.Shell("for i in $(seq 100); do dd if=/dev/zero of=f$i bs=1M count=20 2>/dev/null; done")
+	req.TimeoutMS = 120_000
+	if _, err := s.Guest().Exec(ctx, req); err == nil {
+		t.Fatal("2 GB written past a 64 MiB quota and the VM still runs")
+	}
+	why := s.(sandbox.Stopper).Stopped()
+	if !errors.Is(why, sandbox.ErrDiskQuota) {
+		t.Fatalf("stopped: %v, want ErrDiskQuota", why)
+	}
+	held := dirBytes(ws)
+	t.Logf("stopped after %v holding %d MiB: %v", time.Since(begin).Round(time.Millisecond), held>>20, why)
+	if held > 64<<20+64<<20 {
+		t.Errorf("the workspace holds %d MiB, far past its 64 MiB quota", held>>20)
+	}
+	if err := s.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(ws, "f1"), &st); err != nil || st.Uid != 4242 {
+		t.Errorf("f1 after Destroy: uid %d %v, want the workspace's owner 4242", st.Uid, err)
+	}
+}
+
+// dirBytes is the disk space the files under dir take.
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, e os.DirEntry, err error) error {
+		if fi, ierr := e.Info(); err == nil && ierr == nil {
+			n += fi.Sys().(*syscall.Stat_t).Blocks * 512
+		}
+		return nil
+	})
+	return n
 }
 
 // TestConsoleLogBounded: code in the VM makes the guest kernel write to

@@ -65,7 +65,9 @@ func (d *Driver) List(context.Context) ([]sandbox.Listed, error) {
 
 // Remove destroys the sandbox h: through its VM if this process runs it,
 // else by killing its QEMU (checked to be this sandbox's, by its command
-// line) and removing its state.
+// line) and removing its state. Either way a job's workspace gets its loop
+// disk's content back first: after a server was killed -9 the disk is
+// still mounted and the job restarts on the workspace directory.
 func (d *Driver) Remove(ctx context.Context, h sandbox.Handle) error {
 	st, err := stateOf(h)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestPinnedChildOutlivesCallersThread: a child started with a
@@ -23,8 +25,15 @@ func TestPinnedChildOutlivesCallersThread(t *testing.T) {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 			exited := make(chan struct{})
 			started := make(chan error, 1)
-			go func() {
+			var start func()
+			start = func() {
 				runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+				if unix.Gettid() == unix.Getpid() {
+					// Go never ends the main thread (it parks it): try on another.
+					runtime.UnlockOSThread()
+					go start()
+					return
+				}
 				if tt.pinned {
 					started <- startPinned(cmd, func(error) { close(exited) })
 					return
@@ -34,7 +43,8 @@ func TestPinnedChildOutlivesCallersThread(t *testing.T) {
 					go func() { cmd.Wait(); close(exited) }()
 				}
 				started <- err
-			}()
+			}
+			go start()
 			if err := <-started; err != nil {
 				t.Fatal(err)
 			}

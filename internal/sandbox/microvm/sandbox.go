@@ -3,6 +3,7 @@ package microvm
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/guest"
@@ -21,6 +22,10 @@ type running struct {
 	h    sandbox.Handle
 	st   State
 	stop sync.Once
+	// stopped is why the driver stopped the VM (its disk quota), or nil.
+	stopped atomic.Pointer[error]
+	// unwatch ends the disk watchdog, or is nil when none runs.
+	unwatch func()
 }
 
 // vms are the VMs this process runs, by sandbox ID, shared by every
@@ -31,6 +36,9 @@ var vms sync.Map // string -> *running
 // host (each time: it is idempotent).
 func (r *running) destroy(ctx context.Context) error {
 	r.stop.Do(func() {
+		if r.unwatch != nil {
+			r.unwatch()
+		}
 		_ = r.vm.Close(ctx, shutdownGrace) // it kills QEMU if the guest does not power off
 		vms.Delete(r.h.ID)
 		releaseUID(r.st.UID)
@@ -44,7 +52,10 @@ type Sandbox struct {
 	client *guest.Client
 }
 
-var _ sandbox.Sandbox = (*Sandbox)(nil)
+var (
+	_ sandbox.Sandbox = (*Sandbox)(nil)
+	_ sandbox.Stopper = (*Sandbox)(nil)
+)
 
 // Handle identifies the sandbox.
 func (s *Sandbox) Handle() sandbox.Handle { return s.r.h }
@@ -53,9 +64,19 @@ func (s *Sandbox) Handle() sandbox.Handle { return s.r.h }
 func (s *Sandbox) Guest() *guest.Client { return s.client }
 
 // Destroy powers the VM off (killing QEMU and virtiofsd after a grace),
-// gives a caller's workspace back to its owner and removes the state
-// directory. It is idempotent.
+// copies the loop disk's content back to a job's workspace and removes
+// the disk, gives a caller's workspace back to its owner and removes the
+// state directory. It is idempotent.
 func (s *Sandbox) Destroy(ctx context.Context) error { return s.r.destroy(ctx) }
+
+// Stopped returns why the driver stopped the VM (its workspace passed its
+// disk quota under the watchdog), or nil.
+func (s *Sandbox) Stopped() error {
+	if p := s.r.stopped.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // State is the sandbox's record, as in its handle.
 func (s *Sandbox) State() State { return s.r.st }

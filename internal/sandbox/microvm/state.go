@@ -3,14 +3,19 @@ package microvm
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
 
 // State is the microVM driver's record of a sandbox, in its handle.
@@ -27,6 +32,9 @@ type State struct {
 	WorkspaceOwner string `json:"workspace_owner,omitempty"`
 	// UID is the host uid QEMU runs as, the VM's own.
 	UID int `json:"uid,omitempty"`
+	// DiskBytes is the disk quota: the size of the workspace's loop disk,
+	// or, for a caller's own directory, what the watchdog lets it hold.
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
 	// Accel, MemoryMiB and CPUs are what the VM runs with.
 	Accel     Accel `json:"accel"`
 	MemoryMiB int   `json:"memory_mib"`
@@ -98,43 +106,90 @@ func qemuPID(st State) int {
 }
 
 // killQEMU kills the sandbox's QEMU if it still runs (in another process:
-// one this process started is stopped through its VM).
+// one this process started is stopped through its VM), and the virtiofsd
+// serving its loop disk if one is left, and waits for both to be gone:
+// nothing may write the disk while it is copied back.
 func killQEMU(st State) {
+	pids := fsDaemonPIDs(st)
 	if pid := qemuPID(st); pid != 0 {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		pids = append(pids, pid)
+	}
+	for _, pid := range pids {
+		killAndWait(pid, 10*time.Second)
 	}
 }
 
-// removeState gives a caller's workspace back to its owner and removes
-// the state directory (and with it a scratch workspace).
+// fsDaemonPIDs are the virtiofsd processes sharing the sandbox's loop
+// disk: their command line names its mount point as their source.
+func fsDaemonPIDs(st State) []int {
+	if !loopdisk.Has(st.StateDir) {
+		return nil
+	}
+	_, mnt := loopdisk.Paths(st.StateDir)
+	want := []byte("source=" + mnt + "\x00")
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, want) || !strings.HasSuffix(string(bytes.SplitN(b, []byte{0}, 2)[0]), "virtiofsd") {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// killAndWait kills pid and waits, up to limit, for it to be gone,
+// through a pidfd (the process is not this one's child): a pid reused in
+// between is never signalled, as the pidfd names the process itself.
+func killAndWait(pid int, limit time.Duration) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return // gone already
+	}
+	defer unix.Close(fd)
+	_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
+		n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds())+1)
+		if n > 0 || err != nil && !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
+
+// removeState copies a loop disk's content back to a caller's workspace
+// (a job's: the job may restart on it) and removes the disk, gives a
+// caller's workspace back to its owner and removes the state directory
+// (and with it a scratch workspace). Call it once QEMU and virtiofsd are
+// gone. What could not be copied back is said, but the state dir goes
+// all the same: nothing would be left to reap it later.
 func removeState(st State) error {
 	var errs []error
+	if loopdisk.Has(st.StateDir) {
+		if err := loopdisk.Remove(st.StateDir, st.WorkspaceDir, !st.OwnsWorkspace); err != nil {
+			errs = append(errs, fmt.Errorf("workspace disk: %w", err))
+		}
+	}
 	if st.WorkspaceOwner != "" && !st.OwnsWorkspace {
 		var uid, gid int
 		if _, err := fmt.Sscanf(st.WorkspaceOwner, "%d:%d", &uid, &gid); err == nil {
-			if err := chownTree(st.WorkspaceDir, uid, gid); err != nil {
+			if err := loopdisk.ChownTree(st.WorkspaceDir, uid, gid); err != nil {
 				errs = append(errs, fmt.Errorf("give the workspace back: %w", err))
 			}
 		}
 	}
+	_, mnt := loopdisk.Paths(st.StateDir)
+	if loopdisk.Mounted(mnt) {
+		// Never remove the state dir through a disk still mounted in it.
+		return errors.Join(append(errs, fmt.Errorf("remove sandbox state: %s is still mounted", mnt))...)
+	}
 	if err := os.RemoveAll(st.StateDir); err != nil {
 		errs = append(errs, fmt.Errorf("remove sandbox state: %w", err))
 	}
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
-}
-
-// chownTree gives dir and everything in it (never following links) to
-// uid:gid.
-func chownTree(dir string, uid, gid int) error {
-	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
+	return errors.Join(errs...)
 }
 
 // ownerOf is "uid:gid" of path.

@@ -41,6 +41,7 @@ func Run(t *testing.T, d sandbox.Driver) {
 	run(t, d, "GuestDiesMidCall", testGuestDies)
 	run(t, d, "DestroyLeavesNothing", testDestroy)
 	run(t, d, "CallerWorkspaceSurvives", testCallerWorkspace)
+	run(t, d, "DiskQuota", testDiskQuota)
 }
 
 // Gaps are the cases a tier does not pass, each with why: run skips them
@@ -391,6 +392,72 @@ func testDestroy(t *testing.T, d sandbox.Driver) {
 	if err := d.Remove(bg, h); err != nil {
 		t.Errorf("remove after destroy: %v", err)
 	}
+}
+
+// QuotaModer is implemented by drivers whose way of enforcing the disk
+// quota depends on the host (the Docker driver's: a kernel quota as root,
+// else a watchdog); DiskQuota reads it.
+type QuotaModer interface {
+	// QuotaMode says how the quota of a sandbox whose workspace is in dir
+	// ("" for a scratch one) is enforced.
+	QuotaMode(dir string) string
+}
+
+// quotaWatchdog is the QuotaMode of a quota that a watchdog enforces by
+// stopping the sandbox, not the kernel by ENOSPC.
+const quotaWatchdog = "watchdog"
+
+// testDiskQuota: a write past the disk quota fails inside with ENOSPC and
+// does not fill the host's disk, what was written before is intact, the
+// space is usable again once freed, and Destroy leaves nothing mounted.
+func testDiskQuota(t *testing.T, d sandbox.Driver) {
+	if q, is := d.(QuotaModer); is && q.QuotaMode("") == quotaWatchdog {
+		t.Skipf("this host enforces the %s tier's quota with a watchdog that stops the sandbox (not root, or no loop devices), not with ENOSPC; its own tests check that", d.Capabilities().Isolation)
+	}
+	s := create(t, d, sandbox.Spec{Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	dirs := hostPaths(t, d, s.Handle())
+	ok(t, s, "echo small > small.txt")
+	res := sh(t, s, "dd if=/dev/zero of=big bs=1M count=200 2>&1; echo exit $?; du -sm . | cut -f1")
+	out := string(res.Stdout)
+	if !strings.Contains(out, "No space left on device") || strings.Contains(out, "exit 0") {
+		t.Fatalf("writing 200 MiB past a 64 MiB quota: %q %q, want ENOSPC", out, res.Stderr)
+	}
+	lines := strings.Fields(out)
+	if mb, err := strconv.Atoi(lines[len(lines)-1]); err != nil || mb > 64 {
+		t.Errorf("the workspace holds %q MiB, over its 64 MiB quota", lines[len(lines)-1])
+	}
+	if got := ok(t, s, "cat small.txt"); got != "small" {
+		t.Errorf("the file written before the quota was reached reads %q", got)
+	}
+	if got := ok(t, s, "rm big && echo again > again.txt && cat again.txt"); got != "again" {
+		t.Errorf("after freeing the space: %q", got)
+	}
+	if err := s.Destroy(bg); err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+	if m := mountsUnder(t, dirs); len(m) > 0 {
+		t.Errorf("still mounted after Destroy: %q", m)
+	}
+}
+
+// mountsUnder are the mount points in /proc/self/mountinfo at or under
+// any of dirs.
+func mountsUnder(t *testing.T, dirs []string) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		for _, dir := range dirs {
+			if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+				out = append(out, f[4])
+			}
+		}
+	}
+	return out
 }
 
 // HostPaths is implemented by drivers whose sandboxes keep files on the

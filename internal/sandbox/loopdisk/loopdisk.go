@@ -1,15 +1,34 @@
-package docker
+// Package loopdisk gives a sandbox's workspace a disk quota the kernel
+// enforces, on hosts whose filesystems have no project quotas: a loop disk,
+// an ext4 filesystem of exactly the quota's size in a sparse file in the
+// sandbox's private state dir, loop-mounted (nosuid, nodev, noatime) in that
+// dir. Past the quota, writes to it fail with ENOSPC. The workspace's content
+// is copied in before the sandbox starts and back out (holes and hard links
+// kept, links never followed, set-ID bits dropped) when it is removed, so the
+// workspace directory itself is an ordinary directory before and after. Each
+// size's empty filesystem is made once with mkfs.ext4 and copied (sparse,
+// ~4 MiB) for each sandbox.
+//
+// Both the container tier (the mount is bind-mounted at /workspace) and the
+// microvm tier (virtiofsd shares the mount) use it. The mount point sits in
+// the sandbox's 0700 state dir: the host uid that owns the disk's content
+// (the sandbox's, or the VM's agent uid 1000) cannot reach it from the host.
+// Everything here runs as root.
+package loopdisk
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,26 +37,19 @@ import (
 	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
-// A loop disk is a kernel-enforced quota for a workspace agentbox owns (a
-// job's), on hosts whose filesystems have no project quotas: an ext4
-// filesystem of exactly the quota's size, in a sparse file in the
-// sandbox's private state dir, loop-mounted (nosuid, nodev) and mounted at
-// /workspace. Past the quota, writes fail with ENOSPC inside. The
-// workspace's content is copied in before the sandbox starts and back out
-// (holes and hard links kept, links never followed) when it is destroyed,
-// so the workspace directory itself is an ordinary directory before and
-// after. Each size's empty filesystem is made once with mkfs.ext4 and
-// copied (sparse, ~4 MiB) for each sandbox.
+// Mode is the name of this way of enforcing a disk quota, as drivers'
+// QuotaMode and agentbox doctor say it.
+const Mode = "loop-disk"
 
 const (
 	diskImage = "disk.img"
 	diskMount = "disk"
 )
 
-// loopDisks reports whether this host can give workspaces loop disks: root,
-// mkfs.ext4, cp, and loop devices.
-func loopDisks() bool {
-	if !isRoot() {
+// Available reports whether this host can give workspaces loop disks: root,
+// mkfs.ext4, cp, chmod, and loop devices.
+func Available() bool {
+	if os.Geteuid() != 0 {
 		return false
 	}
 	if _, err := os.Stat("/dev/loop-control"); err != nil {
@@ -51,23 +63,47 @@ func loopDisks() bool {
 	return true
 }
 
-// diskPaths are the image and the mount point of a sandbox's loop disk.
-func diskPaths(stateDir string) (img, mnt string) {
+// Paths are the image and the mount point of the loop disk of the sandbox
+// whose state dir is stateDir.
+func Paths(stateDir string) (img, mnt string) {
 	return filepath.Join(stateDir, diskImage), filepath.Join(stateDir, diskMount)
 }
 
-// hasDisk reports whether the sandbox of h was given a loop disk.
-func hasDisk(h record) bool {
-	img, _ := diskPaths(h.StateDir)
+// Has reports whether the sandbox whose state dir is stateDir was given a
+// loop disk (and it has not been removed yet).
+func Has(stateDir string) bool {
+	img, _ := Paths(stateDir)
 	_, err := os.Lstat(img)
-	return h.StateDir != "" && err == nil
+	return stateDir != "" && err == nil
 }
 
-// makeDisk gives the sandbox a loop disk of h.DiskBytes holding the
-// workspace's current content, owned by the sandbox's uid.
-func (d *Driver) makeDisk(h record) error {
-	img, mnt := diskPaths(h.StateDir)
-	tpl, err := d.diskTemplate(h.DiskBytes)
+// Disk describes one sandbox's loop disk.
+type Disk struct {
+	// StateDir is the sandbox's private (0700) host directory: the image
+	// and the mount point are made in it.
+	StateDir string
+	// WorkspaceDir is the directory whose content is copied in.
+	WorkspaceDir string
+	// Bytes is the disk's size: the quota.
+	Bytes int64
+	// UID and GID own the disk's content and its root.
+	UID, GID int
+}
+
+// Templates makes and keeps the empty filesystems disks are copied from,
+// one per size, in Dir. Each Templates has its own lock; processes sharing
+// Dir (a server, agentbox exec, run) never clash either (see Get).
+type Templates struct {
+	Dir string
+	mu  sync.Mutex
+}
+
+// Make gives the sandbox of disk a loop disk holding its workspace's
+// current content, owned by disk.UID and disk.GID, mounted at the mount
+// point Paths names. It leaves what it made for Remove on failure.
+func (t *Templates) Make(disk Disk) error {
+	img, mnt := Paths(disk.StateDir)
+	tpl, err := t.Get(disk.Bytes)
 	if err != nil {
 		return err
 	}
@@ -81,23 +117,29 @@ func (d *Driver) makeDisk(h record) error {
 		return fmt.Errorf("workspace disk: %w", err)
 	}
 	os.Remove(filepath.Join(mnt, "lost+found"))
-	if !empty(h.WorkspaceDir) {
-		if err := copyTree(h.WorkspaceDir, mnt); err != nil {
-			return fmt.Errorf("%w: the workspace does not fit its %s disk quota: %w", sandbox.ErrInvalidSpec, config.SizeText(h.DiskBytes), err)
+	if !empty(disk.WorkspaceDir) {
+		if err := copyTree(disk.WorkspaceDir, mnt); err != nil {
+			return fmt.Errorf("%w: the workspace does not fit its %s disk quota: %w", sandbox.ErrInvalidSpec, config.SizeText(disk.Bytes), err)
 		}
 	}
-	if err := chownTree(mnt, owner{h.UID, h.UID}); err != nil {
+	if err := ChownTree(mnt, disk.UID, disk.GID); err != nil {
 		return err
 	}
 	return unix.Chmod(mnt, 0o755)
 }
 
-// diskTemplate is an empty ext4 image of size bytes, made once per size.
-func (d *Driver) diskTemplate(size int64) (string, error) {
-	dir := filepath.Join(d.cfg.StateDir, ".disks")
+// empty reports whether dir is an empty directory.
+func empty(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	return err == nil && len(entries) == 0
+}
+
+// Get is an empty ext4 image of size bytes, made once per size.
+func (t *Templates) Get(size int64) (string, error) {
+	dir := t.Dir
 	path := filepath.Join(dir, "ext4-"+strconv.FormatInt(size, 10)+".img")
-	d.diskMu.Lock()
-	defer d.diskMu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if _, err := os.Stat(path); err == nil {
 		now := time.Now()
 		_ = os.Chtimes(path, now, now) // used: the last to be pruned
@@ -220,24 +262,28 @@ func copyExtents(in, out *os.File, size int64) error {
 	return out.Truncate(size)
 }
 
-// syncDisk copies the loop disk's content back to the workspace (a caller's
-// one; a scratch workspace is just removed), then unmounts and removes the
-// disk, whatever the copy met: a disk left behind would hold up to its
-// quota of the host's disk for ever, with no sandbox left to reap it.
-func syncDisk(h record) error {
-	img, mnt := diskPaths(h.StateDir)
+// Remove copies the content of the loop disk of the sandbox whose state
+// dir is stateDir back to workspaceDir when copyBack is set (a scratch
+// workspace is just removed), then unmounts and removes the disk, whatever
+// the copy met: a disk left behind would hold up to its quota of the
+// host's disk for ever, with no sandbox left to reap it. It mounts the
+// image (read-only) again if it is no longer mounted, as after a reboot.
+// Call it only once no sandbox process can write the disk. Removing what
+// is gone already is no error.
+func Remove(stateDir, workspaceDir string, copyBack bool) error {
+	img, mnt := Paths(stateDir)
 	var err error
-	if !h.OwnsWorkspace && h.WorkspaceDir != "" {
-		if !mounted(mnt) {
+	if copyBack && workspaceDir != "" && Has(stateDir) {
+		if !Mounted(mnt) {
 			err = mountLoop(img, mnt, unix.MS_RDONLY)
 		}
 		if err == nil {
-			err = replaceTree(mnt, h.WorkspaceDir)
+			err = replaceTree(mnt, workspaceDir)
 		} else {
 			err = fmt.Errorf("workspace disk %s cannot be read, its content is lost: %w", img, err)
 		}
 	}
-	if mounted(mnt) {
+	if Mounted(mnt) {
 		if uerr := unix.Unmount(mnt, 0); uerr != nil {
 			err = errors.Join(err, unix.Unmount(mnt, unix.MNT_DETACH))
 		}
@@ -381,8 +427,29 @@ func attachLoop(img string, ro bool) (*os.File, error) {
 	return nil, errors.New("loop device: every free one was taken")
 }
 
-// mounted reports whether dir is a mount point.
-func mounted(dir string) bool {
+// ChownTree gives dir and everything under it to uid:gid, through an
+// os.Root so that no link leads the walk or the change out of dir. Call it
+// only while no sandbox process runs, so that the tree cannot change
+// under it.
+func ChownTree(dir string, uid, gid int) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("workspace owner: %w", err)
+	}
+	defer root.Close()
+	return fs.WalkDir(root.FS(), ".", func(name string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // gone, or unreadable: nothing to hand over
+		}
+		if err := root.Lchown(name, uid, gid); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("workspace owner: %w", err)
+		}
+		return nil
+	})
+}
+
+// Mounted reports whether dir is a mount point.
+func Mounted(dir string) bool {
 	var a, b unix.Stat_t
 	if unix.Lstat(dir, &a) != nil || unix.Lstat(filepath.Dir(dir), &b) != nil {
 		return false
@@ -403,3 +470,18 @@ func run(name string, args ...string) error {
 	}
 	return nil
 }
+
+// capped is a buffer that keeps at most 8 KiB, for error messages. The
+// buffer is a field, not embedded: an embedded bytes.Buffer's ReadFrom
+// would be promoted, and io.Copy (as os/exec uses) would then fill it
+// without bound, past Write.
+type capped struct{ buf bytes.Buffer }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := 8<<10 - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (c *capped) String() string { return c.buf.String() }

@@ -1,0 +1,211 @@
+package loopdisk
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A command the host runs over a tree the sandbox wrote (cp, chmod) can
+// be made to print without end: one line per entry, each as long as a
+// path. Its output must not be kept whole in the host's memory.
+func TestRunKeepsBoundedOutput(t *testing.T) {
+	err := run("sh", "-c", "head -c 20000000 /dev/zero | tr '\\0' x >&2; exit 1")
+	if err == nil {
+		t.Fatal("a failing command reported no error")
+	}
+	if n := len(err.Error()); n > 16<<10 {
+		t.Errorf("the error of a command that printed 20 MB holds %d bytes of it", n)
+	}
+	if !strings.Contains(err.Error(), "exit status 1") {
+		t.Errorf("error %q does not say how the command ended", err.Error()[:min(len(err.Error()), 200)])
+	}
+}
+
+// Every agentbox process on a data dir (a server, agentbox exec, run)
+// shares its disk templates; each process has its own lock. Templates made
+// at once by several of them must each come out whole.
+func TestDiskTemplatesMadeAtOnceByManyProcesses(t *testing.T) {
+	for _, tool := range []string{"mkfs.ext4", "e2fsck"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("skipping: no %s", tool)
+		}
+	}
+	dir := t.TempDir()
+	for round := range 4 {
+		size := int64(64<<20 + round<<20)
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			tpl := &Templates{Dir: filepath.Join(dir, ".disks")} // another process: another lock
+			wg.Go(func() {
+				if _, err := tpl.Get(size); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("size %d: %v", size, err)
+		}
+		path := filepath.Join(dir, ".disks", fmt.Sprintf("ext4-%d.img", size))
+		if out, err := exec.Command("e2fsck", "-fn", path).CombinedOutput(); err != nil {
+			t.Errorf("template %s is damaged: %v\n%s", path, err, out)
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".disks", "*.partial"))
+	if len(left) > 0 {
+		t.Errorf("partial templates left: %v", left)
+	}
+}
+
+// TestCopyErrorsNoteFollowsNoLink: the copied workspace may hold links the
+// sandbox made at the note's name or at its directory's; the note replaces
+// them and never writes through them.
+func TestCopyErrorsNoteFollowsNoLink(t *testing.T) {
+	for name, plant := range map[string]func(ws, outside string) error{
+		"link at the note": func(ws, outside string) error {
+			if err := os.Mkdir(filepath.Join(ws, ".agentbox"), 0o755); err != nil {
+				return err
+			}
+			return os.Symlink(filepath.Join(outside, "victim"), filepath.Join(ws, copyErrors))
+		},
+		"link at its directory": func(ws, outside string) error {
+			return os.Symlink(outside, filepath.Join(ws, ".agentbox"))
+		},
+		"directory at the note": func(ws, outside string) error {
+			return os.MkdirAll(filepath.Join(ws, copyErrors, "x"), 0o755)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ws, outside := t.TempDir(), t.TempDir()
+			victim := filepath.Join(outside, "victim")
+			if err := os.WriteFile(victim, []byte("kept"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := plant(ws, outside); err != nil {
+				t.Fatal(err)
+			}
+			if err := writeCopyErrors(ws, "note\n"); err != nil {
+				t.Fatalf("writeCopyErrors: %v", err)
+			}
+			if b, err := os.ReadFile(victim); err != nil || string(b) != "kept" {
+				t.Errorf("the file outside holds %q (%v)", b, err)
+			}
+			if _, err := os.Stat(filepath.Join(outside, "copy-errors.txt")); err == nil {
+				t.Error("the note was written outside the workspace")
+			}
+			fi, err := os.Lstat(filepath.Join(ws, copyErrors))
+			b, _ := os.ReadFile(filepath.Join(ws, copyErrors))
+			if err != nil || !fi.Mode().IsRegular() || string(b) != "note\n" {
+				t.Errorf("the note: %v %v %q", fi, err, b)
+			}
+		})
+	}
+}
+
+func TestCopySparseKeepsHoles(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := dir+"/src", dir+"/dst"
+	f, err := os.Create(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("head"), 0)
+	f.WriteAt([]byte("middle"), 32<<20)
+	f.Truncate(64 << 20)
+	f.Close()
+	if err := copySparse(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(src)
+	b, _ := os.ReadFile(dst)
+	if !bytes.Equal(a, b) {
+		t.Fatal("copy differs")
+	}
+	var st syscall.Stat_t
+	syscall.Stat(dst, &st)
+	if st.Size != 64<<20 || st.Blocks*512 > 1<<20 {
+		t.Errorf("copy is %d bytes with %d allocated, want 64 MiB with its holes kept", st.Size, st.Blocks*512)
+	}
+}
+
+func TestTemplatesArePruned(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 20 {
+		p := filepath.Join(dir, fmt.Sprintf("ext4-%d.img", i))
+		os.WriteFile(p, nil, 0o600)
+		at := time.Now().Add(time.Duration(i-20) * time.Minute)
+		os.Chtimes(p, at, at)
+	}
+	pruneTemplates(dir, maxTemplates-1)
+	left, _ := filepath.Glob(filepath.Join(dir, "ext4-*.img"))
+	if len(left) != maxTemplates-1 {
+		t.Fatalf("%d templates left, want %d", len(left), maxTemplates-1)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ext4-19.img")); err != nil {
+		t.Error("the most recently used template was pruned")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ext4-0.img")); err == nil {
+		t.Error("the least recently used template was kept")
+	}
+}
+
+// TestMakeAndRemove: a disk holds the workspace's content, owned by the
+// sandbox's uid; past its size a write fails with ENOSPC; Remove copies
+// the content back (a link as a link), unmounts and removes the disk, and
+// a second Remove finds nothing to do.
+func TestMakeAndRemove(t *testing.T) {
+	if !Available() {
+		t.Skip("skipping: loop disks need root, loop devices and mkfs.ext4")
+	}
+	state, ws := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(ws, "before.txt"), []byte("before\n"), 0o644)
+	os.Symlink("/etc/passwd", filepath.Join(ws, "link"))
+	tpl := &Templates{Dir: t.TempDir()}
+	if _, err := tpl.Get(32 << 20); err != nil { // made once; timed below without it
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if err := tpl.Make(Disk{StateDir: state, WorkspaceDir: ws, Bytes: 32 << 20, UID: 1000, GID: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("make (copy template, mount, copy in) %v", time.Since(begin).Round(time.Microsecond))
+	_, mnt := Paths(state)
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(mnt, "before.txt"), &st); err != nil || st.Uid != 1000 {
+		t.Fatalf("the disk's copy of before.txt: uid %d, %v; want 1000", st.Uid, err)
+	}
+	err := os.WriteFile(filepath.Join(mnt, "big"), make([]byte, 40<<20), 0o644)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("40 MiB written to a 32 MiB disk: %v, want ENOSPC", err)
+	}
+	os.Remove(filepath.Join(mnt, "big"))
+	os.WriteFile(filepath.Join(mnt, "inside.txt"), []byte("inside\n"), 0o644)
+	begin = time.Now()
+	if err := Remove(state, ws, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("remove (copy back, unmount) %v", time.Since(begin).Round(time.Microsecond))
+	if b, err := os.ReadFile(filepath.Join(ws, "inside.txt")); err != nil || string(b) != "inside\n" {
+		t.Errorf("inside.txt copied back: %q %v", b, err)
+	}
+	if target, err := os.Readlink(filepath.Join(ws, "link")); err != nil || target != "/etc/passwd" {
+		t.Errorf("link copied back: %q %v", target, err)
+	}
+	if Mounted(mnt) || Has(state) {
+		t.Error("the disk is still mounted or its image still there")
+	}
+	if err := Remove(state, ws, true); err != nil {
+		t.Errorf("a second Remove: %v", err)
+	}
+}
