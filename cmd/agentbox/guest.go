@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,7 @@ import (
 func newGuestCmd() *cobra.Command {
 	var stateDir, workspace, displaySize, webBase, listen, secretFile string
 	var vmInit bool
+	var serviceTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "guest",
 		Short: "Run the in-sandbox daemon (started by agentbox inside each sandbox, not by people)",
@@ -44,7 +46,7 @@ by hand.`,
 				return err
 			}
 			srv, err := daemon.New(daemon.Config{Workspace: workspace, Version: version, Log: log,
-				DisplayWidth: w, DisplayHeight: h, WebBase: webBase, Secret: secret})
+				DisplayWidth: w, DisplayHeight: h, WebBase: webBase, ServiceTimeout: serviceTimeout, Secret: secret})
 			if err != nil {
 				return err
 			}
@@ -62,6 +64,7 @@ by hand.`,
 	cmd.Flags().StringVar(&listen, "listen", "", "where to listen: unix:PATH, tcp:HOST:PORT, vsock:PORT or serial:DEVICE (default unix:<state dir>/"+guest.SocketName+")")
 	cmd.Flags().StringVar(&secretFile, "secret-file", "", "file holding the secret every request must carry (default AGENTBOX_GUEST_SECRET; required with tcp:)")
 	cmd.Flags().StringVar(&webBase, "web-base", "", "URL path under which the host serves this sandbox's Jupyter and noVNC pages")
+	cmd.Flags().DurationVar(&serviceTimeout, "service-timeout", 0, "how long the desktop's programs and Jupyter may take to start answering (default 20s)")
 	cmd.Flags().BoolVar(&vmInit, "vm-init", false, "run as process 1 of a microVM: prepare it, run the guest on its serial port, power off")
 	_ = cmd.Flags().MarkHidden("vm-init")
 	return cmd

@@ -7,11 +7,15 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
+	"github.com/agentbox/agentbox/internal/sandbox/microvm"
 	"github.com/agentbox/agentbox/internal/testenv"
 )
 
@@ -49,7 +53,7 @@ func computer(action string, fields map[string]any) llmtest.Turn {
 // again, on both wire formats. The PNGs the model received are checked:
 // their size, and that the window changed the picture.
 func TestAgentDrivesDesktop(t *testing.T) {
-	for _, c := range []struct{ format, isolation string }{{"anthropic", "container"}, {"openai", "container"}, {"anthropic", "gvisor"}} {
+	for _, c := range []struct{ format, isolation string }{{"anthropic", "container"}, {"openai", "container"}, {"anthropic", "gvisor"}, {"anthropic", "microvm"}} {
 		format := c.format
 		t.Run(format+"-"+c.isolation, func(t *testing.T) {
 			needTier(t, c.isolation)
@@ -63,7 +67,7 @@ func TestAgentDrivesDesktop(t *testing.T) {
 				step(computer("screenshot", nil)),
 				step(llmtest.Call("finish", map[string]any{"summary": "typed into an xterm"})),
 			}}, "AGENTBOX_ISOLATION="+c.isolation)
-			j := s.runJob(t, "Open a terminal window on the desktop and type a command into it", nil)
+			j := s.runGUIJob(t, "Open a terminal window on the desktop and type a command into it", c.isolation)
 			if j.Status != "complete" {
 				texts, _ := s.toolResults(j.JobID)
 				t.Fatalf("job %+v; results %q\n%s", j, texts, s.logs)
@@ -93,6 +97,36 @@ func TestAgentDrivesDesktop(t *testing.T) {
 			checkComputerToolForm(t, format, fake.Requests()[0])
 			checkKeptScreenshots(t, s, j.JobID, last)
 		})
+	}
+}
+
+// microvmGUIJob bounds a desktop or notebook job in a VM: under TCG the
+// desktop takes about half a minute to start and the notebook server
+// and kernel over a minute, past runJob's 3 minutes for a whole job.
+const microvmGUIJob = 10 * time.Minute
+
+// runGUIJob is runJob for the tier isolation: a microvm job gets
+// microvmGUIJob; one that does not end in time fails the test with the
+// tool results so far and the server's log.
+func (s *server) runGUIJob(t *testing.T, task, isolation string) jobDTO {
+	t.Helper()
+	if isolation != "microvm" {
+		return s.runJob(t, task, nil)
+	}
+	id, code := s.submit(task)
+	if code != 201 {
+		t.Fatalf("submit: %d\n%s", code, s.logs)
+	}
+	for deadline := time.Now().Add(microvmGUIJob); ; {
+		switch j := s.job(id); j.Status {
+		case "complete", "error", "canceled":
+			return j
+		}
+		if time.Now().After(deadline) {
+			texts, _ := s.toolResults(id)
+			t.Fatalf("job %s not done after %v; results so far %q\n%s", id, microvmGUIJob, texts, s.logs)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -153,7 +187,7 @@ func checkComputerToolForm(t *testing.T, format string, r llmtest.Recorded) {
 // between calls, a killed kernel is restarted and the model is told, and a
 // plot is saved into the workspace and shown to the model.
 func TestAgentPythonKernel(t *testing.T) {
-	for _, isolation := range []string{"container", "gvisor"} {
+	for _, isolation := range []string{"container", "gvisor", "microvm"} {
 		t.Run(isolation, func(t *testing.T) { agentPythonKernel(t, isolation) })
 	}
 }
@@ -169,7 +203,7 @@ func agentPythonKernel(t *testing.T, isolation string) {
 		step(llmtest.Call("python", map[string]any{"code": plot})),
 		step(llmtest.Call("finish", map[string]any{"summary": "done"})),
 	}}, "AGENTBOX_ISOLATION="+isolation)
-	j := s.runJob(t, "Explore in the notebook", nil)
+	j := s.runGUIJob(t, "Explore in the notebook", isolation)
 	texts, failed := s.toolResults(j.JobID)
 	if j.Status != "complete" || len(texts) != 6 {
 		t.Fatalf("job %s, results %q\n%s", j.Status, texts, s.logs)
@@ -254,4 +288,20 @@ func whiteShare(img image.Image, r image.Rectangle) float64 {
 		}
 	}
 	return float64(white) / float64(r.Dx()*r.Dy())
+}
+
+// microvmMissing says what this machine lacks to run the microvm tier
+// (what microvm.Driver.Available checks before it fetches the kernel),
+// or "" (needTier).
+func microvmMissing() string {
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		return "no qemu-system-x86_64: " + microvm.Install
+	}
+	if _, err := os.Stat(microvm.DefaultVirtioFSD); err != nil {
+		return "no " + microvm.DefaultVirtioFSD + ": " + microvm.Install
+	}
+	if os.Geteuid() != 0 {
+		return "the tier runs as root (virtiofsd shares the workspace as root)"
+	}
+	return ""
 }

@@ -62,12 +62,16 @@ func TestGVisorJob(t *testing.T) {
 // in CI, which sets every tier up).
 func needTier(t *testing.T, isolation string) {
 	t.Helper()
-	if isolation != "gvisor" {
-		return
-	}
-	out, err := exec.Command("docker", "info", "--format", "{{json .Runtimes}}").Output()
-	if err != nil || !strings.Contains(string(out), `"runsc"`) {
-		testenv.Missing(t, "the gvisor tier", "the engine has no runsc runtime (sudo ./scripts/setup.sh registers it)")
+	switch isolation {
+	case "gvisor":
+		out, err := exec.Command("docker", "info", "--format", "{{json .Runtimes}}").Output()
+		if err != nil || !strings.Contains(string(out), `"runsc"`) {
+			testenv.Missing(t, "the gvisor tier", "the engine has no runsc runtime (sudo ./scripts/setup.sh registers it)")
+		}
+	case "microvm":
+		if why := microvmMissing(); why != "" {
+			testenv.Missing(t, "the microvm tier", why)
+		}
 	}
 }
 

@@ -57,6 +57,10 @@ type Config struct {
 	// base URL WebBase+"/jupyter/", and noVNC is told to connect to
 	// WebBase+"/desktop/websockify". Empty means "".
 	WebBase string
+	// ServiceTimeout bounds how long a desktop or Jupyter service may
+	// take to start answering before it is given up (default 20s). A VM
+	// emulated without KVM runs them 10–30 times slower than a container.
+	ServiceTimeout time.Duration
 	// Secret, when set, must come with every request (in guest.SecretHeader);
 	// others are answered 401. It is required on a network listener.
 	Secret string

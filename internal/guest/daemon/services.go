@@ -23,10 +23,11 @@ func (s *Server) newSupervisor() *supervise.Supervisor {
 		parts[i] = spec.Name
 	}
 	cfg := supervise.Config{
-		Log:     s.log,
-		Environ: func() ([]string, error) { return s.env(nil) },
-		Dir:     s.cfg.Workspace,
-		Groups:  map[string][]string{guest.ServiceDesktop: parts},
+		Log:          s.log,
+		Environ:      func() ([]string, error) { return s.env(nil) },
+		Dir:          s.cfg.Workspace,
+		Groups:       map[string][]string{guest.ServiceDesktop: parts},
+		ReadyTimeout: s.cfg.ServiceTimeout,
 	}
 	return supervise.New(cfg, append(desk, jupyter.Service(s.cfg.Workspace, s.cfg.WebBase))...)
 }

@@ -76,6 +76,9 @@ func boot(log *slog.Logger) error {
 			return err
 		}
 	}
+	if err := containerLike(); err != nil {
+		return err
+	}
 	if err := mountRuntime(cfg.SharedWorkspace); err != nil {
 		return err
 	}

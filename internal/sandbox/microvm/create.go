@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/guest/vminit"
 	"github.com/agentbox/agentbox/internal/sandbox"
@@ -37,11 +38,15 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
 	}
-	gcfg, err := d.guestConfig(ctx, spec, image)
+	accel, why := ChooseAccel(ctx, d.cfg.QEMU, k.Image)
+	if accel == TCG {
+		d.cfg.Log.Debug("microvm under TCG", "why", why)
+	}
+	gcfg, err := d.guestConfig(ctx, spec, image, accel)
 	if err != nil {
 		return nil, err
 	}
-	r, err := d.prepare(ctx, spec, k, gcfg)
+	r, err := d.prepare(spec, accel, gcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +95,7 @@ func (d *Driver) checkSpec(spec sandbox.Spec) error {
 
 // guestConfig is what the guest is told: its environment (the image's,
 // then the spec's), limits, shared workspace and daemon flags.
-func (d *Driver) guestConfig(ctx context.Context, spec sandbox.Spec, image string) (vminit.Config, error) {
+func (d *Driver) guestConfig(ctx context.Context, spec sandbox.Spec, image string, accel Accel) (vminit.Config, error) {
 	env, err := ImageEnv(ctx, image)
 	if err != nil {
 		return vminit.Config{}, fmt.Errorf("create sandbox: %w", err)
@@ -115,9 +120,18 @@ func (d *Driver) guestConfig(ctx context.Context, spec sandbox.Spec, image strin
 	if spec.WebBase != "" {
 		args = append(args, "--web-base", spec.WebBase)
 	}
+	if accel == TCG {
+		args = append(args, "--service-timeout", tcgServiceTimeout.String())
+	}
 	return vminit.Config{Env: env, MemoryBytes: lim.MemoryBytes, PidsLimit: lim.PidsLimit, NanoCPUs: lim.NanoCPUs,
 		NoFile: lim.NoFile, SharedWorkspace: true, DaemonArgs: args}, nil
 }
+
+// tcgServiceTimeout is how long the guest's desktop programs and Jupyter
+// may take to start answering in a VM under TCG: its 20 s default is
+// made for containers, and under TCG, on 2 loaded cores, the notebook
+// server alone takes most of a minute (docs/microvm.md).
+const tcgServiceTimeout = 2 * time.Minute
 
 // limits are the spec's limits, the driver's defaults where it sets none.
 func (d *Driver) limits(l sandbox.Limits) sandbox.Limits {
@@ -155,15 +169,11 @@ func vCPUs(nanoCPUs int64) int {
 // prepare makes the sandbox's state directory, its workspace, config disk
 // and handle (written before QEMU starts, so that List finds a VM whose
 // Create was cut short).
-func (d *Driver) prepare(ctx context.Context, spec sandbox.Spec, k Kernel, gcfg vminit.Config) (*running, error) {
+func (d *Driver) prepare(spec sandbox.Spec, accel Accel, gcfg vminit.Config) (*running, error) {
 	lim := d.limits(spec.Limits)
 	id := newID()
-	accel, why := ChooseAccel(ctx, d.cfg.QEMU, k.Image)
 	st := State{StateDir: filepath.Join(d.cfg.StateDir, id), Accel: accel,
 		MemoryMiB: vmMemoryMiB(lim.MemoryBytes), CPUs: vCPUs(lim.NanoCPUs)}
-	if accel == TCG {
-		d.cfg.Log.Debug("microvm under TCG", "why", why)
-	}
 	uid, err := d.allocUID()
 	if err != nil {
 		return nil, err

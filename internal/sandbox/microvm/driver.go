@@ -105,10 +105,10 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 }
 
 // Capabilities: a VM of its own, no network device, the guest over a
-// virtio-serial port. The desktop is not offered: it has not been run in
-// a VM yet.
+// virtio-serial port, the desktop and Jupyter (TestMicroVMDesktop,
+// TestMicroVMJupyter).
 func (d *Driver) Capabilities() sandbox.Capabilities {
-	return sandbox.Capabilities{Isolation: sandbox.IsolationMicroVM, Networks: []string{"none"},
+	return sandbox.Capabilities{Isolation: sandbox.IsolationMicroVM, Desktop: true, Networks: []string{"none"},
 		Transport: sandbox.TransportSerial}
 }
 
