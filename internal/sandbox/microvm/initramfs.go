@@ -45,8 +45,10 @@ func BuildInitramfs(k Kernel, guestBin, cacheDir string) (string, error) {
 	}
 	out := filepath.Join(cacheDir, "initramfs-"+sum[:16]+".cpio")
 	if _, err := os.Stat(out); err == nil {
+		touch(out)
 		return out, nil
 	}
+	defer pruneCache(cacheDir, "initramfs-*.cpio", out)
 	if err := writeAtomic(out, func(w io.Writer) error { return writeInitramfs(w, files, list) }); err != nil {
 		return "", fmt.Errorf("initramfs: %w", err)
 	}

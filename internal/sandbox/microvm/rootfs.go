@@ -18,17 +18,20 @@ import (
 // BuildRootfs returns an ext4 image of image's file system, made once per
 // image ID in cacheDir: a container is created (not started) and
 // exported, the export unpacked as root and made into the image with
-// mkfs.ext4 -d, with a quarter more room than it holds. A changed image
+// mkfs.ext4 -d, with a quarter more room than it holds, after the files
+// a container's runtime would add (containerFiles). A changed image
 // (a new ID) gets a new file; an unchanged one reuses it.
 func BuildRootfs(ctx context.Context, image, cacheDir string) (string, error) {
 	id, err := output(ctx, "docker", "image", "inspect", "--format", "{{.Id}}", image)
 	if err != nil {
 		return "", fmt.Errorf("rootfs: %w: %w", sandbox.ErrImageMissing, err)
 	}
-	out := filepath.Join(cacheDir, "rootfs-"+strings.TrimPrefix(id, "sha256:")[:16]+".ext4")
+	out := rootfsName(cacheDir, id)
 	if _, err := os.Stat(out); err == nil {
+		touch(out)
 		return out, nil
 	}
+	defer pruneCache(cacheDir, "rootfs-*.ext4", out)
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return "", fmt.Errorf("rootfs: %w", err)
 	}
@@ -39,6 +42,9 @@ func BuildRootfs(ctx context.Context, image, cacheDir string) (string, error) {
 	defer os.RemoveAll(tmp)
 	tree := filepath.Join(tmp, "tree")
 	if err := exportImage(ctx, id, tree); err != nil {
+		return "", err
+	}
+	if err := containerFiles(tree); err != nil {
 		return "", err
 	}
 	img := filepath.Join(tmp, "rootfs.ext4")
