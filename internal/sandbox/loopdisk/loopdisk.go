@@ -357,11 +357,16 @@ func writeCopyErrors(dir, text string) error {
 
 // copyTree copies the content of src into the directory dst with cp -a:
 // links copied as links, never followed; hard links kept; holes kept;
-// set-user and set-group-ID bits dropped afterwards.
+// set-user and set-group-ID bits dropped, and device nodes removed,
+// afterwards. A sandbox's agent cannot make a device node, but a guest
+// kernel a microVM's root took over can, through virtio-fs: the disk's
+// nodev mount makes it inert there, and a copy on the host's own file
+// system would not be.
 func copyTree(src, dst string) error {
 	err := run("cp", "-a", "--sparse=always", "--no-target-directory", src, dst)
-	// Also after a partial copy: no set-ID bit reaches the host.
-	return errors.Join(err, run("chmod", "-R", "--", "ug-s", dst))
+	// Also after a partial copy: no set-ID bit and no device reaches the host.
+	err = errors.Join(err, run("chmod", "-R", "--", "ug-s", dst))
+	return errors.Join(err, run("find", dst, "(", "-type", "b", "-o", "-type", "c", ")", "-delete"))
 }
 
 // mountLoop attaches img to a free loop device, with direct I/O (the disk's

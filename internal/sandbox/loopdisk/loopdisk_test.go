@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A command the host runs over a tree the sandbox wrote (cp, chmod) can
@@ -207,5 +209,45 @@ func TestMakeAndRemove(t *testing.T) {
 	}
 	if err := Remove(state, ws, true); err != nil {
 		t.Errorf("a second Remove: %v", err)
+	}
+}
+
+// TestCopyTreeDropsDevicesAndSetID: what a sandbox left (a device node a
+// guest kernel's root could make through virtio-fs, a set-uid file) is
+// inert once copied to the host: no device node, no set-ID bit; the rest
+// is copied, links as links.
+func TestCopyTreeDropsDevicesAndSetID(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making a device node needs root")
+	}
+	src, dst := t.TempDir(), filepath.Join(t.TempDir(), "dst")
+	os.Mkdir(dst, 0o755)
+	os.MkdirAll(src+"/d", 0o755)
+	if err := syscall.Mknod(src+"/d/disk", syscall.S_IFBLK|0o666, int(unix.Mkdev(7, 0))); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mknod(src+"/null", syscall.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(src+"/suid", []byte("x"), 0o755)
+	os.Chmod(src+"/suid", 0o4755)
+	os.WriteFile(src+"/keep.txt", []byte("kept\n"), 0o644)
+	os.Symlink("/etc/shadow", src+"/link")
+	if err := copyTree(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []string{"d/disk", "null"} {
+		if _, err := os.Lstat(filepath.Join(dst, dev)); err == nil {
+			t.Errorf("device node %s copied to the host", dev)
+		}
+	}
+	if fi, err := os.Stat(dst + "/suid"); err != nil || fi.Mode()&os.ModeSetuid != 0 {
+		t.Errorf("suid: %v %v", fi.Mode(), err)
+	}
+	if b, _ := os.ReadFile(dst + "/keep.txt"); string(b) != "kept\n" {
+		t.Errorf("keep.txt %q", b)
+	}
+	if target, err := os.Readlink(dst + "/link"); err != nil || target != "/etc/shadow" {
+		t.Errorf("link %q %v", target, err)
 	}
 }
