@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -179,8 +180,8 @@ func (d *Driver) Accel(ctx context.Context) (string, error) {
 		return "", err
 	}
 	accel, why := ChooseAccel(ctx, d.cfg.QEMU, k.Image)
-	if why != "" {
-		return fmt.Sprintf("%s: %s", accel, why), nil
+	if why, _, _ = strings.Cut(why, "\n"); why != "" {
+		return fmt.Sprintf("%s: %s", accel, why), nil // QEMU's first line says why
 	}
 	return string(accel), nil
 }
