@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
+	"github.com/agentbox/agentbox/internal/sandbox/hostuid"
 	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
 
@@ -49,13 +50,19 @@ func (d *Driver) allocUID(ctx context.Context) (int, error) {
 	return 0, fmt.Errorf("no free sandbox uid in %d-%d after 32 tries; widen AGENTBOX_SANDBOX_UIDS", r.First, r.Last)
 }
 
+// uidRunning reports whether a sandbox of this engine has uid, or a
+// process of this host runs as it (a microVM's QEMU takes its uid from the
+// same range).
 func (d *Driver) uidRunning(ctx context.Context, uid int) (bool, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelUID+"="+strconv.Itoa(uid)))
 	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
 		return false, fmt.Errorf("list sandboxes: %w", engineErr(err))
 	}
-	return len(cs) > 0, nil
+	if len(cs) > 0 {
+		return true, nil
+	}
+	return hostuid.InUse(uid)
 }
 
 func (d *Driver) freeUID(uid int) {

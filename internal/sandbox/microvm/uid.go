@@ -1,13 +1,11 @@
 package microvm
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/agentbox/agentbox/internal/sandbox/hostuid"
 )
 
 // Each VM's QEMU runs as a host uid of its own, from DriverConfig.UIDs
@@ -28,7 +26,7 @@ func (d *Driver) allocUID() (uid int, err error) {
 		if _, taken := uidsTaken.LoadOrStore(uid, struct{}{}); taken {
 			continue
 		}
-		if used, err := uidInUse(uid); err != nil || used {
+		if used, err := hostuid.InUse(uid); err != nil || used {
 			uidsTaken.Delete(uid)
 			if err != nil {
 				return 0, err
@@ -45,45 +43,4 @@ func releaseUID(uid int) {
 	if uid != 0 {
 		uidsTaken.Delete(uid)
 	}
-}
-
-// uidInUse reports whether a process on the host runs as uid (real,
-// effective, saved or file-system uid).
-func uidInUse(uid int) (bool, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return false, fmt.Errorf("VM uid: %w", err)
-	}
-	want := strconv.Itoa(uid)
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		f, err := os.Open("/proc/" + e.Name() + "/status")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		used := statusHasUID(f, want)
-		f.Close()
-		if used {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// statusHasUID reads a /proc/PID/status for its Uid line naming uid.
-func statusHasUID(f *os.File, uid string) bool {
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
-			for _, u := range strings.Fields(rest) {
-				if u == uid {
-					return true
-				}
-			}
-			return false
-		}
-	}
-	return false
 }
