@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/agentbox/agentbox/internal/capped"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
@@ -389,7 +390,7 @@ func (d *Driver) exited(ctx context.Context, ref string) (bool, string) {
 	rc, err := d.cli.ContainerLogs(ctx, ref, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "20"})
 	if err == nil {
 		defer rc.Close()
-		var out capped
+		var out capped.Buffer
 		_, _ = stdcopy.StdCopy(&out, &out, io.LimitReader(rc, 64<<10))
 		if out.Len() > 0 {
 			why += "; logs:\n" + out.String()

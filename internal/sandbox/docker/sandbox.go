@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -201,22 +200,6 @@ func (d *Driver) owned(h record) error {
 	}
 	return nil
 }
-
-// capped is a buffer that keeps at most 8 KiB, for error messages. The
-// buffer is a field, not embedded: an embedded bytes.Buffer's ReadFrom
-// would be promoted, and io.Copy (as os/exec uses) would then fill it
-// without bound, past Write.
-type capped struct{ buf bytes.Buffer }
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := 8<<10 - c.buf.Len(); room > 0 {
-		c.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (c *capped) Len() int       { return c.buf.Len() }
-func (c *capped) String() string { return c.buf.String() }
 
 // exitGrace is how long Exited waits for a container to stop.
 const exitGrace = 5 * time.Second

@@ -17,7 +17,6 @@
 package loopdisk
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +32,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/internal/capped"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
 )
@@ -467,7 +467,7 @@ func Mounted(dir string) bool {
 // a line for each entry they fail on, of a tree the sandbox wrote, so their
 // output is as long as the sandbox likes.
 func run(name string, args ...string) error {
-	var out capped
+	var out capped.Buffer
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -475,18 +475,3 @@ func run(name string, args ...string) error {
 	}
 	return nil
 }
-
-// capped is a buffer that keeps at most 8 KiB, for error messages. The
-// buffer is a field, not embedded: an embedded bytes.Buffer's ReadFrom
-// would be promoted, and io.Copy (as os/exec uses) would then fill it
-// without bound, past Write.
-type capped struct{ buf bytes.Buffer }
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := 8<<10 - c.buf.Len(); room > 0 {
-		c.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (c *capped) String() string { return c.buf.String() }

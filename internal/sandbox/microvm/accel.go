@@ -3,11 +3,11 @@ package microvm
 import (
 	"context"
 	"fmt"
-	"io"
 	"os/exec"
 	"sync"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/capped"
 	"github.com/agentbox/agentbox/internal/doctor/kvmprobe"
 )
 
@@ -73,7 +73,7 @@ func qemuRunsKVM(ctx context.Context, qemu, kernel string) error {
 	if err != nil {
 		return err
 	}
-	var stderr limitedBuffer
+	stderr := capped.Buffer{Max: 4 << 10}
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		return err
@@ -89,26 +89,3 @@ func qemuRunsKVM(ctx context.Context, qemu, kernel string) error {
 	}
 	return fmt.Errorf("qemu exited: %s", stderr.String())
 }
-
-// limitedBuffer keeps the first 4 KiB written to it: QEMU's error output.
-type limitedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := 4096 - len(b.buf); room > 0 {
-		b.buf = append(b.buf, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-func (b *limitedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
-}
-
-var _ io.Writer = (*limitedBuffer)(nil)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/capped"
 	"github.com/agentbox/agentbox/internal/guest/vminit"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
@@ -260,7 +261,7 @@ func writeConfigDisk(dir string, c vminit.Config) error {
 func (d *Driver) boot(ctx context.Context, r *running, k Kernel, initrd, rootfs string) error {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.ReadyTimeout)
 	defer cancel()
-	console := &limitedBuffer{}
+	console := &capped.Buffer{Max: 4 << 10}
 	vm, err := Start(ctx, Config{QEMU: d.cfg.QEMU, Kernel: k.Image, Initramfs: initrd, Rootfs: rootfs,
 		MemoryMiB: r.st.MemoryMiB, CPUs: r.st.CPUs, Accel: r.st.Accel, Dir: r.st.StateDir,
 		ConfigDisk: filepath.Join(r.st.StateDir, "config.img"), WorkspaceDir: sharedDir(r.st), Stderr: console, UID: r.st.UID,

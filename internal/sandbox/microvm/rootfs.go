@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/capped"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 )
@@ -74,7 +75,7 @@ func exportImage(ctx context.Context, id, dir string) error {
 		return fmt.Errorf("rootfs: %w", err)
 	}
 	untar.Stdin = pipe
-	var eerr, terr limitedBuffer
+	var eerr, terr capped.Buffer
 	export.Stderr, untar.Stderr = &eerr, &terr
 	if err := export.Start(); err != nil {
 		return fmt.Errorf("rootfs: docker export: %w", err)
@@ -114,7 +115,7 @@ func makeExt4(ctx context.Context, tree, img string) error {
 
 // output runs a command and returns its trimmed standard output.
 func output(ctx context.Context, name string, args ...string) (string, error) {
-	var stderr limitedBuffer
+	var stderr capped.Buffer
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

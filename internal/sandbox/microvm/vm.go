@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/capped"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/guest/serialmux"
 	"github.com/agentbox/agentbox/internal/guest/vminit"
@@ -104,7 +105,7 @@ func Start(ctx context.Context, cfg Config) (*VM, error) {
 		v.fsd.stop()
 		return nil, fmt.Errorf("microvm: %w", err)
 	}
-	stderr := &limitedBuffer{}
+	stderr := &capped.Buffer{Max: 4 << 10}
 	v.cmd = exec.Command(cfg.QEMU, cfg.args(hf.fd)...)
 	v.cmd.ExtraFiles = hf.files
 	v.cmd.Stdout = console // the serial console (-chardev stdio)
