@@ -1,12 +1,10 @@
 package docker_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"image"
-	"image/png"
 	"io"
 	"net/http"
 	"strconv"
@@ -19,6 +17,7 @@ import (
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
+	"github.com/agentbox/agentbox/internal/testenv"
 )
 
 // The desktop and Jupyter services in a real sandbox: started on first use,
@@ -47,39 +46,10 @@ func run(t *testing.T, g *guest.Client, line string) (string, int) {
 	return strings.TrimSpace(string(res.Stdout)), res.ExitCode
 }
 
-func act(t *testing.T, g *guest.Client, a guest.DesktopAction) guest.DesktopResult {
-	t.Helper()
-	res, err := g.Desktop(context.Background(), a)
-	if err != nil {
-		t.Fatalf("%s: %v", a.Action, err)
-	}
-	return res
-}
-
 func screenshot(t *testing.T, g *guest.Client) (guest.DesktopResult, image.Image) {
 	t.Helper()
-	res := act(t, g, guest.DesktopAction{Action: "screenshot"})
-	return res, decodePNG(t, res.PNG)
-}
-
-func decodePNG(t *testing.T, b []byte) image.Image {
-	t.Helper()
-	img, err := png.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("screenshot is not a PNG: %v", err)
-	}
-	return img
-}
-
-// waitFor fails the test unless cond holds within d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	res := testenv.Desktop(t, g, guest.DesktopAction{Action: "screenshot"})
+	return res, testenv.DecodePNG(t, res.PNG)
 }
 
 // cgroupMemory is the sandbox's memory use as its cgroup counts it.
@@ -135,22 +105,22 @@ func checkScreenshots(t *testing.T, g *guest.Client, w, h int) image.Image {
 	var took time.Duration
 	for range 5 {
 		start := time.Now()
-		full = act(t, g, guest.DesktopAction{Action: "screenshot"})
+		full = testenv.Desktop(t, g, guest.DesktopAction{Action: "screenshot"})
 		took += time.Since(start)
 	}
-	img := decodePNG(t, full.PNG)
+	img := testenv.DecodePNG(t, full.PNG)
 	if b := img.Bounds(); b.Dx() != w || b.Dy() != h || full.Width != w || full.Height != h {
 		t.Fatalf("screenshot %v of a %dx%d screen, want %dx%d", b, full.Width, full.Height, w, h)
 	}
 	sw, sh := w/2, h/2
 	start := time.Now()
-	scaled := act(t, g, guest.DesktopAction{Action: "screenshot", ScaleWidth: sw, ScaleHeight: sh})
+	scaled := testenv.Desktop(t, g, guest.DesktopAction{Action: "screenshot", ScaleWidth: sw, ScaleHeight: sh})
 	scaledTook := time.Since(start)
-	if b := decodePNG(t, scaled.PNG).Bounds(); b.Dx() != sw || b.Dy() != sh || scaled.Width != w {
+	if b := testenv.DecodePNG(t, scaled.PNG).Bounds(); b.Dx() != sw || b.Dy() != sh || scaled.Width != w {
 		t.Fatalf("scaled screenshot %v (screen %dx%d), want %dx%d", b, scaled.Width, scaled.Height, sw, sh)
 	}
-	big := act(t, g, guest.DesktopAction{Action: "screenshot", ScaleWidth: 4 * w, ScaleHeight: 4 * h})
-	if b := decodePNG(t, big.PNG).Bounds(); b.Dx() != w || b.Dy() != h {
+	big := testenv.Desktop(t, g, guest.DesktopAction{Action: "screenshot", ScaleWidth: 4 * w, ScaleHeight: 4 * h})
+	if b := testenv.DecodePNG(t, big.PNG).Bounds(); b.Dx() != w || b.Dy() != h {
 		t.Fatalf("screenshot scaled up to %v", b)
 	}
 	t.Logf("screenshot %dx%d: %v each (%d bytes); scaled to %dx%d: %v (%d bytes)",
@@ -159,26 +129,26 @@ func checkScreenshots(t *testing.T, g *guest.Client, w, h int) image.Image {
 }
 
 func checkPointer(t *testing.T, g *guest.Client) {
-	res := act(t, g, guest.DesktopAction{Action: "mouse_move", Coordinate: &guest.Point{X: 200, Y: 150}})
+	res := testenv.Desktop(t, g, guest.DesktopAction{Action: "mouse_move", Coordinate: &guest.Point{X: 200, Y: 150}})
 	if res.Cursor != (guest.Point{X: 200, Y: 150}) {
 		t.Fatalf("cursor after mouse_move = %+v", res.Cursor)
 	}
-	if res := act(t, g, guest.DesktopAction{Action: "cursor_position"}); res.Cursor != (guest.Point{X: 200, Y: 150}) || res.PNG != nil {
+	if res := testenv.Desktop(t, g, guest.DesktopAction{Action: "cursor_position"}); res.Cursor != (guest.Point{X: 200, Y: 150}) || res.PNG != nil {
 		t.Fatalf("cursor_position = %+v (png %d bytes)", res.Cursor, len(res.PNG))
 	}
 	// The pointer is drawn into screenshots where it is: two screenshots
 	// with the pointer in two places differ around both places.
 	at := func(p guest.Point) image.Image {
-		return decodePNG(t, act(t, g, guest.DesktopAction{Action: "mouse_move", Coordinate: &p, Screenshot: true}).PNG)
+		return testenv.DecodePNG(t, testenv.Desktop(t, g, guest.DesktopAction{Action: "mouse_move", Coordinate: &p, Screenshot: true}).PNG)
 	}
 	p1, p2 := guest.Point{X: 700, Y: 500}, guest.Point{X: 850, Y: 650}
 	img1, img2 := at(p1), at(p2)
 	for _, p := range []guest.Point{p1, p2} {
-		if box := image.Rect(p.X-24, p.Y-24, p.X+24, p.Y+24); !differsIn(img1, img2, box) {
+		if box := image.Rect(p.X-24, p.Y-24, p.X+24, p.Y+24); !testenv.DiffersIn(img1, img2, box) {
 			t.Errorf("no pointer drawn near %v: screenshots with the pointer there and elsewhere are the same in %v", p, box)
 		}
 	}
-	res = act(t, g, guest.DesktopAction{Action: "left_click", Coordinate: &guest.Point{X: 1023, Y: 767}, Screenshot: true})
+	res = testenv.Desktop(t, g, guest.DesktopAction{Action: "left_click", Coordinate: &guest.Point{X: 1023, Y: 767}, Screenshot: true})
 	if res.Cursor != (guest.Point{X: 1023, Y: 767}) || len(res.PNG) == 0 {
 		t.Fatalf("click with screenshot: cursor %+v, png %d bytes", res.Cursor, len(res.PNG))
 	}
@@ -199,34 +169,18 @@ func checkTyping(t *testing.T, g *guest.Client, empty image.Image, open string) 
 	if out, code := run(t, g, "timeout 20 xdotool search --sync --onlyvisible --name abtest"); code != 0 {
 		t.Fatalf("the window never appeared: %s", out)
 	}
-	waitFor(t, 30*time.Second, "the window in a screenshot", func() bool {
+	testenv.Await(t, 30*time.Second, "the window in a screenshot", func() bool {
 		_, img := screenshot(t, g)
 		// Inside the window, away from where the pointer was and is.
-		return differsIn(img, empty, image.Rect(110, 110, 300, 300))
+		return testenv.DiffersIn(img, empty, image.Rect(110, 110, 300, 300))
 	})
-	act(t, g, guest.DesktopAction{Action: "left_click", Coordinate: &guest.Point{X: 300, Y: 200}})
-	act(t, g, guest.DesktopAction{Action: "type", Text: "echo 'hi there' > " + docker.WorkspacePath + "/typed.txt"})
-	act(t, g, guest.DesktopAction{Action: "key", Text: "Return"})
-	waitFor(t, 30*time.Second, "the typed command's file", func() bool {
+	testenv.Desktop(t, g, guest.DesktopAction{Action: "left_click", Coordinate: &guest.Point{X: 300, Y: 200}})
+	testenv.Desktop(t, g, guest.DesktopAction{Action: "type", Text: "echo 'hi there' > " + docker.WorkspacePath + "/typed.txt"})
+	testenv.Desktop(t, g, guest.DesktopAction{Action: "key", Text: "Return"})
+	testenv.Await(t, 30*time.Second, "the typed command's file", func() bool {
 		out, _ := run(t, g, "cat typed.txt 2>/dev/null")
 		return out == "hi there"
 	})
-}
-
-// differsIn reports whether a and b differ within r.
-func differsIn(a, b image.Image, r image.Rectangle) bool {
-	if a == nil || b == nil || a.Bounds() != b.Bounds() {
-		return true
-	}
-	r = r.Intersect(a.Bounds())
-	for y := r.Min.Y; y < r.Max.Y; y++ {
-		for x := r.Min.X; x < r.Max.X; x++ {
-			if a.At(x, y) != b.At(x, y) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func checkBadInput(t *testing.T, g *guest.Client) {
@@ -318,7 +272,7 @@ func checkXRestart(t *testing.T, g *guest.Client) {
 	if after == "" || after == before {
 		t.Fatalf("Xvfb pid %q before, %q after", before, after)
 	}
-	if res := act(t, g, guest.DesktopAction{Action: "mouse_move", Coordinate: &guest.Point{X: 10, Y: 20}}); res.Cursor != (guest.Point{X: 10, Y: 20}) {
+	if res := testenv.Desktop(t, g, guest.DesktopAction{Action: "mouse_move", Coordinate: &guest.Point{X: 10, Y: 20}}); res.Cursor != (guest.Point{X: 10, Y: 20}) {
 		t.Fatalf("cursor after restart %+v", res.Cursor)
 	}
 }

@@ -1,10 +1,8 @@
 package microvm_test
 
 import (
-	"bytes"
 	"context"
 	"image"
-	"image/png"
 	"io"
 	"net/http"
 	"strings"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/testenv"
 )
 
 // The desktop and the Jupyter kernel in a real VM, driven through the
@@ -75,9 +74,9 @@ func checkScreenshot(t *testing.T, g *guest.Client, w, h int) image.Image {
 	const n = 3
 	for range n {
 		start := time.Now()
-		res := act(t, g, guest.DesktopAction{Action: "screenshot"})
+		res := testenv.Desktop(t, g, guest.DesktopAction{Action: "screenshot"})
 		took += time.Since(start)
-		img = decodePNG(t, res.PNG)
+		img = testenv.DecodePNG(t, res.PNG)
 		if b := img.Bounds(); b.Dx() != w || b.Dy() != h || res.Width != w || res.Height != h {
 			t.Fatalf("screenshot %v of a %dx%d screen, want %dx%d", b, res.Width, res.Height, w, h)
 		}
@@ -94,16 +93,16 @@ func checkTypedCommand(t *testing.T, g *guest.Client, empty image.Image) {
 	if out, code := run(t, g, "timeout 150 xdotool search --sync --onlyvisible --name abtest"); code != 0 {
 		t.Fatalf("the xterm never appeared: %s", out)
 	}
-	awaitCond(t, guiTimeout, "the xterm in a screenshot", func() bool {
-		img := decodePNG(t, act(t, g, guest.DesktopAction{Action: "screenshot"}).PNG)
-		return differsIn(img, empty, image.Rect(110, 110, 300, 300))
+	testenv.Await(t, guiTimeout, "the xterm in a screenshot", func() bool {
+		img := testenv.DecodePNG(t, testenv.Desktop(t, g, guest.DesktopAction{Action: "screenshot"}).PNG)
+		return testenv.DiffersIn(img, empty, image.Rect(110, 110, 300, 300))
 	})
 	t.Logf("xterm on screen %v after it was started", time.Since(start).Round(time.Millisecond))
 	start = time.Now()
-	act(t, g, guest.DesktopAction{Action: "left_click", Coordinate: &guest.Point{X: 300, Y: 200}})
-	act(t, g, guest.DesktopAction{Action: "type", Text: "echo typed-in-a-vm > /workspace/typed.txt"})
-	act(t, g, guest.DesktopAction{Action: "key", Text: "Return"})
-	awaitCond(t, guiTimeout, "the typed command's file", func() bool {
+	testenv.Desktop(t, g, guest.DesktopAction{Action: "left_click", Coordinate: &guest.Point{X: 300, Y: 200}})
+	testenv.Desktop(t, g, guest.DesktopAction{Action: "type", Text: "echo typed-in-a-vm > /workspace/typed.txt"})
+	testenv.Desktop(t, g, guest.DesktopAction{Action: "key", Text: "Return"})
+	testenv.Await(t, guiTimeout, "the typed command's file", func() bool {
 		out, _ := run(t, g, "cat /workspace/typed.txt 2>/dev/null")
 		return out == "typed-in-a-vm"
 	})
@@ -176,15 +175,6 @@ func TestMicroVMJupyter(t *testing.T) {
 		server.Round(time.Millisecond), first.Round(time.Millisecond), second.Round(time.Millisecond))
 }
 
-func act(t *testing.T, g *guest.Client, a guest.DesktopAction) guest.DesktopResult {
-	t.Helper()
-	res, err := g.Desktop(context.Background(), a)
-	if err != nil {
-		t.Fatalf("%s: %v", a.Action, err)
-	}
-	return res
-}
-
 // run runs a shell line in the VM and returns its trimmed stdout.
 func run(t *testing.T, g *guest.Client, line string) (string, int) {
 	t.Helper()
@@ -193,42 +183,6 @@ func run(t *testing.T, g *guest.Client, line string) (string, int) {
 		t.Fatalf("exec %q: %v", line, err)
 	}
 	return strings.TrimSpace(string(res.Stdout) + string(res.Stderr)), res.ExitCode
-}
-
-func decodePNG(t *testing.T, b []byte) image.Image {
-	t.Helper()
-	img, err := png.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("screenshot is not a PNG: %v", err)
-	}
-	return img
-}
-
-// awaitCond fails the test unless cond holds within d.
-func awaitCond(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// differsIn reports whether a and b differ within r.
-func differsIn(a, b image.Image, r image.Rectangle) bool {
-	if a == nil || b == nil || a.Bounds() != b.Bounds() {
-		return true
-	}
-	r = r.Intersect(a.Bounds())
-	for y := r.Min.Y; y < r.Max.Y; y++ {
-		for x := r.Min.X; x < r.Max.X; x++ {
-			if a.At(x, y) != b.At(x, y) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // TestMicroVMLikeAContainer: what a container's runtime gives and
