@@ -22,21 +22,8 @@ func TestGVisorJob(t *testing.T) {
 			llmtest.Call("finish", map[string]any{"summary": "dmesg did not show gVisor"})),
 		step(llmtest.Call("finish", map[string]any{"summary": "the kernel is gVisor's"})),
 	}})
-	var sub struct {
-		JobID string `json:"job_id"`
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	code := s.do("POST", "/v1/jobs", map[string]any{"task": "Which kernel runs here?", "isolation": "gvisor"}, &sub)
-	if code == 400 && sub.Error.Code == "isolation_unavailable" {
-		testenv.Missing(t, "the gvisor tier", sub.Error.Message)
-	}
-	if code != 201 {
-		t.Fatalf("submit: %d %+v\n%s", code, sub, s.logs)
-	}
-	j := s.awaitFinal([]string{sub.JobID})[sub.JobID]
+	id := submitOnTier(t, s, "Which kernel runs here?", "gvisor")
+	j := s.awaitFinal([]string{id})[id]
 	if j.Status != "complete" {
 		t.Fatalf("job %+v\n%s", j, s.logs)
 	}
@@ -56,6 +43,27 @@ func TestGVisorJob(t *testing.T) {
 	if f := s.zipFiles(t, j.JobID); f["kernel.txt"] != "gVisor\n" {
 		t.Errorf("zip files %q", keys(f))
 	}
+}
+
+// submitOnTier submits task on the isolation tier and returns its job's
+// ID; a tier this server lacks skips the test (fails it in CI).
+func submitOnTier(t *testing.T, s *server, task, tier string) string {
+	t.Helper()
+	var sub struct {
+		JobID string `json:"job_id"`
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	code := s.do("POST", "/v1/jobs", map[string]any{"task": task, "isolation": tier}, &sub)
+	if code == 400 && sub.Error.Code == "isolation_unavailable" {
+		testenv.Missing(t, "the "+tier+" tier", sub.Error.Message)
+	}
+	if code != 201 {
+		t.Fatalf("submit: %d %+v\n%s", code, sub, s.logs)
+	}
+	return sub.JobID
 }
 
 // needTier skips a test of an isolation tier this machine lacks (fails
@@ -122,21 +130,8 @@ func TestMicroVMJob(t *testing.T) {
 			llmtest.Call("finish", map[string]any{"summary": "uname did not show the guest kernel"})),
 		step(llmtest.Call("finish", map[string]any{"summary": "the kernel is the VM's"})),
 	}})
-	var sub struct {
-		JobID string `json:"job_id"`
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	code := s.do("POST", "/v1/jobs", map[string]any{"task": "Which kernel runs here?", "isolation": "microvm"}, &sub)
-	if code == 400 && sub.Error.Code == "isolation_unavailable" {
-		testenv.Missing(t, "the microvm tier", sub.Error.Message)
-	}
-	if code != 201 {
-		t.Fatalf("submit: %d %+v\n%s", code, sub, s.logs)
-	}
-	j := s.awaitFinal([]string{sub.JobID})[sub.JobID]
+	id := submitOnTier(t, s, "Which kernel runs here?", "microvm")
+	j := s.awaitFinal([]string{id})[id]
 	if j.Status != "complete" || j.Isolation != "microvm" {
 		t.Fatalf("job %+v\n%s", j, s.logs)
 	}
