@@ -21,7 +21,8 @@ type Probed struct {
 // Probe says whether the tier works here: what Available checks, then a
 // VM booted from the kernel and the initramfs alone (no root file system:
 // building one from the image takes most of a minute, at the first
-// sandbox) until its guest answers, then stopped.
+// sandbox) until its guest answers, then stopped. QEMU runs as a
+// sandbox's does: as a uid of its own, under its seccomp filter.
 func (d *Driver) Probe(ctx context.Context) (Probed, error) {
 	if err := d.Available(ctx); err != nil {
 		return Probed{}, err
@@ -37,8 +38,14 @@ func (d *Driver) Probe(ctx context.Context) (Probed, error) {
 		return p, fmt.Errorf("probe: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	uid, err := d.allocUID()
+	if err != nil {
+		return p, fmt.Errorf("probe: %w", err)
+	}
+	defer releaseUID(uid)
 	begin := time.Now()
-	vm, err := Start(ctx, Config{QEMU: d.cfg.QEMU, Kernel: k.Image, Initramfs: initrd, Accel: p.Accel, Dir: dir})
+	// As a sandbox's QEMU runs: unprivileged, under its seccomp filter.
+	vm, err := Start(ctx, Config{QEMU: d.cfg.QEMU, Kernel: k.Image, Initramfs: initrd, Accel: p.Accel, Dir: dir, UID: uid})
 	if err != nil {
 		return p, fmt.Errorf("probe: %w%s", err, consoleTail(dir))
 	}
