@@ -76,7 +76,13 @@ func Connect(ctx context.Context, conn net.Conn) (*Session, error) {
 		conn.Close()
 		return nil, fmt.Errorf("serial port: guest said %q, not %q", buf, Hello)
 	}
-	s, err := yamux.Client(conn, config())
+	// The host opens every stream and accepts none: a stream the guest
+	// opens is reset once one waits, so that a guest cannot park 256
+	// streams of 256 KiB each (yamux's backlog and first window) in the
+	// host's memory.
+	c := config()
+	c.AcceptBacklog = 1
+	s, err := yamux.Client(conn, c)
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("serial port: %w", err)

@@ -93,3 +93,43 @@ func TestConnectGivesUpWithItsContext(t *testing.T) {
 		t.Errorf("err = %v after %v", err, time.Since(start))
 	}
 }
+
+// TestGuestOpenedStreamsAreRefused: the host accepts no stream; a guest
+// opening many, and writing into each, gets them reset past the first,
+// so what it can park in the host's memory is one stream's window.
+func TestGuestOpenedStreamsAreRefused(t *testing.T) {
+	host, guest := net.Pipe()
+	defer host.Close()
+	seen := make(chan error, 1)
+	go func() {
+		io.WriteString(guest, Hello)
+		g, err := yamux.Server(guest, config())
+		if err != nil {
+			seen <- err
+			return
+		}
+		for range 50 {
+			st, err := g.Open()
+			if err != nil {
+				seen <- err
+				return
+			}
+			go st.Write(make([]byte, 64<<10))
+		}
+		// The host reads frames in order: its answer to a ping means it
+		// has handled the 50 opens before it.
+		_, err = g.Ping()
+		seen <- err
+	}()
+	s, err := Connect(context.Background(), host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := <-seen; err != nil {
+		t.Fatal(err)
+	}
+	if n := s.s.NumStreams(); n > 1 {
+		t.Errorf("the host holds %d streams the guest opened, want at most 1", n)
+	}
+}
