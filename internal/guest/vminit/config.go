@@ -40,6 +40,18 @@ type Config struct {
 	// DaemonArgs are added to the daemon's command line (--display-size,
 	// --web-base).
 	DaemonArgs []string `json:"daemon_args,omitempty"`
+	// AgentUID is the uid (and gid) the daemon and commands run as, the
+	// VM's own (0: AgentUID). Files it makes in a shared workspace are
+	// this uid's on the host too, so it is no host account's.
+	AgentUID int `json:"agent_uid,omitempty"`
+}
+
+// agent is the uid the daemon runs as.
+func (c Config) agent() int {
+	if c.AgentUID > 0 {
+		return c.AgentUID
+	}
+	return AgentUID
 }
 
 // Encode is c as the config disk's content: JSON padded with NULs to a

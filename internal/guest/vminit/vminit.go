@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/internal/guest"
 )
 
 // The initramfs layout and the VM's devices, as the host builds them.
@@ -37,7 +39,9 @@ const (
 	RootDevice = "/dev/vda"
 	// Workspace is where the agent works.
 	Workspace = "/workspace"
-	// AgentUID is the uid (and gid) the guest daemon and commands run as.
+	// AgentUID is the uid (and gid) the guest daemon and commands run as
+	// when the config names none (the image's "agent"): a driver's VMs
+	// run as a uid of their own (Config.AgentUID).
 	AgentUID = 1000
 	// AgentHome is the agent's home directory: a tmpfs of its own, as in
 	// the container tiers (the root file system is read-only).
@@ -79,7 +83,10 @@ func boot(log *slog.Logger) error {
 	if err := containerLike(); err != nil {
 		return err
 	}
-	if err := mountRuntime(cfg.SharedWorkspace); err != nil {
+	if err := mountRuntime(cfg.SharedWorkspace, cfg.agent()); err != nil {
+		return err
+	}
+	if err := accounts(cfg.agent()); err != nil {
 		return err
 	}
 
@@ -188,8 +195,8 @@ func switchRoot() error {
 // mountRuntime mounts the scratch file systems a Debian userland expects,
 // and the workspace: the host's virtio-fs share if shared, else a tmpfs
 // owned by the agent.
-func mountRuntime(shared bool) error {
-	ws := mount{"tmpfs", Workspace, "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, fmt.Sprintf("mode=0755,uid=%d,gid=%d", AgentUID, AgentUID)}
+func mountRuntime(shared bool, uid int) error {
+	ws := mount{"tmpfs", Workspace, "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, fmt.Sprintf("mode=0755,uid=%d,gid=%d", uid, uid)}
 	if shared {
 		ws = mount{WorkspaceTag, Workspace, "virtiofs", unix.MS_NOSUID | unix.MS_NODEV, ""}
 	}
@@ -198,11 +205,32 @@ func mountRuntime(shared bool) error {
 		{"tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
 		{"tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
 		{"tmpfs", "/run", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=0755"},
-		{"tmpfs", AgentHome, "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, fmt.Sprintf("mode=0700,uid=%d,gid=%d", AgentUID, AgentUID)},
+		{"tmpfs", AgentHome, "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, fmt.Sprintf("mode=0700,uid=%d,gid=%d", uid, uid)},
 		ws,
 	} {
 		if err := m.do(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// accounts puts /etc/passwd and /etc/group naming uid "agent" over the
+// read-only root's (guest.Accounts, as the container tier does): files in
+// /run, bind-mounted read-only.
+func accounts(uid int) error {
+	passwd, group := guest.Accounts(uid)
+	for name, text := range map[string]string{"passwd": passwd, "group": group} {
+		src := "/run/agentbox-" + name
+		if err := os.WriteFile(src, []byte(text), 0o644); err != nil {
+			return fmt.Errorf("accounts: %w", err)
+		}
+		dst := "/etc/" + name
+		if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("accounts: bind %s: %w", dst, err)
+		}
+		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			return fmt.Errorf("accounts: %s read-only: %w", dst, err)
 		}
 	}
 	return nil
@@ -250,7 +278,8 @@ func findPort(name string, wait time.Duration) (string, error) {
 // cfg's environment and open-files limit, then reaps every process
 // (process 1 adopts the orphans) until the daemon has exited.
 func runDaemon(port string, cfg Config, cgroup *os.File) error {
-	if err := os.Chown(port, AgentUID, AgentUID); err != nil {
+	uid := cfg.agent()
+	if err := os.Chown(port, uid, uid); err != nil {
 		return fmt.Errorf("port: %w", err)
 	}
 	if cfg.NoFile > 0 {
@@ -271,7 +300,7 @@ func runDaemon(port string, cfg Config, cgroup *os.File) error {
 			cfg.Env...),
 		Files: []*os.File{nil, os.Stdout, os.Stderr},
 		Sys: &syscall.SysProcAttr{Setsid: true, UseCgroupFD: true, CgroupFD: int(cgroup.Fd()),
-			Credential: &syscall.Credential{Uid: AgentUID, Gid: AgentUID, Groups: []uint32{AgentUID}}},
+			Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{uint32(uid)}}},
 	}
 	args := append([]string{"agentbox", "guest", "--listen", "serial:" + port, "--workspace", Workspace}, cfg.DaemonArgs...)
 	p, err := os.StartProcess("/proc/self/exe", args, attr)

@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
+	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox/hostuid"
 	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
@@ -74,13 +75,8 @@ func (d *Driver) freeUID(uid int) {
 // writeAccounts writes the passwd and group files the sandbox sees, into
 // its host-private state dir (mounted read-only).
 func writeAccounts(stateDir string, uid int) error {
-	u := strconv.Itoa(uid)
-	files := map[string]string{
-		"passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n" +
-			"agent:x:" + u + ":" + u + ":agent:/home/agent:/bin/bash\n" +
-			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-		"group": "root:x:0:\nagent:x:" + u + ":\nnogroup:x:65534:\n",
-	}
+	passwd, group := guest.Accounts(uid)
+	files := map[string]string{"passwd": passwd, "group": group}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(stateDir, name), []byte(text), 0o644); err != nil {
 			return fmt.Errorf("sandbox accounts: %w", err)

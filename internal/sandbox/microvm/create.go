@@ -185,6 +185,7 @@ func (d *Driver) prepare(spec sandbox.Spec, accel Accel, gcfg vminit.Config) (*r
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
 	r := &running{st: st}
+	gcfg.AgentUID = uid // the agent's uid is the VM's, as QEMU's is
 	err = d.prepareWorkspace(&r.st, spec, lim.DiskBytes)
 	if err == nil {
 		err = writeConfigDisk(r.st.StateDir, gcfg)
@@ -207,9 +208,10 @@ func (d *Driver) prepare(spec sandbox.Spec, accel Accel, gcfg vminit.Config) (*r
 // agentbox owns (a scratch one in the state dir, or a job's) a loop disk
 // of the quota's size holding the workspace's content (see
 // package loopdisk); for a directory a caller brought, the directory
-// itself, under a watchdog (watch.go). Either is given to the
-// guest's agent uid: virtiofsd creates files as the guest's uid, checked
-// against the host directory's owner.
+// itself, under a watchdog (watch.go). Either is given to the guest's
+// agent uid, the VM's own (st.UID): virtiofsd creates files as the
+// guest's uid, checked against the host directory's owner, so the host
+// sees them as that uid's, which no host account has.
 func (d *Driver) prepareWorkspace(st *State, spec sandbox.Spec, diskBytes int64) error {
 	if spec.WorkspaceDir == "" {
 		st.WorkspaceDir, st.OwnsWorkspace = filepath.Join(st.StateDir, "workspace"), true
@@ -226,9 +228,9 @@ func (d *Driver) prepareWorkspace(st *State, spec sandbox.Spec, diskBytes int64)
 	st.DiskBytes = diskBytes
 	if st.OwnsWorkspace || spec.ManagedWorkspace {
 		return d.disks.Make(loopdisk.Disk{StateDir: st.StateDir, WorkspaceDir: st.WorkspaceDir,
-			Bytes: diskBytes, UID: vminit.AgentUID, GID: vminit.AgentUID})
+			Bytes: diskBytes, UID: st.UID, GID: st.UID})
 	}
-	if err := loopdisk.ChownTree(st.WorkspaceDir, vminit.AgentUID, vminit.AgentUID); err != nil {
+	if err := loopdisk.ChownTree(st.WorkspaceDir, st.UID, st.UID); err != nil {
 		return fmt.Errorf("sandbox workspace: %w", err)
 	}
 	return nil

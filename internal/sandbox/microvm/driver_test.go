@@ -87,6 +87,16 @@ func TestGuestKernelAndWorkspace(t *testing.T) {
 	st := s.(*microvm.Sandbox).State()
 	t.Logf("%s, %d MiB, %d vCPUs: create %v; qemu RSS %s", st.Accel, st.MemoryMiB, st.CPUs, booted.Round(time.Millisecond), rss(t, s.(*microvm.Sandbox).PID()))
 	unprivileged(t, s.(*microvm.Sandbox).PID(), st.UID)
+	// The agent runs as the VM's own uid, named "agent", and what it
+	// writes in a shared directory is that uid's on the host: no host
+	// account's (the image's agent is uid 1000, a person's on many hosts).
+	res, err = s.Guest().Exec(ctx, guest.Shell("id -u; id -un; touch mine"))
+	if id := strings.Fields(string(res.Stdout)); err != nil || len(id) != 2 || id[0] != strconv.Itoa(st.UID) || id[1] != "agent" {
+		t.Errorf("id in the VM: %q %v, want %d agent", res.Stdout, err, st.UID)
+	}
+	if fi, err := os.Lstat(ws + "/mine"); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uint32(st.UID) {
+		t.Errorf("a file the agent made is owned on the host by %v (%v), want the VM's uid %d", fi.Sys(), err, st.UID)
+	}
 	if _, err := d.Create(ctx, sandbox.Spec{Network: "bridge"}); !errors.Is(err, sandbox.ErrInvalidSpec) {
 		t.Errorf("network bridge: %v, want ErrInvalidSpec", err)
 	}
