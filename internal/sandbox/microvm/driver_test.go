@@ -87,6 +87,7 @@ func TestGuestKernelAndWorkspace(t *testing.T) {
 	st := s.(*microvm.Sandbox).State()
 	t.Logf("%s, %d MiB, %d vCPUs: create %v; qemu RSS %s", st.Accel, st.MemoryMiB, st.CPUs, booted.Round(time.Millisecond), rss(t, s.(*microvm.Sandbox).PID()))
 	unprivileged(t, s.(*microvm.Sandbox).PID(), st.UID)
+	noMknod(t, ws)
 	// The agent runs as the VM's own uid, named "agent", and what it
 	// writes in a shared directory is that uid's on the host: no host
 	// account's (the image's agent is uid 1000, a person's on many hosts).
@@ -501,6 +502,31 @@ func unprivileged(t *testing.T, pid, uid int) {
 	for _, w := range wants {
 		if !strings.Contains(string(b), w) {
 			t.Errorf("QEMU's /proc/%d/status lacks %q:\n%s", pid, w, b)
+		}
+	}
+}
+
+// noMknod checks that the virtiofsd processes sharing dir hold neither
+// CAP_MKNOD nor CAP_SETFCAP: even a guest kernel taken over makes no
+// device node in a live host directory.
+func noMknod(t *testing.T, dir string) {
+	t.Helper()
+	pids := testenv.ProcessesNaming(dir, "virtiofsd")
+	if len(pids) == 0 {
+		t.Fatalf("no virtiofsd shares %s", dir)
+	}
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue // ended meanwhile
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "CapEff:\t"); ok {
+				caps, _ := strconv.ParseUint(v, 16, 64)
+				if caps&(1<<27|1<<31) != 0 {
+					t.Errorf("virtiofsd %d has CAP_MKNOD or CAP_SETFCAP: CapEff %s", pid, v)
+				}
+			}
 		}
 	}
 }

@@ -38,6 +38,9 @@ func startVirtioFSD(cfg Config) (*fsDaemon, error) {
 	}
 	defer lf.Close()
 	cmd := exec.Command(cfg.VirtioFSD, "--fd=3", "-o", "source="+cfg.WorkspaceDir, "-o", "cache=auto",
+		// No device nodes and no file capabilities, even for a guest kernel
+		// taken over: the share is a live host directory for a caller's own.
+		"-o", "modcaps=-mknod:-setfcap",
 		"-o", "log_level=warn", "--rlimit-nofile=0")
 	cmd.ExtraFiles = []*os.File{lf}
 	cmd.Stderr = cfg.Stderr
