@@ -5,8 +5,12 @@ import (
 	"context"
 	"image"
 	"image/png"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/agentbox/agentbox/internal/guest"
 )
@@ -57,4 +61,24 @@ func DiffersIn(a, b image.Image, r image.Rectangle) bool {
 		}
 	}
 	return false
+}
+
+// RFBGreeting opens noVNC's websockify through the guest's proxy (hc
+// dials the guest) and checks that the VNC server's first message is an
+// RFB greeting, within d.
+func RFBGreeting(t testing.TB, hc *http.Client, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws://sandbox/proxy/desktop/websockify", &websocket.DialOptions{
+		HTTPClient: hc, Subprotocols: []string{"binary"},
+		HTTPHeader: http.Header{"Origin": {"https://agentbox.example"}},
+	})
+	if err != nil {
+		t.Fatalf("websocket: %v", err)
+	}
+	defer c.CloseNow()
+	if _, msg, err := c.Read(ctx); err != nil || !strings.HasPrefix(string(msg), "RFB 003.") {
+		t.Fatalf("first message %q, %v; want an RFB greeting", msg, err)
+	}
 }

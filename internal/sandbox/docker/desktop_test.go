@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
@@ -219,7 +217,7 @@ func checkProxy(t *testing.T, g *guest.Client) {
 	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != want {
 		t.Fatalf("desktop root: %d to %q, want 302 to %q", resp.StatusCode, resp.Header.Get("Location"), want)
 	}
-	checkRFBGreeting(t, hc)
+	testenv.RFBGreeting(t, hc, 20*time.Second)
 
 	start := time.Now()
 	body, status = get(t, hc, "/proxy/jupyter/api")
@@ -240,23 +238,6 @@ func get(t *testing.T, hc *http.Client, path string) (string, int) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return string(b), resp.StatusCode
-}
-
-func checkRFBGreeting(t *testing.T, hc *http.Client) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws://sandbox/proxy/desktop/websockify", &websocket.DialOptions{
-		HTTPClient: hc, Subprotocols: []string{"binary"},
-		HTTPHeader: http.Header{"Origin": {"https://agentbox.example"}},
-	})
-	if err != nil {
-		t.Fatalf("websocket: %v", err)
-	}
-	defer c.CloseNow()
-	_, msg, err := c.Read(ctx)
-	if err != nil || !strings.HasPrefix(string(msg), "RFB 003.00") {
-		t.Fatalf("first message %q, %v; want an RFB greeting", msg, err)
-	}
 }
 
 func checkXRestart(t *testing.T, g *guest.Client) {

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/testenv"
@@ -122,19 +120,7 @@ func checkNoVNC(t *testing.T, g *guest.Client) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "noVNC") {
 		t.Fatalf("vnc.html: status %d, body %.200q", resp.StatusCode, body)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), guiTimeout)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws://sandbox/proxy/desktop/websockify", &websocket.DialOptions{
-		HTTPClient: hc, Subprotocols: []string{"binary"},
-		HTTPHeader: http.Header{"Origin": {"https://agentbox.example"}},
-	})
-	if err != nil {
-		t.Fatalf("websocket: %v", err)
-	}
-	defer c.CloseNow()
-	if _, msg, err := c.Read(ctx); err != nil || !strings.HasPrefix(string(msg), "RFB 003.") {
-		t.Fatalf("first message %q, %v; want an RFB greeting", msg, err)
-	}
+	testenv.RFBGreeting(t, hc, guiTimeout)
 }
 
 // TestMicroVMJupyter: in a VM the notebook server answers through the

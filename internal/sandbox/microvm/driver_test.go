@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,16 +113,7 @@ func TestNoOrphanAfterKill9(t *testing.T) {
 	}
 	dir := t.TempDir()
 	d := newDriver(t, dir)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestOrphanHelper$", "-test.v")
-	cmd.Env = append(os.Environ(), helperEnv+"="+guestBin, "AGENTBOX_MICROVM_HELPER_DIR="+dir)
-	cmd.Stderr = t.Output()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out := startHelper(t, dir)
 	defer cmd.Process.Kill()
 	pid := readPID(t, out)
 	if err := syscall.Kill(pid, 0); err != nil {
@@ -197,6 +189,24 @@ func TestOrphanHelper(t *testing.T) {
 	}
 	fmt.Printf("qemu %d\n", s.(*microvm.Sandbox).PID())
 	time.Sleep(5 * time.Minute)
+}
+
+// startHelper starts TestOrphanHelper in a process of its own, making a
+// VM with its state in dir, and returns it with its standard output,
+// where it prints QEMU's pid.
+func startHelper(t *testing.T, dir string, env ...string) (*exec.Cmd, io.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOrphanHelper$", "-test.v")
+	cmd.Env = append(append(os.Environ(), helperEnv+"="+guestBin, "AGENTBOX_MICROVM_HELPER_DIR="+dir), env...)
+	cmd.Stderr = t.Output()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, out
 }
 
 // awaitNoProcess waits until no process's command line names dir (QEMU's
@@ -310,16 +320,7 @@ func killQEMUInProcess(t *testing.T, dir, ws string) sandbox.Handle {
 // with it) and returns the handle List finds.
 func killServerProcess(t *testing.T, dir, ws string) sandbox.Handle {
 	newDriver(t, dir) // the assets, before the helper needs them
-	cmd := exec.Command(os.Args[0], "-test.run=^TestOrphanHelper$", "-test.v")
-	cmd.Env = append(os.Environ(), helperEnv+"="+guestBin, "AGENTBOX_MICROVM_HELPER_DIR="+dir, helperWorkspaceEnv+"="+ws)
-	cmd.Stderr = t.Output()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out := startHelper(t, dir, helperWorkspaceEnv+"="+ws)
 	defer cmd.Process.Kill()
 	readPID(t, out)
 	_ = cmd.Process.Signal(syscall.SIGKILL)
