@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -22,17 +23,29 @@ import (
 // (HEAD comes with GET). A WebSocket is a GET with Upgrade.
 var proxyMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 
-// droppedResponseHeaders would let a page of one sandbox act on the whole
-// origin (the API, the other jobs' views): pin it to HTTPS, wipe its
-// storage, widen a service worker's scope beyond the job's paths, or keep
-// a window it opens on the web UI in its browsing context group
-// (Cross-Origin-Opener-Policy: same-origin, the UI's own, would; without
-// it, the UI's page is cut off from the sandbox's, which could otherwise
-// script it and read its CSRF token).
-var droppedResponseHeaders = []string{
-	"Strict-Transport-Security", "Clear-Site-Data", "Service-Worker-Allowed",
-	"Alt-Svc", "Public-Key-Pins", "Public-Key-Pins-Report-Only", "Expect-CT",
-	"Cross-Origin-Opener-Policy", "Cross-Origin-Opener-Policy-Report-Only",
+// passedResponseHeaders are the only response headers of a sandbox's web
+// service that reach the browser: what a page needs to be shown, cached,
+// downloaded, redirected within the job's paths and upgraded to a
+// WebSocket. Every other header is dropped, since a page of the sandbox
+// would otherwise act on the whole origin (the API, the other jobs' views)
+// with headers a deny-list would have to know of: NEL and Report-To (the
+// browser reports later URLs of the origin for up to a year),
+// Reporting-Endpoints, Refresh, Accept-CH and Critical-CH, Set-Login,
+// Origin-Agent-Cluster, Access-Control-Allow-*, Strict-Transport-Security,
+// Clear-Site-Data, Service-Worker-Allowed, Alt-Svc, WWW-Authenticate (a
+// login dialog in the API's name), and Cross-Origin-Opener-Policy (the
+// UI's own, which would keep a window the page opens on the web UI in its
+// browsing context group, where it could script it). Set-Cookie and
+// Location pass only as filterResponse confines them.
+var passedResponseHeaders = map[string]bool{
+	"Accept-Ranges": true, "Age": true, "Cache-Control": true, "Content-Disposition": true,
+	"Content-Encoding": true, "Content-Language": true, "Content-Length": true, "Content-Range": true,
+	"Content-Security-Policy": true, "Content-Type": true, "Date": true, "Etag": true, "Expires": true,
+	"Last-Modified": true, "Location": true, "Pragma": true, "Retry-After": true, "Set-Cookie": true,
+	"Vary": true, "X-Content-Type-Options": true,
+	// A WebSocket's handshake (101 Switching Protocols).
+	"Connection": true, "Upgrade": true, "Sec-Websocket-Accept": true,
+	"Sec-Websocket-Protocol": true, "Sec-Websocket-Extensions": true,
 }
 
 // proxy handles any method on /v1/jobs/{id}/{service}/{path...}: the
@@ -66,7 +79,7 @@ func (s *server) proxy(service string) handlerFunc {
 		p := &httputil.ReverseProxy{
 			Rewrite:        func(pr *httputil.ProxyRequest) { rewrite(pr, service) },
 			Transport:      g.Transport(),
-			ModifyResponse: func(resp *http.Response) error { return filterResponse(resp, id, service, s.uiOrigin()) },
+			ModifyResponse: func(resp *http.Response) error { return filterResponse(resp, r, id, service, s.uiOrigin()) },
 			ErrorHandler:   func(_ http.ResponseWriter, _ *http.Request, err error) { perr = err },
 		}
 		p.ServeHTTP(w, r)
@@ -192,15 +205,18 @@ func keepServiceCookies(h http.Header, service string) {
 // that act on the whole origin are dropped, and no other site may frame
 // it but the web UI's origin ui, if the views have origins of their own
 // (see uiOrigin). A service the guest could not start becomes an error.
-func filterResponse(resp *http.Response, id, service, ui string) error {
+func filterResponse(resp *http.Response, in *http.Request, id, service, ui string) error {
 	if err := guestServiceError(resp); err != nil {
 		return err
 	}
 	h := resp.Header
-	for _, k := range droppedResponseHeaders {
-		h.Del(k)
+	for k := range h {
+		if !passedResponseHeaders[k] {
+			h.Del(k)
+		}
 	}
 	scope := "/v1/jobs/" + url.PathEscape(id) + "/"
+	confineLocation(h, in, scope)
 	var cookies []string
 	for _, line := range h.Values("Set-Cookie") {
 		c, err := http.ParseSetCookie(line)
@@ -227,6 +243,23 @@ func filterResponse(resp *http.Response, id, service, ui string) error {
 	// Nor load it as a script or an image (which needs no CORS).
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	return nil
+}
+
+// confineLocation drops a redirect's Location unless it stays within
+// scope (the job's paths) on the host in asked for: a sandbox's page must
+// not make the API's origin an open redirect to another site, nor to
+// another job's or the API's own paths.
+func confineLocation(h http.Header, in *http.Request, scope string) {
+	loc := h.Get("Location")
+	if loc == "" {
+		return
+	}
+	base := &url.URL{Scheme: "http", Host: in.Host, Path: in.URL.Path}
+	u, err := base.Parse(loc)
+	if err != nil || u.Host != base.Host || u.User != nil || (u.Scheme != "http" && u.Scheme != "https") ||
+		!strings.HasPrefix(path.Clean(u.Path)+"/", scope) {
+		h.Del("Location")
+	}
 }
 
 // guestServiceError recognizes the guest's own 503 for a service that

@@ -76,6 +76,15 @@ func fakeGuest(t *testing.T) (*guest.Client, *[]seen) {
 		w.Header().Set("Service-Worker-Allowed", "/")
 		w.Header().Set("Clear-Site-Data", `"*"`)
 		w.Header().Set("Cross-Origin-Opener-Policy", "same-origin") // the UI's: a window it opens on one would stay scriptable
+		for _, h := range originWideHeaders {
+			w.Header().Set(h, "1")
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("ETag", `"v1"`)
+	})
+	mux.HandleFunc("/proxy/jupyter/redirect", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", r.URL.Query().Get("to"))
+		w.WriteHeader(http.StatusFound)
 	})
 	mux.HandleFunc("/proxy/desktop/broken", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -549,10 +558,13 @@ func TestProxyConfinesSandboxResponses(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
-	for _, h := range []string{"Strict-Transport-Security", "Service-Worker-Allowed", "Clear-Site-Data", "Cross-Origin-Opener-Policy"} {
+	for _, h := range append([]string{"Strict-Transport-Security", "Service-Worker-Allowed", "Clear-Site-Data", "Cross-Origin-Opener-Policy"}, originWideHeaders...) {
 		if v := resp.Header.Get(h); v != "" {
 			t.Errorf("%s passed on: %q", h, v)
 		}
+	}
+	if resp.Header.Get("Content-Type") != "text/html" || resp.Header.Get("ETag") != `"v1"` {
+		t.Errorf("a page's own headers were dropped: %v", resp.Header)
 	}
 	got := map[string]*http.Cookie{}
 	for _, c := range resp.Cookies() {
@@ -566,6 +578,40 @@ func TestProxyConfinesSandboxResponses(t *testing.T) {
 		c, ok := got[name]
 		if !ok || !strings.HasPrefix(c.Path, scope) || c.Domain != "" {
 			t.Errorf("cookie %s = %+v, want it under %s without Domain", name, c, scope)
+		}
+	}
+}
+
+// originWideHeaders act on the whole origin, not the page: the attack
+// pass of issue 25 set each through a page in a sandbox.
+var originWideHeaders = []string{"NEL", "Report-To", "Reporting-Endpoints", "Refresh", "Accept-CH", "Critical-CH",
+	"Set-Login", "Origin-Agent-Cluster", "Access-Control-Allow-Origin", "Access-Control-Allow-Credentials",
+	"Access-Control-Allow-Headers", "Access-Control-Allow-Methods", "WWW-Authenticate", "X-Anything-New"}
+
+// TestProxyConfinesRedirects: a sandbox's redirect stays within the job's
+// paths on the host asked for; anything else loses its Location.
+func TestProxyConfinesRedirects(t *testing.T) {
+	e := newProxyEnv(t, api.Config{})
+	id := e.running()
+	scope := "/v1/jobs/" + id + "/"
+	for to, kept := range map[string]bool{
+		"tree?x=1":                      true,
+		scope + "jupyter/lab":           true,
+		"../desktop/vnc.html":           true,
+		"https://evil.example/":         false,
+		"//evil.example/x":              false,
+		"/v1/jobs":                      false,
+		scope + "../job_other/jupyter/": false,
+		"../../../../healthz":           false,
+		"javascript:alert(1)":           false,
+		"http://user@" + "127.0.0.1/x":  false,
+	} {
+		resp, b := do(t, e.api, req{method: "GET", path: scope + "jupyter/redirect?to=" + url.QueryEscape(to)})
+		if resp.StatusCode != http.StatusFound {
+			t.Fatalf("%s: %d %s", to, resp.StatusCode, b)
+		}
+		if got := resp.Header.Get("Location"); (got != "") != kept {
+			t.Errorf("Location %q: passed as %q, want kept=%v", to, got, kept)
 		}
 	}
 }
