@@ -187,9 +187,8 @@ func TestHighlightStopsWhenClientGoes(t *testing.T) {
 	u.hl.started = func(pid int) { pids <- pid }
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.SetPathValue("id", "j1")
-		if err := u.View(w, r); err != nil {
-			t.Error(err)
-		}
+		_ = u.View(w, r) // the client is gone: writing the view fails
+
 	}))
 	defer srv.Close()
 
