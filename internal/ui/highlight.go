@@ -125,7 +125,8 @@ func (h *highlighter) run(ctx context.Context, name, text string) (highlightResu
 	out := &capped.Buffer{Max: 24*len(text) + 64<<10}
 	cmd := exec.CommandContext(ctx, h.cfg.Command, "highlight")
 	cmd.Env = []string{"GOMAXPROCS=1"}
-	cmd.Stdin, cmd.Stdout = bytes.NewReader(req), out
+	stderr := &capped.Buffer{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(req), out, stderr
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
 		return res, fmt.Errorf("start highlighter: %w", err)
@@ -134,7 +135,7 @@ func (h *highlighter) run(ctx context.Context, name, text string) (highlightResu
 		h.started(cmd.Process.Pid)
 	}
 	if err := cmd.Wait(); err != nil {
-		return res, fmt.Errorf("highlighter: %w", err)
+		return res, fmt.Errorf("highlighter: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	if err := json.Unmarshal([]byte(out.String()), &res); err != nil {
 		return res, fmt.Errorf("highlighter's answer: %w", err)
