@@ -110,6 +110,7 @@ AGENTBOX_SANDBOX_PIDS, DOCKER_HOST, ...); see docs/configuration.md.`,
 	}
 	root.AddCommand(
 		newGuestCmd(),
+		newHighlightCmd(),
 		newImageCmd(a),
 		newExecCmd(a),
 		newDoctorCmd(a),

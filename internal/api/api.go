@@ -79,6 +79,10 @@ type Config struct {
 	// Now is the clock viewer tickets and cookies are checked against;
 	// nil means time.Now. Tests set it.
 	Now func() time.Time
+	// Highlight is how the web UI's file viewer highlights files (a child
+	// process of the agentbox binary for each); its zero value shows them
+	// as plain text.
+	Highlight ui.Highlight
 }
 
 func (c Config) withDefaults() Config {
@@ -177,7 +181,7 @@ func New(cfg Config, svc Service, reg *prometheus.Registry, log *slog.Logger) ht
 		panic("api.New: " + err.Error() + " (check it with CheckViewURL first)")
 	}
 	s.views = views
-	s.ui = ui.New(ui.Config{FrameSrc: s.frameSrc(), NoAuth: cfg.NoAuth, Now: s.cfg.Now, MediaKey: s.mediaKey}, svc, log)
+	s.ui = ui.New(ui.Config{FrameSrc: s.frameSrc(), NoAuth: cfg.NoAuth, Now: s.cfg.Now, MediaKey: s.mediaKey, Highlight: cfg.Highlight}, svc, log)
 	if len(s.tokens) == 0 && !cfg.NoAuth {
 		log.Warn("api: no token configured and auth not disabled; every request but /healthz will be refused")
 	}

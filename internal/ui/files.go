@@ -15,9 +15,6 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/alecthomas/chroma/v2"
-	"github.com/alecthomas/chroma/v2/lexers"
-
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -62,8 +59,7 @@ type viewData struct {
 	Path, Download string
 	Size           int64
 	Binary, Cut    bool
-	Lines          []viewLine
-	Language       string
+	highlighted
 }
 
 // viewLine is a line of a viewed file: its number and tokens.
@@ -183,29 +179,33 @@ func kindOf(m fs.FileMode) string {
 // file as its size and a download link.
 func (u *UI) View(w http.ResponseWriter, r *http.Request) error {
 	return u.serveWorkspace(w, r, "file-view", func(root *os.Root, p string) (any, error) {
-		d, err := readView(root, p)
+		d, text, err := readView(root, p)
 		d.Download = "/v1/jobs/" + url.PathEscape(r.PathValue("id")) + "/files/" + escapePath(p)
+		if err == nil && !d.Binary {
+			d.highlighted = u.hl.highlight(r.Context(), p, text)
+		}
 		return d, err
 	})
 }
 
-// readView reads and highlights file p of root. A link is followed only
-// within the workspace (os.Root).
-func readView(root *os.Root, p string) (viewData, error) {
+// readView reads file p of root: the viewer's data but its lines, and
+// the text they are to be made of. A link is followed only within the
+// workspace (os.Root).
+func readView(root *os.Root, p string) (viewData, string, error) {
 	d := viewData{Path: p}
 	f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return d, fmt.Errorf("%w: %s is not a file of the workspace", store.ErrInvalid, p)
+		return d, "", fmt.Errorf("%w: %s is not a file of the workspace", store.ErrInvalid, p)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil || !info.Mode().IsRegular() {
-		return d, fmt.Errorf("%w: %s is not a regular file", store.ErrInvalid, p)
+		return d, "", fmt.Errorf("%w: %s is not a regular file", store.ErrInvalid, p)
 	}
 	d.Size = info.Size()
 	b, err := io.ReadAll(io.LimitReader(f, MaxViewBytes+1))
 	if err != nil {
-		return d, fmt.Errorf("read %s: %w", p, err)
+		return d, "", fmt.Errorf("read %s: %w", p, err)
 	}
 	if len(b) > MaxViewBytes {
 		b, d.Cut = b[:MaxViewBytes], true
@@ -214,12 +214,8 @@ func readView(root *os.Root, p string) (viewData, error) {
 		}
 	}
 	b, d.Cut = cutLines(b, MaxViewLines, d.Cut)
-	if binary(b, d.Cut) {
-		d.Binary = true
-		return d, nil
-	}
-	d.Lines, d.Language = highlight(p, string(b))
-	return d, nil
+	d.Binary = binary(b, d.Cut)
+	return d, string(b), nil
 }
 
 // binary reports whether b looks like anything but UTF-8 text. A cut
@@ -234,43 +230,6 @@ func binary(b []byte, cut bool) bool {
 		}
 	}
 	return !utf8.Valid(b)
-}
-
-// highlight splits text into lines of classed tokens, with the lexer its
-// name or content suggests.
-func highlight(name, text string) ([]viewLine, string) {
-	lexer := lexers.Match(path.Base(name))
-	if lexer == nil {
-		lexer = lexers.Analyse(text)
-	}
-	if lexer == nil {
-		lexer = lexers.Fallback
-	}
-	lexer = chroma.Coalesce(lexer)
-	it, err := lexer.Tokenise(nil, text)
-	if err != nil {
-		it = chroma.Literator(chroma.Token{Type: chroma.Text, Value: text})
-	}
-	var lines []viewLine
-	for i, line := range chroma.SplitTokensIntoLines(it.Tokens()) {
-		l := viewLine{N: i + 1}
-		for _, t := range line {
-			l.Tokens = append(l.Tokens, token{Class: tokenClass(t.Type), Text: t.Value})
-		}
-		lines = append(lines, l)
-	}
-	return lines, lexer.Config().Name
-}
-
-// tokenClass is chroma's CSS class of a token type (app.css has their
-// colours), or its nearest parent's.
-func tokenClass(t chroma.TokenType) string {
-	for ; t != 0; t = t.Parent() {
-		if c, ok := chroma.StandardTypes[t]; ok {
-			return c
-		}
-	}
-	return ""
 }
 
 // cutLines keeps the first n lines of b, and reports whether anything

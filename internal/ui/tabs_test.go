@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/jobs"
 )
@@ -158,7 +159,7 @@ func TestTreeListsLinksWithoutFollowing(t *testing.T) {
 	if _, err := listDir(root, "sub/up"); err == nil {
 		t.Error("a link out of the workspace was listed as a directory")
 	}
-	if _, err := readView(root, "out"); err == nil {
+	if _, _, err := readView(root, "out"); err == nil {
 		t.Error("a link out of the workspace was read")
 	}
 	if _, err := cleanPath("../etc"); err == nil {
@@ -166,9 +167,19 @@ func TestTreeListsLinksWithoutFollowing(t *testing.T) {
 	}
 }
 
+// viewFile reads and highlights file p of root as View does.
+func viewFile(t *testing.T, root *os.Root, p string) (viewData, error) {
+	t.Helper()
+	d, text, err := readView(root, p)
+	if err == nil && !d.Binary {
+		d.highlighted = testHighlighter(t, 10*time.Second, 1).highlight(t.Context(), p, text)
+	}
+	return d, err
+}
+
 func TestViewHighlights(t *testing.T) {
 	root := testWorkspace(t)
-	d, err := readView(root, "main.go")
+	d, err := viewFile(t, root, "main.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,10 +188,10 @@ func TestViewHighlights(t *testing.T) {
 		!strings.Contains(html, "&lt;script&gt;") || strings.Contains(html, "<script>") || strings.Contains(html, "style=") {
 		t.Errorf("%s view:\n%s", d.Language, html)
 	}
-	if d, err = readView(root, "in"); err != nil || d.Size == 0 {
+	if d, err = viewFile(t, root, "in"); err != nil || d.Size == 0 {
 		t.Errorf("a link within the workspace: %v", err)
 	}
-	if d, err = readView(root, "<b>x.bin"); err != nil || !d.Binary {
+	if d, err = viewFile(t, root, "<b>x.bin"); err != nil || !d.Binary {
 		t.Fatalf("binary: %+v %v", d, err)
 	}
 	d.Download = "/v1/jobs/j/files/" + escapePath(d.Path)
@@ -197,7 +208,7 @@ func TestViewCapped(t *testing.T) {
 	}
 	root, _ := os.OpenRoot(dir)
 	defer root.Close()
-	d, err := readView(root, "big.txt")
+	d, err := viewFile(t, root, "big.txt")
 	if err != nil || !d.Cut || d.Binary || len(d.Lines) > MaxViewBytes/28+1 {
 		t.Fatalf("cut %v binary %v, %d lines, %v", d.Cut, d.Binary, len(d.Lines), err)
 	}
@@ -215,7 +226,7 @@ func TestLinesCapped(t *testing.T) {
 	}
 	root, _ := os.OpenRoot(dir)
 	defer root.Close()
-	d, err := readView(root, "empty-lines.txt")
+	d, err := viewFile(t, root, "empty-lines.txt")
 	if err != nil || !d.Cut || len(d.Lines) > MaxViewLines+1 {
 		t.Fatalf("cut %v, %d lines, %v; want at most %d", d.Cut, len(d.Lines), err, MaxViewLines+1)
 	}

@@ -25,6 +25,7 @@ type logService struct {
 	reads  int // events read, to see a page does not read the whole log
 	// noWorkspace is why the job's workspace cannot be read; nil: it can.
 	noWorkspace error
+	ws          workspace.Store // the job's workspace, if it has one
 }
 
 func (s *logService) Get(_ context.Context, id string) (store.Job, error) {
@@ -52,7 +53,10 @@ func (s *logService) LastSeq(context.Context, string) (int64, error) {
 }
 
 func (s *logService) Workspace(context.Context, string) (workspace.Store, error) {
-	return nil, s.noWorkspace
+	if s.noWorkspace != nil {
+		return nil, s.noWorkspace
+	}
+	return s.ws, nil
 }
 
 func (s *logService) Diff(context.Context, string, bool, io.Writer) error { return nil }

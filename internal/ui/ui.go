@@ -58,6 +58,9 @@ type Config struct {
 	// asks of an <img> with the session: pages of the API's origin that
 	// cannot read the job's UI cannot make them. nil: none.
 	MediaKey func(jobID string) string
+	// Highlight is how the file viewer highlights; its zero value shows
+	// files as plain text.
+	Highlight Highlight
 }
 
 // Session is what a page knows of its viewer's session.
@@ -72,6 +75,7 @@ type UI struct {
 	cfg    Config
 	svc    Service
 	log    *slog.Logger
+	hl     *highlighter // the file viewer's
 	pages  map[string]*template.Template
 	static fs.FS
 	etags  map[string]string // static file -> strong ETag
@@ -88,7 +92,7 @@ func New(cfg Config, svc Service, log *slog.Logger) *UI {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	u := &UI{cfg: cfg, svc: svc, log: log, pages: map[string]*template.Template{}, etags: map[string]string{}}
+	u := &UI{cfg: cfg, svc: svc, log: log, hl: newHighlighter(cfg.Highlight, log), pages: map[string]*template.Template{}, etags: map[string]string{}}
 	u.static, _ = fs.Sub(files, "static")
 	all := sha256.New()
 	_ = fs.WalkDir(u.static, ".", func(p string, d fs.DirEntry, err error) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
+	"github.com/agentbox/agentbox/internal/ui"
 )
 
 // Server is `agentbox serve` assembled: the data dir's lock, the listener,
@@ -82,7 +83,7 @@ func (s *Server) open(ctx context.Context) error {
 	return nil
 }
 
-// apiConfig decides the API's tokens and viewer key.
+// apiConfig decides the API's tokens, viewer key and highlighter.
 func apiConfig(cfg config.Config, log *slog.Logger) (api.Config, error) {
 	tokens, err := serverTokens(cfg, log)
 	if err != nil {
@@ -93,7 +94,18 @@ func apiConfig(cfg config.Config, log *slog.Logger) (api.Config, error) {
 		return api.Config{}, err
 	}
 	return api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL, MaxUploadBytes: cfg.Server.MaxUpload,
-		ViewerKey: viewerKey, ViewURL: cfg.Server.ViewURL}, nil
+		ViewerKey: viewerKey, ViewURL: cfg.Server.ViewURL, Highlight: ui.Highlight{Command: highlighter(cfg)}}, nil
+}
+
+// highlighter is the agentbox binary the UI's file viewer runs as its
+// highlighter: the guest binary, which is agentbox (and, in a test
+// process, the one that is: the test binary is not), else this one.
+func highlighter(cfg config.Config) string {
+	if cfg.Sandbox.GuestBinary != "" {
+		return cfg.Sandbox.GuestBinary
+	}
+	exe, _ := os.Executable()
+	return exe
 }
 
 // openJobs opens the job side for cfg's role: an API replica's scheduler
