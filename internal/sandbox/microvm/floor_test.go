@@ -33,7 +33,9 @@ func TestFreeFloor(t *testing.T) {
 			if err := d.Available(context.Background()); err != nil {
 				t.Skipf("skipping: %v", err)
 			}
-			_, err = d.Create(context.Background(), sandbox.Spec{WorkspaceDir: t.TempDir()})
+			// An image that does not exist: were the floor not checked first,
+			// Create would fail on it, not boot a VM.
+			_, err = d.Create(context.Background(), sandbox.Spec{WorkspaceDir: t.TempDir(), Image: "agentbox-test-no-such-image:0"})
 			if !errors.Is(err, sandbox.ErrNoSpace) || !strings.Contains(err.Error(), tt.names) {
 				t.Fatalf("err = %v, want ErrNoSpace naming %s", err, tt.names)
 			}
