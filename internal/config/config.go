@@ -171,6 +171,9 @@ type Sandbox struct {
 	// MinFreeDisk is the free space below which no new sandbox starts
 	// (AGENTBOX_MIN_FREE_DISK, default 2 GiB).
 	MinFreeDisk int64
+	// MinFreeInodes is the count of free inodes below which no new sandbox
+	// starts (AGENTBOX_MIN_FREE_INODES, default 200,000).
+	MinFreeInodes int64
 	// Ceilings bound what a job or a command may ask for.
 	Ceilings Ceilings
 }
@@ -217,11 +220,12 @@ func Default() Config {
 			Network:      "none",
 			Instance:     "default",
 			DisplayWidth: 1024, DisplayHeight: 768,
-			DiskBytes:   10 << 30,
-			NoFile:      1024,
-			UIDs:        UIDRange{200000, 299999},
-			MinFreeDisk: 2 << 30,
-			Ceilings:    hostCeilings(),
+			DiskBytes:     10 << 30,
+			NoFile:        1024,
+			UIDs:          UIDRange{200000, 299999},
+			MinFreeDisk:   2 << 30,
+			MinFreeInodes: 200_000,
+			Ceilings:      hostCeilings(),
 
 			Driver: "docker", GuestTransport: "unix", Isolation: "container",
 		},

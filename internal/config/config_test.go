@@ -66,7 +66,7 @@ func TestSandboxBoundsDefaults(t *testing.T) {
 	}
 	s := c.Sandbox
 	if s.DiskBytes != 10<<30 || s.NoFile != 1024 || s.UIDs != (UIDRange{200000, 299999}) || s.MinFreeDisk != 2<<30 || c.Server.Retention != 7*24*time.Hour ||
-		c.Server.MaxUpload != 1<<30 {
+		c.Server.MaxUpload != 1<<30 || s.MinFreeInodes != 200_000 {
 		t.Errorf("defaults %+v, retention %v", s, c.Server.Retention)
 	}
 	ce := s.Ceilings
@@ -75,12 +75,14 @@ func TestSandboxBoundsDefaults(t *testing.T) {
 		t.Errorf("ceilings %+v on a host with %d bytes", ce, hostMemory())
 	}
 	c, err = fromLookup(lookup(map[string]string{"AGENTBOX_CEILING_MEMORY": "8g", "AGENTBOX_CEILING_CPUS": "1.5", "AGENTBOX_SANDBOX_UIDS": "500000-500100",
-		"AGENTBOX_SANDBOX_DISK": "1g", "AGENTBOX_SANDBOX_NOFILE": "4096", "AGENTBOX_RETENTION": "48h", "AGENTBOX_CEILING_STEPS": "10", "AGENTBOX_MIN_FREE_DISK": "512m"}))
+		"AGENTBOX_SANDBOX_DISK": "1g", "AGENTBOX_SANDBOX_NOFILE": "4096", "AGENTBOX_RETENTION": "48h", "AGENTBOX_CEILING_STEPS": "10", "AGENTBOX_MIN_FREE_DISK": "512m",
+		"AGENTBOX_MIN_FREE_INODES": "5000"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s := c.Sandbox; s.Ceilings.MemoryBytes != 8<<30 || s.Ceilings.NanoCPUs != 15e8 || s.UIDs != (UIDRange{500000, 500100}) ||
-		s.DiskBytes != 1<<30 || s.NoFile != 4096 || c.Server.Retention != 48*time.Hour || s.Ceilings.MaxSteps != 10 || s.MinFreeDisk != 512<<20 {
+		s.DiskBytes != 1<<30 || s.NoFile != 4096 || c.Server.Retention != 48*time.Hour || s.Ceilings.MaxSteps != 10 || s.MinFreeDisk != 512<<20 ||
+		s.MinFreeInodes != 5000 {
 		t.Errorf("from env: %+v", c)
 	}
 }

@@ -39,6 +39,7 @@ func sandboxEnv(lookup func(string) (string, bool), s *Sandbox) []error {
 		size("AGENTBOX_SANDBOX_DISK", &s.DiskBytes),
 		count("AGENTBOX_SANDBOX_NOFILE", &s.NoFile),
 		size("AGENTBOX_MIN_FREE_DISK", &s.MinFreeDisk),
+		count("AGENTBOX_MIN_FREE_INODES", &s.MinFreeInodes),
 		size("AGENTBOX_CEILING_MEMORY", &c.MemoryBytes),
 		size("AGENTBOX_CEILING_DISK", &c.DiskBytes),
 		count("AGENTBOX_CEILING_PIDS", &c.PidsLimit),
@@ -133,6 +134,9 @@ func (s Sandbox) validateLimits() error {
 	}
 	if s.MinFreeDisk < 0 {
 		errs = append(errs, errors.New("AGENTBOX_MIN_FREE_DISK: must not be negative"))
+	}
+	if s.MinFreeInodes < 0 {
+		errs = append(errs, errors.New("AGENTBOX_MIN_FREE_INODES: must not be negative"))
 	}
 	return errors.Join(append(errs, s.UIDs.Validate())...)
 }

@@ -1,10 +1,12 @@
 package doctor
 
 import (
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentbox/agentbox/internal/config"
@@ -37,5 +39,22 @@ func TestGitCheck(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	if c := gitCheck(); c.Status != Warn || c.Fix == "" {
 		t.Errorf("without git: %+v, want a warning with a fix", c)
+	}
+}
+
+// TestDiskCheckFreeInodes: the disk check fails below the free-inodes
+// floor as below the free-space one, and names the setting to change.
+func TestDiskCheckFreeInodes(t *testing.T) {
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.Sandbox.MinFreeDisk, cfg.Sandbox.MinFreeInodes = 0, 1<<60
+	d := doctor{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	if c := d.diskCheck(); c.Status != Fail || !strings.Contains(c.Fix, "AGENTBOX_MIN_FREE_INODES") || !strings.Contains(c.Detail, "inodes free") {
+		t.Errorf("below the inodes floor: %+v, want a failure naming AGENTBOX_MIN_FREE_INODES", c)
+	}
+	cfg.Sandbox.MinFreeInodes = 1
+	d.cfg = cfg
+	if c := d.diskCheck(); c.Status == Fail {
+		t.Errorf("above both floors: %+v", c)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/diskusage"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
@@ -49,7 +51,7 @@ func (d doctor) filesCheck() Check {
 // quota is enforced on the data dir's filesystem.
 func (d doctor) diskCheck() Check {
 	dir := d.cfg.DataDir
-	free, err := docker.DiskFree(dir)
+	free, err := diskusage.FreeOf(dir)
 	if err != nil {
 		return Check{"disk", Warn, err.Error(), ""}
 	}
@@ -60,16 +62,26 @@ func (d doctor) diskCheck() Check {
 		}
 		drv.Close()
 	}
-	floor := d.cfg.Sandbox.MinFreeDisk
-	detail := fmt.Sprintf("%s free under %s (floor %s); quota %s per sandbox, enforced by %s",
-		config.SizeText(free), dir, config.SizeText(floor), config.SizeText(d.cfg.Sandbox.DiskBytes), mode)
-	if free < floor {
-		return Check{"disk", Fail, detail + ": no sandbox starts below the floor", "free space, lower AGENTBOX_MIN_FREE_DISK, or shorten AGENTBOX_RETENTION"}
+	sb := d.cfg.Sandbox
+	floor := diskusage.Floor{Bytes: sb.MinFreeDisk, Inodes: sb.MinFreeInodes}
+	detail := fmt.Sprintf("%s free under %s (floor %s), %s; quota %s and %d inodes per sandbox, enforced by %s",
+		config.SizeText(free.Bytes), dir, config.SizeText(floor.Bytes), inodesText(free.Inodes, floor.Inodes),
+		config.SizeText(sb.DiskBytes), sandbox.InodeLimit(sb.DiskBytes), mode)
+	if why, err := floor.Below(dir); err == nil && why != "" {
+		return Check{"disk", Fail, detail + ": no sandbox starts below the floor", "free space or inodes, lower AGENTBOX_MIN_FREE_DISK or AGENTBOX_MIN_FREE_INODES, or shorten AGENTBOX_RETENTION"}
 	}
 	if mode == docker.QuotaWatch {
 		return Check{"disk", Warn, detail + ": no kernel quota (needs root, and loop devices or XFS project quotas)", "run agentbox as root on a host with loop devices, or see docs/security.md#disk-quota"}
 	}
 	return Check{"disk", OK, detail, ""}
+}
+
+// inodesText says the free inodes against their floor.
+func inodesText(free, floor int64) string {
+	if free < 0 {
+		return "inodes not counted by this filesystem"
+	}
+	return fmt.Sprintf("%d inodes free (floor %d)", free, floor)
 }
 
 // uidCheck makes sure no host account has a uid of the sandboxes' range.

@@ -27,19 +27,29 @@ const maxDepth = 1024
 // hid from the watchdog in the time their walk took).
 const entryBytes = 4096
 
-// Tree is the disk space allocated to the files under dir, each hard
-// link counted once. The walk goes from each directory's open descriptor
+// Tree is the disk space allocated to the files under dir (Measure).
+func Tree(dir string) int64 { return Measure(dir).Bytes }
+
+// Usage is what a tree holds: the disk space allocated to its files, each
+// hard link counted once, and its entries (files, directories, links;
+// each name of a hard-linked file counted), the inodes a copy of it may
+// cost.
+type Usage struct {
+	Bytes, Entries int64
+}
+
+// Measure is what the tree under dir holds. The walk goes from each directory's open descriptor
 // to its entries (openat, fstatat, never following a link), so its cost is
 // linear in the entries whatever the depth: a walk that resolved each
 // entry's path from dir again, one component at a time, cost the square
 // of the depth, and a 3,000-deep chain of directories let a sandbox write
 // 1.5 GiB past a 64 MiB quota while one measurement ran. A directory
 // swapped for a link mid-walk leads nowhere else. Past maxEntries or
-// maxDepth it answers more than any quota.
-func Tree(dir string) int64 {
+// maxDepth it answers more than any quota, of bytes and of entries.
+func Measure(dir string) Usage {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return 0
+		return Usage{}
 	}
 	w := walker{seen: map[uint64]bool{}}
 	var st unix.Stat_t
@@ -48,9 +58,9 @@ func Tree(dir string) int64 {
 	}
 	w.dir(fd, 0)
 	if w.over {
-		return math.MaxInt64
+		return Usage{math.MaxInt64, math.MaxInt64}
 	}
-	return w.total
+	return Usage{w.total, w.entries}
 }
 
 // walker adds up a tree's allocated space.

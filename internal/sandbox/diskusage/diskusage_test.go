@@ -92,3 +92,30 @@ func TestTree(t *testing.T) {
 		}
 	})
 }
+
+// TestMeasureCountsEntries: each name is an entry, a hard link's too,
+// and entries past the quota's inode bound are over it though they hold
+// no data.
+func TestMeasureCountsEntries(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "d"), 0o755)
+	os.WriteFile(filepath.Join(dir, "d", "f"), nil, 0o644)
+	os.Link(filepath.Join(dir, "d", "f"), filepath.Join(dir, "hard"))
+	os.Symlink("d/f", filepath.Join(dir, "link"))
+	if u := Measure(dir); u.Entries != 4 {
+		t.Errorf("Measure counted %d entries, want 4", u.Entries)
+	}
+	for _, tt := range []struct {
+		used Usage
+		over string
+	}{
+		{Usage{Bytes: 1 << 20, Entries: 16_384}, ""},
+		{Usage{Bytes: 65 << 20, Entries: 10}, "over its 64MiB quota"},
+		{Usage{Bytes: 1 << 20, Entries: 16_385}, "16385 files, directories and links, over the 16384"},
+	} {
+		err := OverQuota(tt.used, 64<<20)
+		if tt.over == "" && err != nil || tt.over != "" && (err == nil || !strings.Contains(err.Error(), tt.over)) {
+			t.Errorf("OverQuota(%+v) = %v, want %q", tt.used, err, tt.over)
+		}
+	}
+}

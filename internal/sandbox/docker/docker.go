@@ -98,6 +98,9 @@ type Config struct {
 	Quota string
 	// MinFreeBytes is the free space below which no sandbox starts.
 	MinFreeBytes int64
+	// MinFreeInodes is the count of free inodes below which no sandbox
+	// starts.
+	MinFreeInodes int64
 	// Transport is how the host reaches the guests of new sandboxes:
 	// sandbox.TransportUnix (the default) or sandbox.TransportTCP, which
 	// needs root (the host enters the container's network namespace).

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/diskusage"
 	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
@@ -74,33 +72,19 @@ func (d *Driver) modeOf(h record) string {
 // DiskFree is the space left for unprivileged users on the filesystem
 // holding dir.
 func DiskFree(dir string) (int64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, fmt.Errorf("free disk space: %w", err)
-	}
-	return int64(st.Bavail) * st.Bsize, nil
+	free, err := diskusage.FreeOf(dir)
+	return free.Bytes, err
+}
+
+// floor is the free space and inodes below which no sandbox starts.
+func (d *Driver) floor() diskusage.Floor {
+	return diskusage.Floor{Bytes: d.cfg.MinFreeBytes, Inodes: d.cfg.MinFreeInodes}
 }
 
 // checkFree refuses a new sandbox while a filesystem it writes to is
-// below the free-space floor.
+// below the free-space or free-inodes floor.
 func (d *Driver) checkFree(dirs ...string) error {
-	if d.cfg.MinFreeBytes <= 0 {
-		return nil
-	}
-	for _, dir := range dirs {
-		if dir == "" {
-			continue
-		}
-		free, err := DiskFree(existing(dir))
-		if err != nil {
-			return err
-		}
-		if free < d.cfg.MinFreeBytes {
-			return fmt.Errorf("%w: %s free on the filesystem of %s, under the %s floor (AGENTBOX_MIN_FREE_DISK); free some space (agentbox removes ended jobs' workspaces after AGENTBOX_RETENTION, or at once with DELETE /v1/jobs/{id})",
-				sandbox.ErrNoSpace, config.SizeText(free), dir, config.SizeText(d.cfg.MinFreeBytes))
-		}
-	}
-	return nil
+	return d.floor().Check(dirs...)
 }
 
 // freeze stops every process of container id through its cgroup, without
@@ -116,16 +100,6 @@ func freeze(id string) {
 		if os.WriteFile(f.path, []byte(f.value), 0) == nil {
 			return
 		}
-	}
-}
-
-// existing is dir or its nearest parent that exists.
-func existing(dir string) string {
-	for {
-		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
-			return dir
-		}
-		dir = filepath.Dir(dir)
 	}
 }
 
@@ -167,11 +141,10 @@ func (s *Sandbox) watchDisk(ctx context.Context) {
 			return
 		}
 		begin := time.Now()
-		used := diskusage.Tree(dir)
+		used := diskusage.Measure(dir)
 		wait = min(max(watchInterval, 20*time.Since(begin)), maxWatchInterval)
-		if used > s.h.DiskBytes {
-			s.stop(ctx, fmt.Errorf("%w: its workspace holds %s, over its %s quota; the sandbox was stopped",
-				sandbox.ErrDiskQuota, config.SizeText(used), config.SizeText(s.h.DiskBytes)))
+		if why := diskusage.OverQuota(used, s.h.DiskBytes); why != nil {
+			s.stop(ctx, why)
 			return
 		}
 	}
@@ -183,20 +156,16 @@ func (s *Sandbox) watchDisk(ctx context.Context) {
 const maxWatchInterval = time.Second
 
 // belowFloor says why the sandbox must stop if the filesystem of dir fell
-// under the free-space floor while it ran. It is checked every tick, and
-// costs one statfs: whatever the walk cannot see (files deleted but held
-// open, space reserved with fallocate's KEEP_SIZE) still cannot take the
-// host's disk below the floor.
+// under the free-space or free-inodes floor while it ran. It is checked
+// every tick, and costs one statfs: whatever the walk cannot see (files
+// deleted but held open, space reserved with fallocate's KEEP_SIZE) still
+// cannot take the host's disk below the floor.
 func (d *Driver) belowFloor(dir string) error {
-	if d.cfg.MinFreeBytes <= 0 {
+	why, err := d.floor().Below(dir)
+	if err != nil || why == "" {
 		return nil
 	}
-	free, err := DiskFree(dir)
-	if err != nil || free >= d.cfg.MinFreeBytes {
-		return nil
-	}
-	return fmt.Errorf("%w: %s free on the workspace's filesystem, under the %s floor (AGENTBOX_MIN_FREE_DISK); the sandbox was stopped",
-		sandbox.ErrNoSpace, config.SizeText(free), config.SizeText(d.cfg.MinFreeBytes))
+	return fmt.Errorf("%w: %s; the sandbox was stopped", sandbox.ErrNoSpace, why)
 }
 
 // stop records why the driver stopped the sandbox and kills it: frozen

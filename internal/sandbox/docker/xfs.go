@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
 // XFS project quotas: the kernel bounds the blocks and inodes of every file
@@ -29,9 +31,6 @@ const (
 	projInherit   = 0x200  // FS_XFLAG_PROJINHERIT
 	fsGetXattr    = 0x801c581f
 	fsSetXattr    = 0x401c5820
-	// maxInodes bounds the files and directories of one sandbox, so that a
-	// flood of empty files cannot use up the filesystem's inodes either.
-	maxInodes = 4 << 20
 )
 
 // fsDiskQuota is struct fs_disk_quota (112 bytes).
@@ -100,7 +99,9 @@ func setProjectLimit(dir string, id uint32, bytes int64) error {
 	if bytes > 0 {
 		q.BlkHardLimit = uint64(bytes+511) / 512
 		q.BlkSoftLimit = q.BlkHardLimit
-		q.InoHardLimit, q.InoSoftLimit = maxInodes, maxInodes
+		// a flood of empty files cannot use up the filesystem's inodes
+		inodes := uint64(sandbox.InodeLimit(bytes))
+		q.InoHardLimit, q.InoSoftLimit = inodes, inodes
 	}
 	if err := quotactlFd(dir, qXSetQLim, id, unsafe.Pointer(&q)); err != nil {
 		return fmt.Errorf("set project quota %d: %w", id, err)

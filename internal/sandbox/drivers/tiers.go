@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/diskusage"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/sandbox/microvm"
 )
@@ -230,5 +231,6 @@ func MicroVMConfig(o Options) microvm.DriverConfig {
 		stateDir = filepath.Join(filepath.Dir(abs), "microvm")
 	}
 	return microvm.DriverConfig{StateDir: stateDir, Image: c.Image, GuestBinary: c.GuestBinary,
-		Defaults: c.Defaults, Display: c.Display, UIDs: c.UIDs, Log: c.Log}
+		Defaults: c.Defaults, Display: c.Display, UIDs: c.UIDs, Log: c.Log,
+		MinFree: diskusage.Floor{Bytes: c.MinFreeBytes, Inodes: c.MinFreeInodes}}
 }

@@ -7,7 +7,9 @@
 // kept, links never followed, set-ID bits dropped) when it is removed, so the
 // workspace directory itself is an ordinary directory before and after. Each
 // size's empty filesystem is made once with mkfs.ext4 and copied (sparse,
-// ~4 MiB) for each sandbox.
+// ~4 MiB) for each sandbox. A disk has sandbox.InodeLimit(its size) inodes,
+// not mkfs's one per 16 KiB: past them, creating a file fails with ENOSPC
+// too, and the copy back makes no more on the host.
 //
 // Both the container tier (the mount is bind-mounted at /workspace) and the
 // microvm tier (virtiofsd shares the mount) use it. The mount point sits in
@@ -136,7 +138,7 @@ func empty(dir string) bool {
 // Get is an empty ext4 image of size bytes, made once per size.
 func (t *Templates) Get(size int64) (string, error) {
 	dir := t.Dir
-	path := filepath.Join(dir, "ext4-"+strconv.FormatInt(size, 10)+".img")
+	path := filepath.Join(dir, templateName(size))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, err := os.Stat(path); err == nil {
@@ -166,11 +168,22 @@ func (t *Templates) Get(size int64) (string, error) {
 		return "", fmt.Errorf("workspace disk: %w", err)
 	}
 	// No reserved blocks, no journal (the disk lives as long as its
-	// sandbox; a crash loses only what a crash loses anyway), lazy init.
-	if err := run("mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard", tmp); err != nil {
+	// sandbox; a crash loses only what a crash loses anyway), lazy init;
+	// the sandbox's inode bound (mkfs rounds it up to whole inode table
+	// blocks in each block group: a few per group).
+	inodes := strconv.FormatInt(sandbox.InodeLimit(size), 10)
+	if err := run("mkfs.ext4", "-q", "-F", "-m", "0", "-N", inodes, "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard", tmp); err != nil {
 		return "", fmt.Errorf("workspace disk: %w", err)
 	}
 	return path, os.Rename(tmp, path)
+}
+
+// templateName is the file name of the template of size bytes. It names
+// the inode count: a template made before disks had the sandbox's inode
+// bound (mkfs's default, four times as many) is never used again, and is
+// pruned as the least recently used.
+func templateName(size int64) string {
+	return "ext4-" + strconv.FormatInt(size, 10) + "-" + strconv.FormatInt(sandbox.InodeLimit(size), 10) + "i.img"
 }
 
 // maxTemplates bounds the templates kept, one per disk size asked for: a
@@ -277,7 +290,7 @@ func Remove(stateDir, workspaceDir string, copyBack bool) error {
 			err = mountLoop(img, mnt, unix.MS_RDONLY)
 		}
 		if err == nil {
-			err = replaceTree(mnt, workspaceDir)
+			err = copyOut(img, mnt, workspaceDir)
 		} else {
 			err = fmt.Errorf("workspace disk %s cannot be read, its content is lost: %w", img, err)
 		}
@@ -298,6 +311,46 @@ func Remove(stateDir, workspaceDir string, copyBack bool) error {
 // copyErrors is where, in a workspace, the copy back from its disk says
 // what it could not copy (a path too long for the host, a full host disk).
 const copyErrors = ".agentbox/copy-errors.txt"
+
+// copyOut replaces workspaceDir with the content of the disk image img
+// mounted at mnt, unless the disk holds more entries than the copy's bound
+// (see overBound): then workspaceDir keeps what it held before the
+// sandbox ran, with a note saying why in copyErrors.
+func copyOut(img, mnt, workspaceDir string) error {
+	if why := overBound(img, mnt); why != "" {
+		err := fmt.Errorf("copy workspace back: %s; it was not copied back, the workspace holds what it held before the sandbox ran", why)
+		return errors.Join(err, writeCopyErrors(workspaceDir, err.Error()+"\n"))
+	}
+	return replaceTree(mnt, workspaceDir)
+}
+
+// overBound says how the disk img, mounted at mnt, holds more entries than
+// a copy back may make on the host, or "" when it does not. The bound is
+// the sandbox's inode limit for the disk's size (its image's, which only
+// the host can change), with the few more mkfs rounds up to
+// (inodeSlack); a disk made with fewer inodes is within it whatever its
+// content. Only a disk made before disks had the bound (mkfs's default
+// of one inode per 16 KiB, still mounted after an upgrade) can pass it.
+// The count is the filesystem's own (statfs), so it costs no walk.
+func overBound(img, mnt string) string {
+	fi, err := os.Stat(img)
+	var st unix.Statfs_t
+	if err != nil || unix.Statfs(mnt, &st) != nil {
+		return "" // the copy itself will say what is wrong
+	}
+	limit := sandbox.InodeLimit(fi.Size())
+	bound := min(int64(st.Files), limit+limit/inodeSlack)
+	used := int64(st.Files - st.Ffree)
+	if used <= bound {
+		return ""
+	}
+	return fmt.Sprintf("its disk holds %d entries, over the %d a %s quota allows (one per %s, sandbox.InodeLimit)",
+		used, bound, config.SizeText(fi.Size()), config.SizeText(sandbox.InodeBytes))
+}
+
+// inodeSlack: mkfs.ext4 -N rounds the inodes of each block group up to
+// fill whole blocks of its inode table (at most 1/inodeSlack more in all).
+const inodeSlack = 16
 
 // replaceTree makes dst hold what src holds. What cp could not copy is
 // left out, said in copyErrors and in the error; the rest is kept.

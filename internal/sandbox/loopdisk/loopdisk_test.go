@@ -59,7 +59,7 @@ func TestDiskTemplatesMadeAtOnceByManyProcesses(t *testing.T) {
 		for err := range errs {
 			t.Errorf("size %d: %v", size, err)
 		}
-		path := filepath.Join(dir, ".disks", fmt.Sprintf("ext4-%d.img", size))
+		path := filepath.Join(dir, ".disks", templateName(size))
 		if out, err := exec.Command("e2fsck", "-fn", path).CombinedOutput(); err != nil {
 			t.Errorf("template %s is damaged: %v\n%s", path, err, out)
 		}

@@ -27,6 +27,9 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := d.Available(ctx); err != nil {
 		return nil, err
 	}
+	if err := d.cfg.MinFree.Check(d.cfg.StateDir, spec.WorkspaceDir); err != nil {
+		return nil, err
+	}
 	k, initrd, err := d.bootAssets(ctx)
 	if err != nil {
 		return nil, err

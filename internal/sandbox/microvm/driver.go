@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/diskusage"
 	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
 
@@ -55,6 +56,10 @@ type DriverConfig struct {
 	// 1 MiB): code in the guest can make its kernel write there.
 	ConsoleLimit int64
 	Log          *slog.Logger
+
+	// MinFree is the free space and inodes of the state dir's and the
+	// workspace's filesystems below which no VM starts.
+	MinFree diskusage.Floor
 }
 
 // Driver runs each sandbox as a QEMU virtual machine. A VM dies with the

@@ -2,11 +2,8 @@ package microvm
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/config"
-	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/diskusage"
 	"github.com/agentbox/agentbox/internal/sandbox/loopdisk"
 )
@@ -60,11 +57,9 @@ func (r *running) watchDisk(ctx context.Context) {
 		case <-time.After(wait):
 		}
 		begin := time.Now()
-		used := diskusage.Tree(r.st.WorkspaceDir)
+		used := diskusage.Measure(r.st.WorkspaceDir)
 		wait = min(max(watchInterval, 20*time.Since(begin)), maxWatchInterval)
-		if used > r.st.DiskBytes {
-			why := fmt.Errorf("%w: its workspace holds %s, over its %s quota; the sandbox was stopped",
-				sandbox.ErrDiskQuota, config.SizeText(used), config.SizeText(r.st.DiskBytes))
+		if why := diskusage.OverQuota(used, r.st.DiskBytes); why != nil {
 			r.stopped.CompareAndSwap(nil, &why)
 			r.vm.kill()
 			return
