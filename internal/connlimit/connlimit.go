@@ -1,12 +1,14 @@
 // Package connlimit bounds the connections a listener hands to a server:
 // how many one client address may hold at once, and how many all clients
-// may. A connection over a bound is answered 503 at once and closed,
-// before anything is read from it, so a flood costs the host one accept,
-// one short write and one close per connection, and its file descriptors
-// stay within the bounds.
+// may. A connection over a bound never reaches the server: it is answered
+// 503 once its request's headers are in (a second at most; clients such as
+// Go's read nothing sent before their request), and closed; past
+// maxRefusing such answers at once, it is closed at once. A flood costs
+// the host a bounded number of file descriptors and goroutines.
 package connlimit
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,6 +42,20 @@ type Listener struct {
 	total   int
 	refused atomic.Int64 // since the last warning
 	warned  atomic.Int64 // unix nanoseconds of the last warning
+	// refusing counts the refusals under way, wg waits for them.
+	refusing atomic.Int64
+	wg       sync.WaitGroup
+}
+
+// maxRefusing bounds the refused connections answered at once; each holds
+// a goroutine and a file for a second at most.
+const maxRefusing = 64
+
+// Close closes the listener, and waits for the refusals under way.
+func (l *Listener) Close() error {
+	err := l.Listener.Close()
+	l.wg.Wait()
+	return err
 }
 
 // New wraps l.
@@ -100,16 +116,40 @@ func (l *Listener) Conns(addr net.Addr) (total, fromAddr int) {
 	return l.total, l.perAddr[addrKey(addr)]
 }
 
-// refuse answers c 503 and closes it. The answer fits a fresh socket's
-// send buffer, so the write does not wait on the client; the deadline is
-// there in case it would.
+// refuse answers c 503 and closes it, or only closes it when maxRefusing
+// answers are under way.
 func (l *Listener) refuse(c net.Conn, why string) {
+	l.warn(c.RemoteAddr(), why)
+	if l.refusing.Add(1) > maxRefusing {
+		l.refusing.Add(-1)
+		_ = c.Close()
+		return
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer l.refusing.Add(-1)
+		answer(c, why)
+	}()
+}
+
+// answer waits a second at most for the headers of c's request (4 KiB of
+// them at most), answers 503 and closes c.
+func answer(c net.Conn, why string) {
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	head := make([]byte, 0, 4<<10)
+	for len(head) < cap(head) && !bytes.Contains(head, []byte("\r\n\r\n")) {
+		n, err := c.Read(head[len(head):cap(head)])
+		head = head[:len(head)+n]
+		if err != nil {
+			break
+		}
+	}
 	body := fmt.Sprintf(`{"error":{"code":"unavailable","message":"too many connections: %s"}}`, why)
-	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second)) // it fits a fresh socket's buffer; in case it would not
 	_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"+
 		"Connection: close\r\nContent-Length: "+fmt.Sprint(len(body))+"\r\n\r\n"+body)
-	_ = c.Close()
-	l.warn(c.RemoteAddr(), why)
 }
 
 // warn logs refusals at most once a minute, with how many there were.

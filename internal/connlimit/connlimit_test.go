@@ -100,6 +100,18 @@ func TestPerAddr(t *testing.T) {
 		!strings.Contains(string(answer), "as many connections as one may (3)") {
 		t.Fatalf("over the bound: %q %v; want a 503 with its reason, then the end", answer, err)
 	}
+	// Go's client reads nothing sent before its request: it gets the 503
+	// as the answer to it.
+	client := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1")}}).DialContext}}
+	resp, err := client.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatalf("Go's client over the bound: %v; want a 503", err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(msg), "(3)") {
+		t.Errorf("Go's client over the bound: %d %q", resp.StatusCode, msg)
+	}
 	if s := get(t, dial(t, "127.0.0.2", addr)); s != "HTTP/1.1 200 OK" {
 		t.Errorf("another address: %q", s)
 	}
