@@ -32,6 +32,9 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultKeepAlive    = 15 * time.Second
 	DefaultPoll         = 2 * time.Second
+	DefaultBodyTimeout  = 30 * time.Second
+	// DefaultMinUploadRate is in bytes a second.
+	DefaultMinUploadRate = 32 << 10
 )
 
 // Config is the API's configuration.
@@ -58,6 +61,15 @@ type Config struct {
 	// Poll bounds how long an SSE stream waits before re-reading the store,
 	// for events written by another server process. Default 2s.
 	Poll time.Duration
+	// BodyTimeout is how long a request's body may take to arrive, from
+	// the end of its headers (408 beyond, and the connection is closed);
+	// requests without a body are not bounded by it. Default 30s.
+	BodyTimeout time.Duration
+	// MinUploadRate is the average rate, in bytes a second, an upload (a
+	// multipart submission, a body sent to a job's desktop or Jupyter)
+	// keeps up after its first BodyTimeout, in place of BodyTimeout; it
+	// may not pause longer than BodyTimeout either. Default 32 KiB/s.
+	MinUploadRate int64
 	// MaxStreams caps concurrent SSE streams server-wide (503 beyond), as
 	// each holds a goroutine and polls the store. Default 256.
 	MaxStreams int
@@ -97,6 +109,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Poll <= 0 {
 		c.Poll = DefaultPoll
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = DefaultBodyTimeout
+	}
+	if c.MinUploadRate <= 0 {
+		c.MinUploadRate = DefaultMinUploadRate
 	}
 	if c.MaxStreams <= 0 {
 		c.MaxStreams = 256
@@ -192,9 +210,10 @@ func New(cfg Config, svc Service, reg *prometheus.Registry, log *slog.Logger) ht
 	return s
 }
 
-// ServeHTTP refuses unclean paths with a JSON 400 (ServeMux would redirect
+// ServeHTTP puts the request's body under its deadline, refuses unclean paths with a JSON 400 (ServeMux would redirect
 // them, which turns a traversal attempt into a 301) and routes the rest.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	limitBody(w, r, s.cfg.BodyTimeout)
 	if !isClean(r.URL.Path) {
 		s.unclean.ServeHTTP(w, r)
 		return

@@ -109,9 +109,8 @@ func hexRune(h []byte) rune {
 func decodeError(err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
-	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(err, &mbe):
+	case bodyFailure(err):
 		return err
 	case errors.Is(err, io.EOF):
 		return badRequest("request body is empty; want a JSON object")

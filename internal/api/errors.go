@@ -35,6 +35,13 @@ func badRequest(format string, args ...any) error {
 	return errorf(http.StatusBadRequest, wire.CodeBadRequest, format, args...)
 }
 
+// bodyFailure reports whether err is a body too large or too slow, which
+// keeps its own status (413, 408) through the handlers that read bodies.
+func bodyFailure(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe) || errors.As(err, new(*errBodyTimeout))
+}
+
 // errNoFile hides why a workspace path could not be opened (absent, escapes
 // the workspace, a dangling symlink): all look the same to the client.
 var errNoFile = errors.New("no such file in the job's workspace")
@@ -45,11 +52,14 @@ var errNoFile = errors.New("no such file in the job's workspace")
 func errorStatus(err error) (status int, code, msg string, internal bool) {
 	var ae *apiError
 	var mbe *http.MaxBytesError
+	var bte *errBodyTimeout
 	switch {
 	case errors.As(err, &ae):
 		return ae.status, ae.code, ae.msg, false
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, wire.CodeTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit), false
+	case errors.As(err, &bte):
+		return http.StatusRequestTimeout, wire.CodeRequestTimeout, bte.Error(), false
 	case errors.Is(err, errNoFile):
 		return http.StatusNotFound, wire.CodeNotFound, errNoFile.Error(), false
 	case errors.Is(err, store.ErrNotFound):

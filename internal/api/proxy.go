@@ -66,6 +66,7 @@ func (s *server) proxy(service string) handlerFunc {
 		if err != nil {
 			return err
 		}
+		asUpload(r, s.cfg.MinUploadRate) // a file sent to Jupyter is an upload
 		if isUpgrade(r) {
 			// A WebSocket lasts as long as the user watches. net/http
 			// clears the deadlines when the proxy takes the connection

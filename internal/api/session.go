@@ -209,6 +209,9 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) error {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBytes)
 	if err := r.ParseForm(); err != nil {
+		if bodyFailure(err) {
+			return err
+		}
 		return badRequest("the sign-in form could not be read: %v", err)
 	}
 	next := localPath(r.PostFormValue("next"))

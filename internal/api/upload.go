@@ -45,6 +45,7 @@ func (s *server) submitMultipart(w http.ResponseWriter, r *http.Request) (store.
 	if r.ContentLength > limit {
 		return store.Job{}, false, &http.MaxBytesError{Limit: limit}
 	}
+	asUpload(r, s.cfg.MinUploadRate)
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -71,8 +72,7 @@ func (s *server) submitMultipart(w http.ResponseWriter, r *http.Request) (store.
 
 // partError is the error of a multipart body that cannot be read.
 func partError(err error) error {
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if bodyFailure(err) {
 		return err
 	}
 	return badRequest("multipart body: %v", err)
@@ -150,9 +150,8 @@ func (m *multipartSubmit) workspace(p *multipart.Part) error {
 // file name and type may say anything.
 func archiveFormat(br *bufio.Reader) (workspace.Format, error) {
 	head, err := br.Peek(4)
-	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(err, &mbe):
+	case bodyFailure(err):
 		return "", err
 	case bytes.HasPrefix(head, []byte("PK\x03\x04")), bytes.HasPrefix(head, []byte("PK\x05\x06")):
 		return workspace.FormatZip, nil

@@ -106,6 +106,8 @@ type Server struct {
 	// certificate that reach this server. Empty: the views are served on
 	// the API's origin.
 	ViewURL string
+	// HTTP bounds the connections and requests of clients.
+	HTTP HTTP
 }
 
 // Client configures the CLI's connection to a server.
@@ -232,7 +234,7 @@ func Default() Config {
 		Server: Server{
 			Addr: "127.0.0.1:8080", Concurrency: 2, Lease: 30 * time.Second,
 			JobTimeout: 30 * time.Minute, MaxAttempts: 3, Grace: 30 * time.Second,
-			Retention: 7 * 24 * time.Hour, MaxUpload: 1 << 30,
+			Retention: 7 * 24 * time.Hour, MaxUpload: 1 << 30, HTTP: defaultHTTP(),
 		},
 		Role:   RoleAll,
 		Client: Client{URL: "http://127.0.0.1:8080"},
@@ -305,6 +307,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 		c.Server.MaxUpload = n
 	}
 	errs = append(errs, sandboxEnv(lookup, &c.Sandbox)...)
+	errs = append(errs, httpEnv(lookup, &c.Server.HTTP)...)
 	errs = append(errs, gitEnv(lookup, &c.Git)...)
 	str("AGENTBOX_AGENT", &c.Agent.Kind)
 	errs = append(errs, intEnv(lookup, "AGENTBOX_MAX_STEPS", &c.Agent.MaxSteps),
@@ -428,6 +431,7 @@ func (s Server) Validate() error {
 			errs = append(errs, fmt.Errorf("public URL %q: want http(s)://host[:port], without a path", s.PublicURL))
 		}
 	}
+	errs = append(errs, s.HTTP.Validate())
 	return errors.Join(errs...)
 }
 

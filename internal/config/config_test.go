@@ -22,6 +22,13 @@ func TestFromEnv(t *testing.T) {
 		"AGENTBOX_DISPLAY_SIZE":   "1280x800",
 		"AGENTBOX_PUBLIC_URL":     "https://agentbox.example.com",
 		"AGENTBOX_MAX_UPLOAD":     "256m",
+
+		"AGENTBOX_HTTP_HEADER_TIMEOUT":     "5s",
+		"AGENTBOX_HTTP_IDLE_TIMEOUT":       "1m",
+		"AGENTBOX_HTTP_BODY_TIMEOUT":       "20s",
+		"AGENTBOX_HTTP_MIN_UPLOAD_RATE":    "64k",
+		"AGENTBOX_HTTP_MAX_CONNS_PER_ADDR": "0",
+		"AGENTBOX_HTTP_MAX_CONNS":          "1000",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +38,10 @@ func TestFromEnv(t *testing.T) {
 		c.Sandbox.DisplayWidth != 1280 || c.Sandbox.DisplayHeight != 800 || c.Server.PublicURL != "https://agentbox.example.com" ||
 		c.Server.MaxUpload != 256<<20 {
 		t.Errorf("config %+v", c)
+	}
+	want := HTTP{HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, BodyTimeout: 20 * time.Second, MinUploadRate: 64 << 10, MaxConns: 1000}
+	if c.Server.HTTP != want {
+		t.Errorf("http %+v, want %+v", c.Server.HTTP, want)
 	}
 }
 
@@ -43,6 +54,10 @@ func TestDefaults(t *testing.T) {
 	if s.MemoryBytes != 2<<30 || s.NanoCPUs != 1e9 || s.PidsLimit != 512 || s.Network != "none" || s.Image != DefaultImage ||
 		s.DisplayWidth != 1024 || s.DisplayHeight != 768 || s.Driver != "docker" || s.GuestTransport != "unix" {
 		t.Errorf("defaults %+v", s)
+	}
+	if h := c.Server.HTTP; h.BodyTimeout != 30*time.Second || h.MinUploadRate != 32<<10 || h.MaxConnsPerAddr != 128 || h.MaxConns != 4096 ||
+		h.HeaderTimeout != 10*time.Second || h.IdleTimeout != 2*time.Minute {
+		t.Errorf("http defaults %+v", h)
 	}
 }
 
@@ -154,6 +169,11 @@ func TestInvalid(t *testing.T) {
 		"disk over":         {map[string]string{"AGENTBOX_CEILING_DISK": "5g"}, "default sandbox disk 10GiB is over its ceiling 5GiB"},
 		"retention words":   {map[string]string{"AGENTBOX_RETENTION": "a week"}, "AGENTBOX_RETENTION"},
 		"upload words":      {map[string]string{"AGENTBOX_MAX_UPLOAD": "a lot"}, "AGENTBOX_MAX_UPLOAD"},
+		"body timeout none": {map[string]string{"AGENTBOX_HTTP_BODY_TIMEOUT": "0s"}, "AGENTBOX_HTTP_BODY_TIMEOUT 0s: at least 100ms"},
+		"rate words":        {map[string]string{"AGENTBOX_HTTP_MIN_UPLOAD_RATE": "fast"}, "AGENTBOX_HTTP_MIN_UPLOAD_RATE"},
+		"conns per addr":    {map[string]string{"AGENTBOX_HTTP_MAX_CONNS_PER_ADDR": "-1"}, "AGENTBOX_HTTP_MAX_CONNS_PER_ADDR -1"},
+		"conns few":         {map[string]string{"AGENTBOX_HTTP_MAX_CONNS": "8"}, "AGENTBOX_HTTP_MAX_CONNS 8: at least 16"},
+		"per addr over all": {map[string]string{"AGENTBOX_HTTP_MAX_CONNS": "100"}, "AGENTBOX_HTTP_MAX_CONNS_PER_ADDR is over"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -13,6 +13,7 @@ const (
 	CodeNoSandbox           = "no_sandbox"            // 409: desktop or Jupyter of a job without a running sandbox
 	CodeDeleted             = "deleted"               // 410: files or artifacts of a job whose data was removed
 	CodeTooLarge            = "body_too_large"        // 413
+	CodeRequestTimeout      = "request_timeout"       // 408: a request body that came too slowly (AGENTBOX_HTTP_BODY_TIMEOUT, AGENTBOX_HTTP_MIN_UPLOAD_RATE)
 	CodeOverCeiling         = "over_ceiling"          // 400: a limit over the operator's ceiling for it
 	CodeImageNotAllowed     = "image_not_allowed"     // 400: an image the operator does not allow (AGENTBOX_IMAGES)
 	CodeIsolation           = "isolation_unavailable" // 400: an isolation tier that is no tier or cannot run here

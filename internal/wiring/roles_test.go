@@ -26,10 +26,19 @@ const (
 // stop is called, and returns its URL.
 func serveRole(t *testing.T, role, storeURL string) (url string, srv *Server, stop func()) {
 	t.Helper()
+	return serveWith(t, role, storeURL, nil)
+}
+
+// serveWith is serveRole with the configuration changed by mod, if not nil.
+func serveWith(t *testing.T, role, storeURL string, mod func(*config.Config)) (url string, srv *Server, stop func()) {
+	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir, cfg.Store, cfg.Role = t.TempDir(), storeURL, role
 	cfg.Server.Addr, cfg.Server.Token, cfg.Cluster.Secret = "127.0.0.1:0", roleToken, roleSecret
 	cfg.Agent.Kind, cfg.Sandbox.Instance, cfg.Sandbox.GuestBinary = "shell", "rolestest", guestBinary
+	if mod != nil {
+		mod(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -62,8 +62,8 @@ func (s *Server) open(ctx context.Context) error {
 			return err
 		}
 	}
-	if s.listener, err = net.Listen("tcp", cfg.Server.Addr); err != nil {
-		return fmt.Errorf("listen: %w", err)
+	if s.listener, err = listen(cfg.Server.Addr, cfg.Server.HTTP, s.log); err != nil {
+		return err
 	}
 	s.addFunc(func() { s.listener.Close() }) // closed already once served
 	reg := prometheus.NewRegistry()
@@ -71,7 +71,7 @@ func (s *Server) open(ctx context.Context) error {
 	if err := s.openJobs(ctx, reg); err != nil {
 		return err
 	}
-	handler := workerHandler(cfg, s.jobs, reg, s.log)
+	handler := api.UploadDeadline(workerHandler(cfg, s.jobs, reg, s.log), cfg.Server.HTTP.BodyTimeout, cfg.Server.HTTP.MinUploadRate)
 	if servesAPI(cfg.Role) {
 		self := ""
 		if runsJobs(cfg.Role) {
@@ -94,7 +94,8 @@ func apiConfig(cfg config.Config, log *slog.Logger) (api.Config, error) {
 		return api.Config{}, err
 	}
 	return api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL, MaxUploadBytes: cfg.Server.MaxUpload,
-		ViewerKey: viewerKey, ViewURL: cfg.Server.ViewURL, Highlight: ui.Highlight{Command: highlighter(cfg)}}, nil
+		ViewerKey: viewerKey, ViewURL: cfg.Server.ViewURL, Highlight: ui.Highlight{Command: highlighter(cfg)},
+		BodyTimeout: cfg.Server.HTTP.BodyTimeout, MinUploadRate: cfg.Server.HTTP.MinUploadRate}, nil
 }
 
 // highlighter is the agentbox binary the UI's file viewer runs as its
@@ -157,7 +158,8 @@ func (s *Server) removePartial(ctx context.Context) {
 // desktop's and Jupyter's WebSockets) end when shutdown begins, so they do
 // not hold it up; clients resume from Last-Event-ID, noVNC reconnects. No
 // ReadTimeout or WriteTimeout: they would cut streams and large downloads
-// (the proxy clears them for WebSockets anyway). The sandboxes' desktop and
+// (the proxy clears them for WebSockets anyway); request bodies get a
+// deadline of their own (api.Config.BodyTimeout). The sandboxes' desktop and
 // Jupyter are reached through the service's Guest: no container port is
 // ever published.
 func (s *Server) serveHTTP(ctx context.Context, h http.Handler) {
@@ -165,8 +167,8 @@ func (s *Server) serveHTTP(ctx context.Context, h http.Handler) {
 	s.addFunc(endStreams)
 	s.http = &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: s.cfg.Server.HTTP.HeaderTimeout,
+		IdleTimeout:       s.cfg.Server.HTTP.IdleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 	}
 	s.http.RegisterOnShutdown(endStreams)
