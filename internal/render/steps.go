@@ -155,14 +155,14 @@ func (s *Steps) showResult(ev event.ToolResult) error {
 	return err
 }
 
-// printable drops control characters but newline and tab: text from the
-// sandbox or the model must not drive the terminal.
+// printable drops control characters but newline and tab (see control):
+// text from the sandbox or the model must not drive the terminal.
 func printable(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || (r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f) && !bidiControl(r)) {
-			return r
+		if control(r) {
+			return -1
 		}
-		return -1
+		return r
 	}, s)
 }
 
