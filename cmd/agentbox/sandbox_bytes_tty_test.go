@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -147,5 +148,20 @@ func TestExecOutputOnATerminal(t *testing.T) {
 	out, err := exec.Command(guestBinary, "exec", "-q", command).Output()
 	if err != nil || string(out) != hostile {
 		t.Errorf("agentbox exec | …: %v\n got %q\nwant %q", err, out, hostile)
+	}
+}
+
+// TestRunPrintsAResultWithoutControls: the summary run prints at the end
+// quotes the model (and through it the sandbox): it reaches stderr
+// without its escape sequences, on a terminal or not.
+func TestRunPrintsAResultWithoutControls(t *testing.T) {
+	sandboxEnv(t)
+	useModel(t, llmtest.Steps(llmtest.Call("finish", map[string]any{"summary": "done\x1b]2;pwned\x07\x1b[2J \u009b2J\u202e ok"})))
+	_, errOut, err := run(context.Background(), "run", "finish at once")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(errOut, "result: done]2;pwned[2J 2J ok\n") || strings.ContainsAny(errOut, "\x1b\x07\u009b\u202e") {
+		t.Errorf("run's stderr:\n%q", errOut)
 	}
 }

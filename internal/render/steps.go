@@ -155,6 +155,11 @@ func (s *Steps) showResult(ev event.ToolResult) error {
 	return err
 }
 
+// Printable is s without control characters but newline and tab, for a
+// line of a command's own that quotes what a sandbox or a model wrote
+// (a job's result, a link's name).
+func Printable(s string) string { return printable(s) }
+
 // printable drops control characters but newline and tab (see control):
 // text from the sandbox or the model must not drive the terminal.
 func printable(s string) string {
