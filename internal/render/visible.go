@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -164,19 +165,42 @@ func (v *Visible) special(out, b []byte, final bool) ([]byte, int) {
 // controls.
 func safeRun(b []byte) int {
 	i := 0
-	for i < len(b) {
-		if c := b[i]; c < utf8.RuneSelf {
-			if !plainByte[c] {
-				return i
+	for {
+		i += printableWords(b[i:])
+		// The word that stopped it, a byte at a time: a newline or a tab
+		// passes, and the words after it are tested whole again.
+		if end := min(i+8, len(b)); i < end && plainByte[b[i]] {
+			for i < end && plainByte[b[i]] {
+				i++
 			}
-			i++
-			continue
+			if i == end && i < len(b) {
+				continue
+			}
+		}
+		if i == len(b) || b[i] < utf8.RuneSelf {
+			return i
 		}
 		r, size := utf8.DecodeRune(b[i:])
 		if (r == utf8.RuneError && size <= 1) || control(r) {
 			return i
 		}
 		i += size
+	}
+}
+
+// printableWords is the length of b's leading run of 8-byte words of
+// printable ASCII (0x20 to 0x7e), tested a word at a time: most of a
+// diff or a log is made of them.
+func printableWords(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		below := (w - 0x20*ones) &^ w & highs // a byte under 0x20
+		above := ((w + ones) | w) & highs     // a byte of 0x7f or more
+		if below|above != 0 {
+			break
+		}
 	}
 	return i
 }

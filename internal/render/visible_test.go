@@ -154,24 +154,35 @@ func bufferOf(w io.Writer) *bytes.Buffer {
 	return w.(*bytes.Buffer)
 }
 
-// BenchmarkVisibleDiff filters a 64 MiB unified diff with some colour and
-// a few controls, in the 32 KiB writes io.Copy makes.
+// BenchmarkVisibleDiff filters a 64 MiB unified diff in the 32 KiB
+// writes io.Copy makes: plain ASCII, and with UTF-8 on every added line
+// and a colour, a title and a CR every hundred hunks.
 func BenchmarkVisibleDiff(b *testing.B) {
-	var sb strings.Builder
-	for i := 0; sb.Len() < 64<<20; i++ {
-		fmt.Fprintf(&sb, "@@ -%d,3 +%d,4 @@ func f()\n context line with some ordinary code := x + y\n-removed line %d\n+added line %d, é ü 世\n", i, i, i, i)
-		if i%100 == 0 {
-			sb.WriteString("+\x1b[31mcoloured\x1b[0m and \x1b]2;title\x07 and a CR\r here\n")
+	for _, c := range []struct {
+		name         string
+		added, extra string
+	}{
+		{"ascii", "+added line %d\n", ""},
+		{"mixed", "+added line %d, é ü 世\n", "+\x1b[31mcoloured\x1b[0m and \x1b]2;title\x07 and a CR\r here\n"},
+	} {
+		var sb strings.Builder
+		for i := 0; sb.Len() < 64<<20; i++ {
+			fmt.Fprintf(&sb, "@@ -%d,3 +%d,4 @@ func f()\n context line with some ordinary code := x + y\n-removed line %d\n", i, i, i)
+			fmt.Fprintf(&sb, c.added, i)
+			if i%100 == 0 {
+				sb.WriteString(c.extra)
+			}
 		}
-	}
-	diff := []byte(sb.String())
-	b.SetBytes(int64(len(diff)))
-	b.ResetTimer()
-	for range b.N {
-		v := NewVisible(io.Discard)
-		for p := diff; len(p) > 0; p = p[min(32<<10, len(p)):] {
-			v.Write(p[:min(32<<10, len(p))])
-		}
-		v.Close()
+		diff := []byte(sb.String())
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(diff)))
+			for range b.N {
+				v := NewVisible(io.Discard)
+				for p := diff; len(p) > 0; p = p[min(32<<10, len(p)):] {
+					v.Write(p[:min(32<<10, len(p))])
+				}
+				v.Close()
+			}
+		})
 	}
 }
