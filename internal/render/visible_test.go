@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // visibleCases are sandbox bytes and what a terminal gets of them.
@@ -184,5 +185,23 @@ func BenchmarkVisibleDiff(b *testing.B) {
 				v.Close()
 			}
 		})
+	}
+}
+
+// TestSafeRunStopsAtEveryControl: the word-at-a-time test stops at any
+// byte that is not plain, wherever in its word it is.
+func TestSafeRunStopsAtEveryControl(t *testing.T) {
+	for c := range 256 {
+		for pos := range 20 {
+			b := []byte(strings.Repeat("x", 20))
+			b[pos] = byte(c)
+			want := 20
+			if c >= utf8.RuneSelf || control(rune(c)) { // a lone byte over 0x7f is not UTF-8
+				want = pos
+			}
+			if got := safeRun(b); got != want {
+				t.Fatalf("byte %#x at %d: safeRun = %d, want %d", c, pos, got, want)
+			}
+		}
 	}
 }
