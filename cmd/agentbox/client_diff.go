@@ -1,14 +1,22 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/internal/render"
 )
+
+// rawUsage is the help of the --raw flag of the commands that print what
+// a sandbox wrote.
+const rawUsage = "print the sandbox's bytes as they are, escape sequences included, on a terminal too"
 
 func newDiffCmd(a *app) *cobra.Command {
 	var f clientFlags
 	var format string
+	var raw bool
 	cmd := &cobra.Command{
 		Use:   "diff [flags] JOB_ID",
 		Short: "Show what an ended job changed, as a unified diff or a patch",
@@ -19,7 +27,12 @@ uploaded or another job's). Binary files are named, not shown. The job
 must have ended (its sandbox gone).
 
 --format patch prints git format-patch output instead (repository jobs),
-which 'git am' applies to a clone of the repository.` + clientEnvHelp,
+which 'git am' applies to a clone of the repository.
+
+The files are the sandbox's: on a terminal, their control characters and
+escape sequences but colours are shown (as ^[, ^G, <U+009B>), not acted on,
+so a file cannot set the clipboard, the title or clear the screen. A pipe
+or a file gets the bytes unchanged; --raw sends them to a terminal too.` + clientEnvHelp,
 		Example: `  agentbox diff job_0193b2c4d5e6f7a8b9c | less
   agentbox diff --format patch job_0193b2c4d5e6f7a8b9c > fix.patch && git am fix.patch`,
 		Args: cobra.ExactArgs(1),
@@ -34,13 +47,16 @@ which 'git am' applies to a clone of the repository.` + clientEnvHelp,
 			if format == "diff" {
 				format = ""
 			}
-			if _, err := c.Diff(cmd.Context(), args[0], format, cmd.OutOrStdout()); err != nil {
+			out := render.ForTerminal(cmd.OutOrStdout(), raw)
+			_, err = c.Diff(cmd.Context(), args[0], format, out)
+			if err := cmp.Or(err, out.Close()); err != nil {
 				return fmt.Errorf("diff: %w", err)
 			}
 			return nil
 		},
 	}
 	f.add(cmd)
+	cmd.Flags().BoolVar(&raw, "raw", false, rawUsage)
 	cmd.Flags().StringVar(&format, "format", "diff", "diff (a unified diff) or patch (git format-patch output, for repository jobs)")
 	return cmd
 }

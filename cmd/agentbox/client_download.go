@@ -18,7 +18,7 @@ import (
 type downloadFlags struct {
 	clientFlags
 	output, file string
-	force        bool
+	force, raw   bool
 }
 
 func newDownloadCmd(a *app) *cobra.Command {
@@ -30,7 +30,11 @@ func newDownloadCmd(a *app) *cobra.Command {
 as a zip: ./JOB_ID.zip unless -o names another file (- for stdout). It
 refuses to overwrite an existing file unless --force. --file PATH downloads
 one file of the workspace instead (saved under its base name by default).
-Progress goes to stderr.` + clientEnvHelp,
+Progress goes to stderr.
+
+-o - on a terminal shows the sandbox's control characters and escape
+sequences but colours (as ^[, ^G, <U+009B>) instead of acting on them;
+a pipe gets the bytes unchanged, and so does a terminal with --raw.` + clientEnvHelp,
 		Example: `  agentbox download job_0193b2c4d5e6f7a8b9c
   agentbox download -o result.zip --force job_0193b2c4d5e6f7a8b9c
   agentbox download --file src/app.py -o - job_0193b2c4d5e6f7a8b9c | less`,
@@ -42,6 +46,7 @@ Progress goes to stderr.` + clientEnvHelp,
 	fl.StringVarP(&f.output, "output", "o", "", "file to write (default ./JOB_ID.zip; - for stdout)")
 	fl.StringVar(&f.file, "file", "", "download only this workspace-relative file")
 	fl.BoolVar(&f.force, "force", false, "overwrite the output file if it exists")
+	fl.BoolVar(&f.raw, "raw", false, "with -o -: "+rawUsage)
 	return cmd
 }
 
@@ -56,8 +61,9 @@ func (a *app) download(cmd *cobra.Command, f downloadFlags, id string) error {
 	}
 	get := func(w io.Writer) (int64, error) { return c.Download(cmd.Context(), id, f.file, w) }
 	if out == "-" {
-		_, err := get(cmd.OutOrStdout())
-		return err
+		w := render.ForTerminal(cmd.OutOrStdout(), f.raw)
+		_, err := get(w)
+		return cmp.Or(err, w.Close())
 	}
 	if _, err := os.Lstat(out); err == nil && !f.force {
 		return fmt.Errorf("%s exists; use --force to overwrite it or -o to choose another file", out)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
@@ -17,7 +18,7 @@ import (
 // execFlags are the options of `agentbox exec`.
 type execFlags struct {
 	wiring.SandboxFlags
-	quiet bool
+	quiet, raw bool
 }
 
 func newExecCmd(a *app) *cobra.Command {
@@ -34,7 +35,14 @@ A single argument is run as a bash command line; several are run as an argv.
 Use --workspace to mount a host directory (it is kept); otherwise a scratch
 workspace is made and removed. Ctrl-C kills the command and removes the sandbox
 (exit 130). A sandbox that stops answering (its guest frozen or gone) is given
-up on within seconds and removed (exit 1).`,
+up on within seconds and removed (exit 1).
+
+What the command prints is the sandbox's: on a terminal its control
+characters and escape sequences but colours are shown (as ^[, ^G, ^M,
+<U+009B>) instead of acting, so it cannot set the clipboard or the title,
+clear the screen or write over a line; progress bars drawn with a carriage
+return show it as ^M. --raw passes the bytes as 'docker exec' does (for a
+command you trust); a pipe or a file always gets them unchanged.`,
 		Example: `  agentbox exec 'python3 -c "print(6*7)"'
   agentbox exec --memory 512m --timeout 30s -- python3 script.py
   agentbox exec --workspace ./proj 'pytest -q'`,
@@ -45,7 +53,7 @@ up on within seconds and removed (exit 1).`,
 				return err
 			}
 			req := wiring.Command(args, f.Timeout)
-			return exitWith(a.execOnce(cmd.Context(), spec, req, cmd.OutOrStdout(), cmd.ErrOrStderr(), f.quiet))
+			return exitWith(a.execOnce(cmd.Context(), spec, req, cmd.OutOrStdout(), cmd.ErrOrStderr(), f))
 		},
 	}
 	fl := cmd.Flags()
@@ -59,13 +67,14 @@ up on within seconds and removed (exit 1).`,
 	fl.DurationVar(&f.Timeout, "timeout", 10*time.Minute, "kill the command and its children after this long")
 	fl.StringArrayVarP(&f.Env, "env", "e", nil, "set an environment variable KEY=VALUE (repeatable)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the command's output")
+	fl.BoolVar(&f.raw, "raw", false, "print the command's bytes as they are, escape sequences included, on a terminal too")
 	a.driverFlag(cmd)
 	return cmd
 }
 
 // execOnce runs req in a fresh sandbox, streaming output, and returns the
 // command's exit code. The sandbox is removed whatever happens.
-func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecRequest, stdout, stderr io.Writer, quiet bool) (int, error) {
+func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecRequest, stdout, stderr io.Writer, f execFlags) (int, error) {
 	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
 	s, err := wiring.NewScratch(ctx, a.cfg, a.log, spec, timeout)
 	if err != nil {
@@ -76,10 +85,10 @@ func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecReq
 			fmt.Fprintln(stderr, "agentbox: removing the sandbox:", err)
 		}
 	}()
-	if !quiet {
+	if !f.quiet {
 		fmt.Fprintf(stderr, "agentbox: sandbox %s ready in %v\n", s.ID, s.Took.Round(time.Millisecond))
 	}
-	res, err := s.Exec(ctx, req, stdout, stderr)
+	res, err := execShown(ctx, s, req, stdout, stderr, f.raw)
 	var stopped *wiring.StoppedError
 	switch {
 	case errors.As(err, &stopped):
@@ -94,7 +103,7 @@ func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecReq
 	case err != nil:
 		return 0, fmt.Errorf("exec: %w", err)
 	}
-	if !quiet {
+	if !f.quiet {
 		switch {
 		case res.TimedOut:
 			fmt.Fprintf(stderr, "agentbox: command timed out after %v and was killed\n", timeout)
@@ -105,4 +114,13 @@ func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecReq
 		}
 	}
 	return res.ExitCode, nil
+}
+
+// execShown runs req, its output going to stdout and stderr through
+// render.ForTerminal: a terminal sees its escape sequences, not their
+// effects, unless raw.
+func execShown(ctx context.Context, s *wiring.Scratch, req guest.ExecRequest, stdout, stderr io.Writer, raw bool) (guest.ExecResult, error) {
+	out, errOut := render.ForTerminal(stdout, raw), render.ForTerminal(stderr, raw)
+	res, err := s.Exec(ctx, req, out, errOut)
+	return res, errors.Join(err, out.Close(), errOut.Close())
 }

@@ -112,10 +112,10 @@ func printRun(w io.Writer, r wiring.RunReport) int {
 	}
 	fmt.Fprintln(w)
 	if j.Result != "" {
-		fmt.Fprintf(w, "result: %s\n", j.Result)
+		fmt.Fprintf(w, "result: %s\n", render.Printable(j.Result))
 	}
 	if j.Error != "" {
-		fmt.Fprintf(w, "error: %s\n", j.Error)
+		fmt.Fprintf(w, "error: %s\n", render.Printable(j.Error))
 	}
 	if j.Repo != nil {
 		_ = render.GitOutcome(w, j.Repo.Push, wire.Git(j.Git))
@@ -133,13 +133,13 @@ func printRun(w io.Writer, r wiring.RunReport) int {
 // printResult says where the job left its result.
 func printResult(w io.Writer, r wiring.RunReport) {
 	if len(r.NotCopied) > 0 {
-		fmt.Fprintf(w, "not copied from %s: %s\n", r.From, strings.Join(r.NotCopied, "; "))
+		fmt.Fprintf(w, "not copied from %s: %s\n", r.From, render.Printable(strings.Join(r.NotCopied, "; ")))
 	}
 	switch {
 	case r.InPlace:
 		fmt.Fprintf(w, "workspace: %s (changed in place)\n", r.Workspace)
 		if r.LinksOut != "" {
-			fmt.Fprintf(w, "note: %s\n", r.LinksOut)
+			fmt.Fprintf(w, "note: %s\n", render.Printable(r.LinksOut))
 		}
 	case r.Zip != "" && r.From != "":
 		fmt.Fprintf(w, "workspace: %s (a copy of %s, which is unchanged)\nartifacts: %s\n", r.Workspace, r.From, r.Zip)

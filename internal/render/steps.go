@@ -155,14 +155,19 @@ func (s *Steps) showResult(ev event.ToolResult) error {
 	return err
 }
 
-// printable drops control characters but newline and tab: text from the
-// sandbox or the model must not drive the terminal.
+// Printable is s without control characters but newline and tab, for a
+// line of a command's own that quotes what a sandbox or a model wrote
+// (a job's result, a link's name).
+func Printable(s string) string { return printable(s) }
+
+// printable drops control characters but newline and tab (see control):
+// text from the sandbox or the model must not drive the terminal.
 func printable(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || (r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f) && !bidiControl(r)) {
-			return r
+		if control(r) {
+			return -1
 		}
-		return -1
+		return r
 	}, s)
 }
 

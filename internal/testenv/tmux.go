@@ -40,8 +40,10 @@ func StartTmux(t testing.TB, cols, rows int, env []string, args ...string) *Tmux
 	conf := filepath.Join(dir, "tmux.conf")
 	m.raw = filepath.Join(dir, "raw")
 	// remain-on-exit keeps the pane (and its exit status) after the
-	// program ends; the status bar is off so the screen is the program's.
-	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g status off\nset -g default-terminal xterm-256color\n"), 0o600); err != nil {
+	// program ends; the status bar is off so the screen is the program's;
+	// set-clipboard on lets a program's OSC 52 make a buffer (Buffers),
+	// as it would set a terminal's clipboard.
+	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g status off\nset -g default-terminal xterm-256color\nset -g set-clipboard on\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := []string{"-f", conf, "new-session", "-d", "-s", "t", "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows)}
@@ -72,6 +74,15 @@ func (m *Tmux) Raw() string {
 	b, _ := os.ReadFile(m.raw)
 	return string(b)
 }
+
+// Title is the pane's title, which a program sets with OSC 0 or 2.
+func (m *Tmux) Title() string {
+	return strings.TrimSpace(m.run("display-message", "-p", "-t", "t", "#{pane_title}"))
+}
+
+// Buffers is what programs copied to the clipboard (OSC 52), one buffer
+// a line.
+func (m *Tmux) Buffers() string { return m.run("list-buffers", "-F", "#{buffer_sample}") }
 
 // Type types text as keys, literally.
 func (m *Tmux) Type(text string) { m.run("send-keys", "-t", "t", "-l", text) }
