@@ -66,20 +66,30 @@ func (h *Host) start(cmd *exec.Cmd) error {
 	return nil
 }
 
-// bound sets the limits of git run pid.
+// bound sets the limits of git run pid. The priority is best effort: a
+// server already niced past 10 could not take it back.
 func (h *Host) bound(pid int) error {
 	mem := uint64(h.cfg.Memory)
-	if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: mem, Max: mem}, nil); err != nil {
+	if err := limit(pid, unix.RLIMIT_DATA, mem, mem); err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
 	cpu := uint64(math.Ceil(h.cfg.Timeout.Seconds()))
-	if err := unix.Prlimit(pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: cpu, Max: cpu + 1}, nil); err != nil {
+	if err := limit(pid, unix.RLIMIT_CPU, cpu, cpu+1); err != nil {
 		return fmt.Errorf("cpu: %w", err)
 	}
-	if err := unix.Setpriority(unix.PRIO_PROCESS, pid, 10); err != nil {
-		return fmt.Errorf("priority: %w", err)
-	}
+	_ = unix.Setpriority(unix.PRIO_PROCESS, pid, 10)
 	return nil
+}
+
+// limit sets resource res of pid to soft cur and hard max, or to this
+// process's own hard limit if that is lower (raising it takes a
+// privilege the server need not have).
+func limit(pid, res int, cur, max uint64) error {
+	var own unix.Rlimit
+	if err := unix.Getrlimit(res, &own); err == nil {
+		cur, max = min(cur, own.Max), min(max, own.Max)
+	}
+	return unix.Prlimit(pid, res, &unix.Rlimit{Cur: cur, Max: max}, nil)
 }
 
 // overBound says which bound stopped a failed git run, if one did: the
