@@ -93,6 +93,8 @@ func errorStatus(err error) (status int, code, msg string, internal bool) {
 		return http.StatusBadRequest, wire.CodeBadRequest, err.Error(), false
 	case errors.Is(err, jobs.ErrNoDiff):
 		return http.StatusNotFound, wire.CodeNotFound, err.Error(), false
+	case errors.Is(err, jobs.ErrDiffUnavailable):
+		return http.StatusServiceUnavailable, wire.CodeUnavailable, err.Error(), false
 	case errors.Is(err, jobs.ErrNoSandbox):
 		return http.StatusConflict, wire.CodeNoSandbox, err.Error(), false
 	case errors.Is(err, guest.ErrService):

@@ -358,6 +358,16 @@ func intEnv(lookup func(string) (string, bool), key string, dst *int) error {
 	return nil
 }
 
+func sizeEnv(lookup func(string) (string, bool), key string, dst *int64) error {
+	v, ok := lookup(key)
+	if !ok || v == "" {
+		return nil
+	}
+	n, err := ParseMemory(v)
+	*dst = n
+	return wrapEnv(key, err)
+}
+
 func durEnv(lookup func(string) (string, bool), key string, dst *time.Duration) error {
 	v, ok := lookup(key)
 	if !ok || v == "" {

@@ -39,6 +39,16 @@ type Git struct {
 	// Timeout bounds each git run of the host (AGENTBOX_GIT_TIMEOUT), and
 	// each step of a job's hand-back: its commit, its push, its pull request.
 	Timeout time.Duration
+	// Memory bounds the memory (RLIMIT_DATA) of each git run of the host
+	// (AGENTBOX_GIT_MEMORY, default 1GiB).
+	Memory int64
+	// BigFile is the size over which a file is named as binary in a diff
+	// rather than diffed line by line (AGENTBOX_GIT_BIG_FILE, git's
+	// core.bigFileThreshold, default 1MiB).
+	BigFile int64
+	// Diffs is how many diffs the server makes at once
+	// (AGENTBOX_GIT_DIFFS, default 2); more wait their turn.
+	Diffs int
 	// Hosts are the services pull requests are opened on
 	// (AGENTBOX_GIT_HOSTS, see forge.ParseHosts); github.com is always
 	// one. Their tokens are left empty: Token is set on those it may go to.
@@ -46,7 +56,8 @@ type Git struct {
 }
 
 func defaultGit() Git {
-	return Git{TokenUser: githost.DefaultTokenUser, Author: githost.DefaultAuthor, AllowLocal: true, Timeout: githost.DefaultTimeout}
+	return Git{TokenUser: githost.DefaultTokenUser, Author: githost.DefaultAuthor, AllowLocal: true, Timeout: githost.DefaultTimeout,
+		Memory: githost.DefaultMemory, BigFile: githost.DefaultBigFile, Diffs: 2}
 }
 
 // gitEnv reads the AGENTBOX_GIT_ variables into g.
@@ -80,7 +91,8 @@ func gitEnv(lookup func(string) (string, bool), g *Git) []error {
 			errs = append(errs, fmt.Errorf("AGENTBOX_GIT_ALLOW_LOCAL %q: want true or false", v))
 		}
 	}
-	errs = append(errs, hostsEnv(lookup, g))
+	errs = append(errs, hostsEnv(lookup, g), intEnv(lookup, "AGENTBOX_GIT_DIFFS", &g.Diffs))
+	errs = append(errs, sizeEnv(lookup, "AGENTBOX_GIT_MEMORY", &g.Memory), sizeEnv(lookup, "AGENTBOX_GIT_BIG_FILE", &g.BigFile))
 	return append(errs, durEnv(lookup, "AGENTBOX_GIT_TIMEOUT", &g.Timeout))
 }
 
@@ -109,6 +121,15 @@ func (g Git) Validate() error {
 	}
 	if g.Timeout < time.Second {
 		errs = append(errs, fmt.Errorf("git timeout %v: at least 1s (AGENTBOX_GIT_TIMEOUT)", g.Timeout))
+	}
+	if g.Memory < 64<<20 {
+		errs = append(errs, fmt.Errorf("git memory %s: at least 64MiB (AGENTBOX_GIT_MEMORY)", SizeText(g.Memory)))
+	}
+	if g.BigFile < 4<<10 || g.BigFile > 512<<20 {
+		errs = append(errs, fmt.Errorf("git big file %s: want 4KiB to 512MiB (AGENTBOX_GIT_BIG_FILE)", SizeText(g.BigFile)))
+	}
+	if g.Diffs < 1 {
+		errs = append(errs, fmt.Errorf("git diffs %d: at least 1 (AGENTBOX_GIT_DIFFS)", g.Diffs))
 	}
 	return errors.Join(errs...)
 }

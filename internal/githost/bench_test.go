@@ -115,3 +115,67 @@ func timeIt(b *testing.B, f func(dir string)) time.Duration {
 	f(d)
 	return time.Since(begin)
 }
+
+// BenchmarkDiff5000 is Host.Diff of a normal change: a workspace of 5,000
+// files of 10 kB (text as source is) in which every file had one line
+// changed, against the snapshot of where it started.
+//
+//	go test -run x -bench Diff5000 -benchtime 5x ./internal/githost/
+func BenchmarkDiff5000(b *testing.B) {
+	dir := b.TempDir()
+	work := filepath.Join(dir, "work")
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := strings.Fields("func return if err nil else for range package import type struct string int byte error context fmt the a of to")
+	files := make(map[string][]byte)
+	for i := range 5000 {
+		var sb strings.Builder
+		for sb.Len() < 10_000 {
+			sb.WriteString(words[rng.IntN(len(words))])
+			if rng.IntN(8) == 0 {
+				sb.WriteString(fmt.Sprintf(" %d\n", rng.Int64()))
+			} else {
+				sb.WriteByte(' ')
+			}
+		}
+		p := filepath.Join(work, fmt.Sprintf("pkg%02d/sub%02d/file%04d.go", i%50, i%7, i))
+		files[p] = []byte(sb.String())
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, files[p], 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	h, err := githost.New(githost.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gitDir := filepath.Join(dir, "job.git")
+	base, err := h.Snapshot(bg, gitDir, work)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for p, body := range files {
+		body = append([]byte("// changed by the job\n"), body...)
+		if err := os.WriteFile(p, body, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var n countWriter
+	b.ResetTimer()
+	for b.Loop() {
+		n = 0
+		if err := h.Diff(bg, gitDir, work, base, &n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n), "diff-bytes")
+}
+
+// countWriter counts what is written to it.
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
+}

@@ -38,7 +38,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -91,8 +90,18 @@ type Config struct {
 	// Forbidden are directories no local remote may be in or under (the
 	// data dir: other jobs' workspaces and git dirs), whatever AllowLocal.
 	Forbidden []string
-	// Timeout bounds each git run; DefaultTimeout if zero.
+	// Timeout bounds each git run, in time and in CPU time;
+	// DefaultTimeout if zero.
 	Timeout time.Duration
+	// Memory bounds the data (heap) of each git run (RLIMIT_DATA);
+	// DefaultMemory if zero.
+	Memory int64
+	// BigFile is git's core.bigFileThreshold: a file over it is binary
+	// to diff ("Binary files a/x and b/x differ") and stored without
+	// deltas; DefaultBigFile if zero. A text diff costs git about 44
+	// bytes of memory per line of each side, so a file of newlines just
+	// under git's own 512 MiB would take 22 GB.
+	BigFile int64
 	// Git is the git binary; "git" (from PATH) if empty.
 	Git string
 }
@@ -119,6 +128,8 @@ func New(cfg Config) (*Host, error) {
 	if cfg.Git == "" {
 		cfg.Git = "git"
 	}
+	cfg.Memory = cmp.Or(max(cfg.Memory, 0), DefaultMemory)
+	cfg.BigFile = cmp.Or(max(cfg.BigFile, 0), DefaultBigFile)
 	name, email, err := ParseAuthor(cfg.Author)
 	if err != nil {
 		return nil, err
@@ -191,12 +202,13 @@ type run struct {
 }
 
 // git runs git as r says, with the hardened environment and the host's
-// timeout, and returns what it printed (unless r.stdout took it). Its
-// error holds git's stderr (the last few KiB), scrubbed of credentials.
+// timeout and bounds, and returns what it printed (unless r.stdout took
+// it). Its error holds git's stderr (the last few KiB), scrubbed of
+// credentials; ErrBound if a bound stopped it.
 func (h *Host) git(ctx context.Context, r run) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, h.cfg.Git, r.args...)
+	cmd := h.command(ctx, r.args...)
 	cmd.Env = h.env(r)
 	cmd.Dir = r.dir
 	if cmd.Dir == "" {
@@ -210,40 +222,49 @@ func (h *Host) git(ctx context.Context, r run) ([]byte, error) {
 	}
 	errw := &tailBuffer{max: 4 << 10}
 	cmd.Stderr = errw
-	// git's children (ssh, remote helpers, upload-pack) die with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
+	err := h.start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
 	if err != nil {
-		return out.Bytes(), h.runError(ctx, r, err, errw.String())
+		return out.Bytes(), h.runError(ctx, r, cmd.ProcessState, err, errw.String())
 	}
 	return out.Bytes(), nil
 }
 
 // runError says why git failed, in git's words, scrubbed.
-func (h *Host) runError(ctx context.Context, r run, err error, stderr string) error {
+func (h *Host) runError(ctx context.Context, r run, ps *os.ProcessState, err error, stderr string) error {
 	what := "git"
 	if len(r.args) > 0 && !r.noTrace {
 		what = "git " + r.args[0]
 	}
 	msg := strings.TrimSpace(stderr)
+	var cause error
 	if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		msg = fmt.Sprintf("timed out after %s. %s", h.cfg.Timeout, msg)
+	} else if why := h.overBound(ps, stderr); ctx.Err() == nil && why != "" {
+		msg, cause = fmt.Sprintf("stopped at its bound: %s. %s", why, msg), ErrBound
 	}
 	if msg == "" {
 		msg = err.Error()
 	}
-	return &Error{Op: what, Msg: h.scrub(msg)}
+	return &Error{Op: what, Msg: h.scrub(msg), Err: cause}
 }
 
 // Error is a git run that failed, with what git said (scrubbed).
 type Error struct {
 	Op  string
 	Msg string
+	// Err is ErrBound when a bound stopped the run; nil otherwise.
+	Err error
 }
 
 func (e *Error) Error() string { return e.Op + ": " + e.Msg }
+
+// Unwrap is Err.
+func (e *Error) Unwrap() error { return e.Err }
 
 // env is the environment of one run.
 func (h *Host) env(r run) []string {
@@ -264,6 +285,7 @@ func (h *Host) env(r run) []string {
 		env = append(env, "GIT_INDEX_FILE="+r.index)
 	}
 	conf := append([][2]string{}, safeConfig...)
+	conf = append(conf, [2]string{"core.bigFileThreshold", strconv.FormatInt(h.cfg.BigFile, 10)})
 	if r.remote != nil {
 		conf, env = h.credentials(*r.remote, conf, env)
 	}

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // errIgnorer is why asking which paths are ignored failed.
@@ -106,10 +105,9 @@ func (g *ignorer) start() error {
 		return fmt.Errorf("ignore rules: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.h.cfg.Timeout)
-	cmd := exec.CommandContext(ctx, g.h.cfg.Git, "--work-tree="+g.shadow, "check-ignore", "--stdin", "-z", "-v", "-n", "--no-index")
+	cmd := g.h.command(ctx, "--work-tree="+g.shadow, "check-ignore", "--stdin", "-z", "-v", "-n", "--no-index")
 	cmd.Env = g.h.env(run{gitDir: g.gitDir})
 	cmd.Dir = g.gitDir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := cmd.StdinPipe()
 	if err == nil {
 		var out io.ReadCloser
@@ -117,7 +115,7 @@ func (g *ignorer) start() error {
 		g.out = bufio.NewReader(out)
 	}
 	if err == nil {
-		err = cmd.Start()
+		err = g.h.start(cmd)
 	}
 	if err != nil {
 		cancel()

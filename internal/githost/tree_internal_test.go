@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // commitWorkspace makes a host git dir whose base is the empty workspace
@@ -69,5 +70,30 @@ func TestCommitRefusesTooLongPaths(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "a path of 4096 bytes or more") {
 		t.Fatalf("commit of a path past %d bytes: %v, want refused", maxPathBytes, err)
+	}
+}
+
+// TestBoundsBeforeGitRuns: the bounds are on the process before the
+// program it runs starts (no window in which git runs unbounded): the
+// "git" here prints its own limits and nice value at its first step.
+func TestBoundsBeforeGitRuns(t *testing.T) {
+	h, err := New(Config{Git: "/bin/cat", Memory: 96 << 20, Timeout: 90 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.git(context.Background(), run{args: []string{"/proc/self/limits", "/proc/self/stat"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	for _, want := range []string{"Max data size             100663296            100663296", "Max cpu time              90                   91"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("limits lack %q:\n%s", want, s)
+		}
+	}
+	// /proc/self/stat: "pid (comm) state ..."; nice is the 19th field.
+	_, rest, _ := strings.Cut(s, ") ")
+	if f := strings.Fields(rest); len(f) < 17 || f[16] != "10" {
+		t.Errorf("nice value = %v, want 10", f[16:17])
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/artifact"
+	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -32,7 +33,10 @@ func (s *Service) SetRepos(r *Repos) { s.repos = r }
 // started: a unified diff against its base commit (the cloned one, or the
 // snapshot of its starting workspace), or with patch the git
 // format-patch mail of it (repository jobs only: ErrNotRepo otherwise).
-// An unchanged workspace writes nothing. ErrNotEnded while the job runs
+// An unchanged workspace writes nothing. The diff is made into a file of
+// the data dir first (see spool), and an ended job's is kept: the next
+// call copies it. ErrDiffUnavailable when git stopped at a bound or the
+// data dir is under the free-space floor. ErrNotEnded while the job runs
 // on a service without a Shared store: its sandbox could swap a file for
 // a link to a host file between git's look at a path and its read of it,
 // so the live workspace is read only once the sandbox is gone; a Shared
@@ -40,10 +44,32 @@ func (s *Service) SetRepos(r *Repos) { s.repos = r }
 // the sandbox cannot touch. ErrDeleted once its data was removed, ErrNoDiff
 // when there is nothing to take a diff of.
 func (s *Service) Diff(ctx context.Context, id string, patch bool, w io.Writer) error {
-	j, err := s.diffable(ctx, id, patch)
+	f, err := s.diffFile(ctx, id, patch)
 	if err != nil {
 		return err
 	}
+	defer f.Close()
+	if _, err := io.Copy(w, f); err != nil {
+		return fmt.Errorf("diff: %w", err)
+	}
+	return nil
+}
+
+// diffFile returns job id's diff (or patch) as a file open at its start:
+// an ended job's kept one, else one made for this call.
+func (s *Service) diffFile(ctx context.Context, id string, patch bool) (*os.File, error) {
+	j, err := s.diffable(ctx, id, patch)
+	if err != nil {
+		return nil, err
+	}
+	if patch || !j.Status.Final() {
+		return s.spool(ctx, j, patch, "")
+	}
+	return s.kept(ctx, j)
+}
+
+// makeDiff writes job j's diff (or patch) to w with the host's git.
+func (s *Service) makeDiff(ctx context.Context, j store.Job, patch bool, w io.Writer) error {
 	gitDir, dir, done, err := s.diffDirs(ctx, j)
 	if err != nil {
 		return err
@@ -51,9 +77,14 @@ func (s *Service) Diff(ctx context.Context, id string, patch bool, w io.Writer) 
 	defer done()
 	h := s.repos.Host
 	if patch {
-		return h.FormatPatch(ctx, gitDir, dir, j.Git.BaseCommit, patchMessage(j), w)
+		err = h.FormatPatch(ctx, gitDir, dir, j.Git.BaseCommit, patchMessage(j), w)
+	} else {
+		err = h.Diff(ctx, gitDir, dir, j.Git.BaseCommit, w)
 	}
-	return h.Diff(ctx, gitDir, dir, j.Git.BaseCommit, w)
+	if errors.Is(err, githost.ErrBound) {
+		return fmt.Errorf("%w: %w", ErrDiffUnavailable, err)
+	}
+	return err
 }
 
 // diffable checks that job id has a diff to give, and returns the job.
@@ -108,26 +139,7 @@ func (s *Service) Artifacts(ctx context.Context, id string, w io.Writer, opts ar
 		return artifact.Report{}, err
 	}
 	if s.repos != nil {
-		opts.Extra = append(opts.Extra, artifact.Extra{Name: DiffName, Open: func() (io.ReadCloser, error) { return s.diffFile(ctx, id) }})
+		opts.Extra = append(opts.Extra, artifact.Extra{Name: DiffName, Open: func() (io.ReadCloser, error) { return s.diffFile(ctx, id, false) }})
 	}
 	return ws.Zip(ctx, id, w, opts)
-}
-
-// diffFile makes job id's diff in an unnamed temporary file, so that a
-// zip gets it whole or not at all.
-func (s *Service) diffFile(ctx context.Context, id string) (io.ReadCloser, error) {
-	f, err := os.CreateTemp("", "agentbox-diff-")
-	if err != nil {
-		return nil, err
-	}
-	os.Remove(f.Name()) // the open file lives on, named by nothing
-	if err := s.Diff(ctx, id, false, f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }

@@ -30,16 +30,29 @@ type Repos struct {
 	// Timeout bounds each step of a job's hand-back (its commit, its
 	// push, its pull request); githost.DefaultTimeout if zero.
 	Timeout time.Duration
+	// Diffs is how many diffs are made at once (AGENTBOX_GIT_DIFFS);
+	// DefaultDiffs if zero.
+	Diffs int
+	// MinFree is the free space of Dir's filesystem under which no diff
+	// is spooled there (AGENTBOX_MIN_FREE_DISK), as DiskFree measures it;
+	// 0 or no DiskFree: no floor.
+	MinFree  int64
+	DiskFree func(dir string) (int64, error)
+
+	diffs diffs
 }
 
 // GitDir is the host's git dir of job id.
 func (r *Repos) GitDir(id string) string { return filepath.Join(r.Dir, id+".git") }
 
-// remove removes job id's git dir. The host alone writes it, so there is
-// no link of the sandbox's to follow in it.
+// remove removes job id's git dir and diffs. The host alone writes
+// them, so there is no link of the sandbox's to follow in them.
 func (r *Repos) remove(id string) error {
 	if err := os.RemoveAll(r.GitDir(id)); err != nil {
 		return fmt.Errorf("remove git dir: %w", err)
+	}
+	if err := os.RemoveAll(r.diffDir(id)); err != nil {
+		return fmt.Errorf("remove diffs: %w", err)
 	}
 	return nil
 }

@@ -40,7 +40,11 @@ func (s *Service) diffDirs(ctx context.Context, j store.Job) (gitDir, workDir st
 	if err != nil {
 		return "", "", nil, s.noDiff(j, err)
 	}
-	tmp, err := os.MkdirTemp("", "agentbox-diff-git-")
+	// In the data dir, not /tmp: git writes the workspace's tree there.
+	if err := os.MkdirAll(s.repos.Dir, 0o700); err != nil {
+		return "", "", nil, fmt.Errorf("diff: %w", err)
+	}
+	tmp, err := os.MkdirTemp(s.repos.Dir, "tmp-diff-")
 	if err != nil {
 		return "", "", nil, fmt.Errorf("diff: %w", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/agentbox/agentbox/internal/forge"
 	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/postgres"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
@@ -211,11 +212,12 @@ func newRepos(cfg config.Config, dir string, log *slog.Logger) (*jobs.Repos, err
 	}
 	h, err := githost.New(githost.Config{Token: g.Token, TokenUser: g.TokenUser, TokenHosts: g.TokenHosts,
 		SSHKey: g.SSHKey, SSHKnownHosts: g.SSHKnownHosts, KnownHostsFile: filepath.Join(cfg.DataDir, "ssh_known_hosts"),
-		Author: g.Author, AllowLocal: g.AllowLocal, Forbidden: []string{cfg.DataDir}, Timeout: g.Timeout})
+		Author: g.Author, AllowLocal: g.AllowLocal, Forbidden: []string{cfg.DataDir}, Timeout: g.Timeout, Memory: g.Memory, BigFile: g.BigFile})
 	if err != nil {
 		return nil, err
 	}
-	return &jobs.Repos{Host: h, Dir: filepath.Join(dir, "git"), Forge: forge.New(forgeHosts(g), nil), Timeout: g.Timeout}, nil
+	return &jobs.Repos{Host: h, Dir: filepath.Join(dir, "git"), Forge: forge.New(forgeHosts(g), nil), Timeout: g.Timeout,
+		Diffs: g.Diffs, MinFree: cfg.Sandbox.MinFreeDisk, DiskFree: docker.DiskFree}, nil
 }
 
 // forgeHosts are the pull-request services of g (AGENTBOX_GIT_HOSTS, and
