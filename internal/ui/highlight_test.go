@@ -113,7 +113,7 @@ func TestHighlightHostileFiles(t *testing.T) {
 	text := hostileFile()
 	files := lexerFiles()
 	var mu sync.Mutex
-	var overBudget []string
+	var overBudget, failed []string
 	names := make(chan string)
 	var wg sync.WaitGroup
 	for range 2 {
@@ -125,11 +125,22 @@ func TestHighlightHostileFiles(t *testing.T) {
 				if took > 2*time.Second || got.text() != text {
 					t.Errorf("%s (%s): %v, %q, the text kept: %v", lexer, files[lexer], took, got.Plain, got.text() == text)
 				}
-				if strings.Contains(got.Plain, "took more than") {
+				switch {
+				case strings.Contains(got.Plain, "took more than"):
 					mu.Lock()
 					overBudget = append(overBudget, lexer)
 					mu.Unlock()
-				} else if got.Plain != "" || got.Language != lexer {
+					continue
+				case got.Plain == "the highlighter failed":
+					// chroma's own bugs (its YANG lexer panics with
+					// "unknown state comment" on these lines) end the
+					// child, never the server: plain text.
+					mu.Lock()
+					failed = append(failed, lexer)
+					mu.Unlock()
+					continue
+				}
+				if got.Plain != "" || got.Language != lexer {
 					t.Errorf("%s (%s): language %q, plain: %q", lexer, files[lexer], got.Language, got.Plain)
 				}
 			}
@@ -143,7 +154,10 @@ func TestHighlightHostileFiles(t *testing.T) {
 	if len(files) < 200 {
 		t.Errorf("%d lexers picked by name; chroma has more", len(files))
 	}
-	t.Logf("%d lexers; over %v: %d %v", len(files), budget, len(overBudget), overBudget)
+	t.Logf("%d lexers; over %v: %d %v; the highlighter failed: %v", len(files), budget, len(overBudget), overBudget, failed)
+	if len(failed) > 3 {
+		t.Errorf("the highlighter failed for %d lexers: %v", len(failed), failed)
+	}
 
 	for name, text := range map[string]string{
 		"a.dts": strings.Repeat(";", 8000), "a.json": strings.Repeat("/", 16000), "Main.java": strings.Repeat("a ", 8000),
