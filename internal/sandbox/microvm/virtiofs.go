@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -41,7 +43,7 @@ func startVirtioFSD(cfg Config) (*fsDaemon, error) {
 		// No device nodes and no file capabilities, even for a guest kernel
 		// taken over: the share is a live host directory for a caller's own.
 		"-o", "modcaps=-mknod:-setfcap",
-		"-o", "log_level=warn", "--rlimit-nofile=0")
+		"-o", "log_level=warn", "--rlimit-nofile="+strconv.FormatInt(fsNoFile(cfg.NoFile, hostNrOpen()), 10))
 	cmd.ExtraFiles = []*os.File{lf}
 	cmd.Stderr = cfg.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -50,6 +52,39 @@ func startVirtioFSD(cfg Config) (*fsDaemon, error) {
 		return nil, fmt.Errorf("virtiofsd: start %s: %w", cfg.VirtioFSD, err)
 	}
 	return d, nil
+}
+
+// fsNoFile is virtiofsd's open-files limit (soft and hard) for a sandbox
+// whose processes may each open noFile files. virtiofsd holds a
+// descriptor for each file the guest has open and for each inode the
+// guest's kernel keeps (every file it looked up and has not forgotten:
+// a node_modules tree), so it needs many times the sandbox's own limit.
+// Left to inherit it, it had the caller's soft limit, 1024 under
+// systemd's and Docker's defaults, and the guest's file operations failed
+// after about a thousand files (npm install). Each descriptor pins a host
+// inode in the host's kernel memory, so the limit is bounded: 64 for
+// each file a process may open, at least 65,536, at most 1,048,576
+// (virtiofsd's own ceiling) and the host's fs.nr_open.
+func fsNoFile(noFile, nrOpen int64) int64 {
+	n := int64(1 << 20)
+	if noFile < n/64 {
+		n = max(noFile*64, 1<<16)
+	}
+	if nrOpen > 0 {
+		n = min(n, nrOpen)
+	}
+	return n
+}
+
+// hostNrOpen is the most open files a process may be allowed here
+// (fs.nr_open), or 0 if it cannot be read.
+func hostNrOpen() int64 {
+	b, err := os.ReadFile("/proc/sys/fs/nr_open")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
 }
 
 // stop kills virtiofsd (if it has not exited with QEMU) and waits for it.
