@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,11 +14,12 @@ import (
 	"github.com/agentbox/agentbox/internal/guest/daemon"
 	"github.com/agentbox/agentbox/internal/guest/vminit"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/seccomp"
 )
 
 func newGuestCmd() *cobra.Command {
 	var stateDir, workspace, displaySize, webBase, listen, secretFile string
-	var vmInit bool
+	var vmInit, applySeccomp bool
 	var serviceTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "guest",
@@ -36,6 +38,11 @@ by hand.`,
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 			if vmInit {
 				return vminit.Run(log)
+			}
+			if applySeccomp {
+				if err := seccomp.Apply(); err != nil {
+					return err
+				}
 			}
 			w, h, err := parseDisplaySize(displaySize)
 			if err != nil {
@@ -67,6 +74,9 @@ by hand.`,
 	cmd.Flags().DurationVar(&serviceTimeout, "service-timeout", 0, "how long the desktop's programs and Jupyter may take to start answering (default 20s)")
 	cmd.Flags().BoolVar(&vmInit, "vm-init", false, "run as process 1 of a microVM: prepare it, run the guest on its serial port, power off")
 	_ = cmd.Flags().MarkHidden("vm-init")
+	cmd.Flags().BoolVar(&applySeccomp, strings.TrimPrefix(vminit.DaemonSeccompFlag, "--"), false,
+		"put the daemon and every command under the sandboxes' seccomp profile (a microVM's guest, where no engine does)")
+	_ = cmd.Flags().MarkHidden(strings.TrimPrefix(vminit.DaemonSeccompFlag, "--"))
 	return cmd
 }
 

@@ -93,6 +93,9 @@ func boot(log *slog.Logger) error {
 	if err := loopbackUp(); err != nil {
 		return err
 	}
+	if err := userNamespacesOff(); err != nil {
+		return err
+	}
 	cg, err := sandboxCgroup(cfg)
 	if err != nil {
 		return err
@@ -274,8 +277,9 @@ func findPort(name string, wait time.Duration) (string, error) {
 }
 
 // runDaemon starts the guest daemon as the agent on port, in the
-// sandbox's cgroup, without privileges to gain (no_new_privs) and with
-// cfg's environment and open-files limit, then reaps every process
+// sandbox's cgroup, without privileges to gain (no_new_privs), with cfg's
+// environment and open-files limit, told to take the seccomp profile
+// before it listens (DaemonSeccompFlag), then reaps every process
 // (process 1 adopts the orphans) until the daemon has exited.
 func runDaemon(port string, cfg Config, cgroup *os.File) error {
 	uid := cfg.agent()
@@ -302,7 +306,7 @@ func runDaemon(port string, cfg Config, cgroup *os.File) error {
 		Sys: &syscall.SysProcAttr{Setsid: true, UseCgroupFD: true, CgroupFD: int(cgroup.Fd()),
 			Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{uint32(uid)}}},
 	}
-	args := append([]string{"agentbox", "guest", "--listen", "serial:" + port, "--workspace", Workspace}, cfg.DaemonArgs...)
+	args := append([]string{"agentbox", "guest", DaemonSeccompFlag, "--listen", "serial:" + port, "--workspace", Workspace}, cfg.DaemonArgs...)
 	p, err := os.StartProcess("/proc/self/exe", args, attr)
 	if err != nil {
 		return fmt.Errorf("start guest daemon: %w", err)

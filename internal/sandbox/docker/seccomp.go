@@ -3,26 +3,20 @@ package docker
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/agentbox/agentbox/internal/seccomp"
 )
 
-// seccompProfile is the seccomp profile every sandbox runs under: Docker's
-// default profile (github.com/moby/profiles/seccomp v0.1.0, the one Docker
-// 28.5 ships) less the syscalls docs/security.md lists, io_uring first.
+// seccompProfile is the seccomp profile every sandbox runs under
+// (internal/seccomp, which a microVM's guest compiles too): Docker's default
+// profile less the syscalls docs/security.md lists, io_uring first.
 // Applying our own profile rather than the engine's default keeps io_uring
 // shut on engines whose default still allows it (Docker before 25.0).
-//
-// The file is generated, not edited: change removedSyscalls in
-// seccomp_profile_test.go and run
-//
-//	go test ./internal/sandbox/docker/ -run TestSeccompProfile -update
-//
-//go:embed seccomp.json
-var seccompProfile []byte
+var seccompProfile = seccomp.JSON
 
 // seccompOpt is the security option that applies seccompProfile. Docker's
 // API takes the profile's content, not a path (the docker CLI reads the file
@@ -33,8 +27,8 @@ func compactJSON(b []byte) string {
 	var out bytes.Buffer
 	if err := json.Compact(&out, b); err != nil {
 		// The file is embedded at build time, so this is a broken build,
-		// which TestSeccompProfile reports first.
-		panic("seccomp.json: " + err.Error())
+		// which internal/seccomp's TestSeccompProfile reports first.
+		panic("seccomp profile: " + err.Error())
 	}
 	return out.String()
 }

@@ -3,8 +3,12 @@ package microvm
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"os/user"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/capped"
@@ -48,6 +52,9 @@ func ChooseAccel(ctx context.Context, qemu, kernel string) (Accel, string) {
 }
 
 func chooseAccel(ctx context.Context, qemu, kernel string) accelChoice {
+	if err := kvmOpenToGroup(); err != nil {
+		return accelChoice{TCG, err.Error()}
+	}
 	r, err := kvmprobe.Probe(ctx)
 	if err != nil {
 		return accelChoice{TCG, "kvm probe: " + err.Error()}
@@ -59,6 +66,26 @@ func chooseAccel(ctx context.Context, qemu, kernel string) accelChoice {
 		return accelChoice{TCG, "QEMU cannot run guests with KVM here: " + err.Error()}
 	}
 	return accelChoice{KVM, ""}
+}
+
+// kvmOpenToGroup says whether QEMU, run as a VM's own uid with the kvm
+// group (Config.credential), can open /dev/kvm: the probes run as root,
+// and where /dev/kvm is root's alone (no udev rule, no kvm group) every
+// VM failed to start ("Could not access KVM kernel module: Permission
+// denied").
+func kvmOpenToGroup() error {
+	fi, err := os.Stat("/dev/kvm")
+	if err != nil {
+		return fmt.Errorf("no /dev/kvm: %w", err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if st.Mode&0o006 == 0o006 {
+		return nil
+	}
+	if g, err := user.LookupGroup("kvm"); err == nil && strconv.Itoa(int(st.Gid)) == g.Gid && st.Mode&0o060 == 0o060 {
+		return nil
+	}
+	return fmt.Errorf("/dev/kvm (mode %o, gid %d) is not open to the kvm group, and QEMU runs as the VM's own uid", st.Mode&0o777, st.Gid)
 }
 
 // qemuRunsKVM boots kernel under QEMU with KVM and waits up to 3 s for its

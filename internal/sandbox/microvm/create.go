@@ -177,7 +177,7 @@ func (d *Driver) prepare(spec sandbox.Spec, accel Accel, gcfg vminit.Config) (*r
 	lim := d.limits(spec.Limits)
 	id := newID()
 	st := State{StateDir: filepath.Join(d.cfg.StateDir, id), Accel: accel,
-		MemoryMiB: vmMemoryMiB(lim.MemoryBytes), CPUs: vCPUs(lim.NanoCPUs)}
+		MemoryMiB: vmMemoryMiB(lim.MemoryBytes), CPUs: vCPUs(lim.NanoCPUs), NoFile: lim.NoFile}
 	uid, err := d.allocUID()
 	if err != nil {
 		return nil, err
@@ -270,7 +270,7 @@ func (d *Driver) boot(ctx context.Context, r *running, k Kernel, initrd, rootfs 
 	vm, err := Start(ctx, Config{QEMU: d.cfg.QEMU, Kernel: k.Image, Initramfs: initrd, Rootfs: rootfs,
 		MemoryMiB: r.st.MemoryMiB, CPUs: r.st.CPUs, Accel: r.st.Accel, Dir: r.st.StateDir,
 		ConfigDisk: filepath.Join(r.st.StateDir, "config.img"), WorkspaceDir: sharedDir(r.st), Stderr: console, UID: r.st.UID,
-		ConsoleLimit: d.cfg.ConsoleLimit})
+		ConsoleLimit: d.cfg.ConsoleLimit, NoFile: r.st.NoFile})
 	if err != nil {
 		return fmt.Errorf("boot microvm: %w%s", err, consoleTail(r.st.StateDir))
 	}

@@ -35,6 +35,9 @@ type State struct {
 	// DiskBytes is the disk quota: the size of the workspace's loop disk,
 	// or, for a caller's own directory, what the watchdog lets it hold.
 	DiskBytes int64 `json:"disk_bytes,omitempty"`
+	// NoFile is the sandbox's open-files limit, which virtiofsd's follows
+	// (fsNoFile).
+	NoFile int64 `json:"nofile,omitempty"`
 	// Accel, MemoryMiB and CPUs are what the VM runs with.
 	Accel     Accel `json:"accel"`
 	MemoryMiB int   `json:"memory_mib"`

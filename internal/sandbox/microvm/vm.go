@@ -55,6 +55,9 @@ type Config struct {
 	WorkspaceDir string
 	// VirtioFSD is the virtio-fs daemon (default DefaultVirtioFSD).
 	VirtioFSD string
+	// NoFile is the sandbox's open-files limit, from which virtiofsd's
+	// own is set (fsNoFile; 0: fsNoFile's floor).
+	NoFile int64
 	// Stderr receives QEMU's own messages.
 	Stderr io.Writer
 	// UID is the host uid QEMU runs as, its gid the same: one no other
