@@ -174,7 +174,7 @@ func TestRuleFilesAreCopiedOnceWithinABudget(t *testing.T) {
 // A .gitignore at a path of 4,026 bytes was copied by its absolute path,
 // past PATH_MAX: the diff failed, the zip lost its diff, and the commit
 // failed. Copied beneath the shadow worktree's handle, its rules work.
-func TestLongPathRuleFile(t *testing.T) {
+func TestCommitWithALongPathRuleFile(t *testing.T) {
 	var deep string
 	commit, gitDir, err := commitWorkspace(t, func(work string) {
 		root, err := os.OpenRoot(work)
