@@ -102,6 +102,7 @@ for i in range(300):
 	if len(paths) != 301 || !strings.Contains(strings.Join(paths, "\n"), "d299/keep.txt") {
 		t.Errorf("the pushed tree holds %d paths, want calc.py and the 300 keep.txt: %.500q", len(paths), paths)
 	}
+	diffMemory(t, s, id) // for the record
 	diff := string(s.get(t, "/v1/jobs/"+id+"/diff", http.StatusOK))
 	if !strings.Contains(diff, "+++ b/d299/keep.txt") || strings.Contains(diff, "x.log") || strings.Contains(diff, ".gitignore") {
 		t.Errorf("the diff, of %d bytes, lacks d299/keep.txt or holds what the rules ignore:\n%.2000s", len(diff), diff)
@@ -171,33 +172,42 @@ for i in range(100000):
     os.close(f)
 `
 	s, id := pythonJob(t, prog, "", nil)
+	before, peak, n, tail := diffMemory(t, s, id)
+	if peak-before > maxWalkGrowth {
+		t.Errorf("the server grew by %d MiB taking the diff, over %d MiB", (peak-before)>>20, maxWalkGrowth>>20)
+	}
+	if !bytes.Contains(tail, []byte("+agentbox left this file's content out: a sparse file of 16777216 bytes")) {
+		t.Errorf("the diff, of %d bytes, does not end with a sparse file's note: %q", n, tail)
+	}
+}
+
+// diffMemory takes job id's diff from server s and returns the server's
+// resident memory before it and at its peak during it, the diff's size
+// and its last 4 KiB.
+func diffMemory(t *testing.T, s *server, id string) (before, peak, n int64, tail []byte) {
+	t.Helper()
 	pid := strconv.Itoa(s.cmd.Process.Pid)
 	// Writing 5 to clear_refs resets the peak (VmHWM) to what is resident now.
 	if err := os.WriteFile("/proc/"+pid+"/clear_refs", []byte("5"), 0); err != nil {
 		t.Fatal(err)
 	}
-	before := procStatus(t, pid, "VmRSS")
+	before = procStatus(t, pid, "VmRSS")
 	req, _ := http.NewRequest("GET", s.url+"/v1/jobs/"+id+"/diff", nil)
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tail := &tailWriter{max: 4 << 10}
-	n, err := io.Copy(tail, resp.Body)
+	w := &tailWriter{max: 4 << 10}
+	n, err = io.Copy(w, resp.Body)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /diff: %d, %v after %d bytes: %s", resp.StatusCode, err, n, tail.b)
+		t.Fatalf("GET /diff: %d, %v after %d bytes: %s", resp.StatusCode, err, n, w.b)
 	}
-	peak := procStatus(t, pid, "VmHWM")
+	peak = procStatus(t, pid, "VmHWM")
 	t.Logf("the server's resident memory: %d MiB before the diff, %d MiB at its peak during it; the diff: %d MiB",
 		before>>20, peak>>20, n>>20)
-	if peak-before > maxWalkGrowth {
-		t.Errorf("the server grew by %d MiB taking the diff, over %d MiB", (peak-before)>>20, maxWalkGrowth>>20)
-	}
-	if !bytes.Contains(tail.b, []byte("+agentbox left this file's content out: a sparse file of 16777216 bytes")) {
-		t.Errorf("the diff does not end with a sparse file's note: %q", tail.b)
-	}
+	return before, peak, n, w.b
 }
 
 // procStatus is the value in bytes of field (a kB line) of
