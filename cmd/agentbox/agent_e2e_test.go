@@ -19,6 +19,14 @@ import (
 // model in the given wire format over real HTTP.
 func modelServer(t *testing.T, format string, script llmtest.Script, extraEnv ...string) (*server, *llmtest.Server) {
 	t.Helper()
+	s, fake := newModelServer(t, format, script, extraEnv...)
+	s.start()
+	return s, fake
+}
+
+// newModelServer prepares what modelServer starts.
+func newModelServer(t *testing.T, format string, script llmtest.Script, extraEnv ...string) (*server, *llmtest.Server) {
+	t.Helper()
 	fake := llmtest.New(t, script)
 	env := append([]string{"AGENTBOX_AGENT=model", "AGENTBOX_CONCURRENCY=1"}, extraEnv...)
 	switch format {
@@ -27,9 +35,7 @@ func modelServer(t *testing.T, format string, script llmtest.Script, extraEnv ..
 	case "openai":
 		env = append(env, "OPENAI_API_KEY=test-key", "OPENAI_BASE_URL="+fake.OpenAIURL(), "AGENTBOX_MODEL=openai:gpt-4.1")
 	}
-	s := newServer(t, env...) // extra env comes after newServer's defaults, so it wins
-	s.start()
-	return s, fake
+	return newServer(t, env...), fake // extra env comes after newServer's defaults, so it wins
 }
 
 // runJob submits a task and waits for its end.

@@ -172,6 +172,55 @@ func BenchmarkDiff5000(b *testing.B) {
 	b.ReportMetric(float64(n), "diff-bytes")
 }
 
+// BenchmarkDiff takes the diff of a workspace cloned from a repository of
+// 5,000 files and 50 MB, with 50 files changed, 50 new and ignored build
+// output beside them: what GET /diff does for an ordinary repository job.
+//
+//	go test -run x -bench Diff -benchtime 10x ./internal/githost/
+func BenchmarkDiff(b *testing.B) {
+	dir := b.TempDir()
+	bare := benchRepo(b, dir, 5000, 10_000)
+	h, err := githost.New(githost.Config{AllowLocal: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws, gitDir := filepath.Join(dir, "ws"), filepath.Join(dir, "job.git")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	base, err := h.Clone(bg, githost.CloneRequest{URL: "file://" + bare, Branch: "agentbox/job", GitDir: gitDir, WorkDir: ws})
+	if err != nil {
+		b.Fatal(err)
+	}
+	files := map[string]string{".gitignore": "*.o\nbuild/\n"}
+	for i := range 50 {
+		files[fmt.Sprintf("pkg%02d/sub%02d/file%04d.go", i%50, i%7, i)] = fmt.Sprintf("changed %d\n", i)
+		files[fmt.Sprintf("pkg%02d/new%02d.go", i%50, i)] = fmt.Sprintf("new %d\n", i)
+		files[fmt.Sprintf("pkg%02d/obj%02d.o", i%50, i)] = "object\n"
+		files[fmt.Sprintf("build/out%02d", i)] = "output\n"
+	}
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var n int64
+	for b.Loop() {
+		var w countWriter
+		if err := h.Diff(bg, gitDir, ws, base, &w); err != nil {
+			b.Fatal(err)
+		}
+		n = int64(w)
+	}
+	if n == 0 {
+		b.Fatal("empty diff")
+	}
+	b.ReportMetric(float64(n), "diff-bytes")
+}
+
 // countWriter counts what is written to it.
 type countWriter int64
 

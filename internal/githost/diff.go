@@ -81,9 +81,9 @@ func (h *Host) FormatPatch(ctx context.Context, gitDir, workDir, base, message s
 
 // worktree records workDir's tree in gitDir and returns it with base's
 // tree (the empty tree for "") and the notes of writeTree.
-func (h *Host) worktree(ctx context.Context, gitDir, workDir, base string) (from, tree string, notes []string, err error) {
+func (h *Host) worktree(ctx context.Context, gitDir, workDir, base string) (from, tree string, notes treeNotes, err error) {
 	if err := h.InitBare(ctx, gitDir); err != nil {
-		return "", "", nil, err
+		return "", "", notes, err
 	}
 	r := run{args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", base + "^{tree}"}, gitDir: gitDir}
 	if base == "" {
@@ -91,7 +91,7 @@ func (h *Host) worktree(ctx context.Context, gitDir, workDir, base string) (from
 	}
 	out, err := h.git(ctx, r)
 	if err != nil {
-		return "", "", nil, fmt.Errorf("base %q of %s: %w", base, gitDir, err)
+		return "", "", notes, fmt.Errorf("base %q of %s: %w", base, gitDir, err)
 	}
 	tree, notes, err = h.writeTree(ctx, gitDir, workDir, base)
 	return line(out), tree, notes, err

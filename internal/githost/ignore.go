@@ -9,33 +9,57 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // errIgnorer is why asking which paths are ignored failed.
 var errIgnorer = errors.New("git check-ignore")
 
-// maxIgnoreBytes bounds a .gitignore the walk copies; a larger one is
-// taken as absent.
-const maxIgnoreBytes = 4 << 20
+// Bounds of the rules one walk copies: a sandbox can make thousands of
+// .gitignore files, or hard links to one big one that cost its disk
+// quota nothing, and each copy would cost the host's disk.
+const (
+	// maxIgnoreBytes bounds one .gitignore; a larger one is taken as absent.
+	maxIgnoreBytes = 4 << 20
+	// maxRuleBytes bounds what the shadow worktree of one walk holds: the
+	// rule files copied into it and ruleDirBytes for each directory above
+	// each of them. Rule files past it are taken as absent.
+	maxRuleBytes = 32 << 20
+	// ruleDirBytes is what a directory of the shadow worktree is charged:
+	// a block.
+	ruleDirBytes = 4 << 10
+)
 
 // ignorer answers which workspace paths .gitignore files ignore, with
 // `git check-ignore` run on a shadow worktree: a host directory holding a
 // copy of each .gitignore the walk met (regular files only), and nothing
-// else. git never reads the workspace itself.
+// else. git never reads the workspace itself. Each file is read once
+// (further paths of its inode are hard links to its copy), and past
+// maxRuleBytes, or when git could not take its path, a .gitignore is
+// taken as absent, with a note: what it would ignore is recorded.
 type ignorer struct {
 	h      *Host
 	gitDir string
 	shadow string
+	root   *os.Root          // the shadow worktree, once a rule is copied
+	copies map[fileID]string // the copy of each rule file read, by its inode
+	left   int64             // of maxRuleBytes
+	notes  *noteList         // where rules taken as absent are noted
 	cmd    *exec.Cmd
 	cancel context.CancelFunc
 	in     io.WriteCloser
 	out    *bufio.Reader
 }
 
-func (h *Host) newIgnorer(gitDir, tmp string) *ignorer {
-	return &ignorer{h: h, gitDir: gitDir, shadow: filepath.Join(tmp, "worktree")}
+// fileID names a file by its inode.
+type fileID struct{ dev, ino uint64 }
+
+func (h *Host) newIgnorer(gitDir, tmp string, notes *noteList) *ignorer {
+	return &ignorer{h: h, gitDir: gitDir, shadow: filepath.Join(tmp, "worktree"), copies: map[fileID]string{},
+		left: maxRuleBytes, notes: notes}
 }
 
 // enter copies the .gitignore of workspace directory p (ents are its
@@ -43,34 +67,98 @@ func (h *Host) newIgnorer(gitDir, tmp string) *ignorer {
 func (g *ignorer) enter(root *os.Root, p string, ents []fs.DirEntry) (bool, error) {
 	for _, e := range ents {
 		if e.Name() == ".gitignore" && e.Type().IsRegular() {
-			return g.copy(root, filepath.Join(p, ".gitignore"))
+			return g.copy(root, path.Join(p, ".gitignore"))
 		}
 	}
 	return false, nil
 }
 
+// copy puts the rule file name of the workspace into the shadow worktree,
+// or notes why it is taken as absent. Only failing to make the shadow
+// worktree is an error.
 func (g *ignorer) copy(root *os.Root, name string) (bool, error) {
+	if len(name) >= maxPathBytes {
+		return g.absent(name, fmt.Sprintf("a path of %d bytes, longer than git takes", len(name)))
+	}
 	f, err := root.OpenFile(name, openFlags, 0)
 	if err != nil {
-		return false, nil
+		return g.absent(name, "unreadable")
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreBytes {
-		return false, nil
+	if err != nil || !fi.Mode().IsRegular() {
+		return g.absent(name, "unreadable")
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxIgnoreBytes))
+	if fi.Size() > maxIgnoreBytes {
+		return g.absent(name, fmt.Sprintf("%d bytes, over the %d one .gitignore may hold", fi.Size(), maxIgnoreBytes))
+	}
+	if err := g.open(); err != nil {
+		return false, err
+	}
+	id, linkable := idOf(fi)
+	if first, ok := g.copies[id]; ok && linkable && g.charge(name, 0) == nil && g.root.Link(first, name) == nil {
+		return true, nil
+	}
+	if err := g.charge(name, fi.Size()); err != nil {
+		return g.absent(name, err.Error())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, fi.Size()))
 	if err != nil {
-		return false, nil
+		return g.absent(name, "unreadable")
 	}
-	dst := filepath.Join(g.shadow, name)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return false, fmt.Errorf("ignore rules: %w", err)
+	if err := g.root.WriteFile(name, b, 0o600); err != nil {
+		return g.absent(name, "not copied: "+err.Error())
 	}
-	if err := os.WriteFile(dst, b, 0o600); err != nil {
-		return false, fmt.Errorf("ignore rules: %w", err)
-	}
+	g.copies[id] = name
 	return true, nil
+}
+
+// charge takes what a copy of size bytes at name costs the shadow
+// worktree from what is left, and makes the directories above it. The
+// directories are charged whether or not an earlier copy made them.
+func (g *ignorer) charge(name string, size int64) error {
+	cost := size + int64(len(name)) + int64(strings.Count(name, "/"))*ruleDirBytes
+	if cost > g.left {
+		return fmt.Errorf("over the %d bytes of .gitignore copies one tree makes", maxRuleBytes)
+	}
+	g.left -= cost
+	if dir := path.Dir(name); dir != "." {
+		if err := g.root.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("not copied: %w", err)
+		}
+	}
+	return nil
+}
+
+// open makes the shadow worktree and opens it, once.
+func (g *ignorer) open() error {
+	if g.root != nil {
+		return nil
+	}
+	if err := os.MkdirAll(g.shadow, 0o700); err != nil {
+		return fmt.Errorf("ignore rules: %w", err)
+	}
+	root, err := os.OpenRoot(g.shadow)
+	if err != nil {
+		return fmt.Errorf("ignore rules: %w", err)
+	}
+	g.root = root
+	return nil
+}
+
+// absent notes that rule file name is taken as absent, and why.
+func (g *ignorer) absent(name, why string) (bool, error) {
+	g.notes.add(short(name) + ": " + why)
+	return false, nil
+}
+
+// idOf names fi's inode, if the system says which it is.
+func idOf(fi fs.FileInfo) (fileID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: st.Dev, ino: st.Ino}, true
 }
 
 // ignored reports whether the rules ignore path p (a directory if dir).
@@ -128,6 +216,14 @@ func (g *ignorer) start() error {
 func (g *ignorer) failed(err error) error {
 	g.close()
 	return fmt.Errorf("%w: %w", errIgnorer, err)
+}
+
+// done ends the check-ignore process and closes the shadow worktree.
+func (g *ignorer) done() {
+	g.close()
+	if g.root != nil {
+		g.root.Close()
+	}
 }
 
 // close ends the check-ignore process, if one runs.

@@ -3,6 +3,7 @@ package githost
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -12,9 +13,10 @@ import (
 // with message. It returns the branch's commit and whether it made one: a
 // tree equal to its parent's makes none. A workspace with files past the
 // bounds of one read (a sparse file, more than 2 GiB of content, more
-// than 500,000 files and links, a path of 4096 bytes) is not
-// committed: an error names them. Call it only once nothing writes
-// workDir any more.
+// than 500,000 entries or 64 MiB of paths, a path of 4096 bytes) is not
+// committed: an error names them. A .gitignore taken as absent (see
+// ignorer) is named in the message, as the commit holds what it
+// ignores. Call it only once nothing writes workDir any more.
 func (h *Host) Commit(ctx context.Context, gitDir, workDir, branch, message string) (commit string, created bool, err error) {
 	if err := CheckBranch(branch); err != nil {
 		return "", false, err
@@ -32,8 +34,11 @@ func (h *Host) Commit(ctx context.Context, gitDir, workDir, branch, message stri
 	if err != nil {
 		return "", false, fmt.Errorf("commit: %w", err)
 	}
-	if len(notes) > 0 {
-		return "", false, fmt.Errorf("commit: %d files were not read or left out, so the workspace cannot be committed: %s", len(notes), strings.Join(notes[:min(len(notes), 5)], "; "))
+	if n := notes.lacking; n.len() > 0 {
+		return "", false, fmt.Errorf("commit: %d files were not read or left out, so the workspace cannot be committed: %s", n.len(), n.first(5))
+	}
+	if n := notes.rules; n.len() > 0 {
+		message = withNote(message, "agentbox took these .gitignore files as absent, so this commit holds what they ignore: "+n.first(5))
 	}
 	if tree == from {
 		if old == "" {
@@ -50,6 +55,19 @@ func (h *Host) Commit(ctx context.Context, gitDir, workDir, branch, message stri
 	}
 	return commit, true, nil
 }
+
+// withNote adds paragraph note to a commit message, before its trailers
+// (a last paragraph of "Key: value" lines) if it ends with some.
+func withNote(message, note string) string {
+	body := strings.TrimRight(message, "\n")
+	if i := strings.LastIndex(body, "\n\n"); i >= 0 && trailers.MatchString(body[i+2:]) {
+		return body[:i] + "\n\n" + note + body[i:] + "\n"
+	}
+	return body + "\n\n" + note + "\n"
+}
+
+// trailers matches a paragraph of git trailers.
+var trailers = regexp.MustCompile(`^([A-Za-z0-9-]+: [^\n]*\n?)+$`)
 
 // Push pushes branch of the host's git dir to the same branch of
 // remoteURL with the host's credentials (a fast-forward; a push the

@@ -1,14 +1,21 @@
 package githost
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/agentbox/agentbox/internal/artifact"
 )
 
 // Bounds of what reading one workspace into a tree may cost, as for its
@@ -24,10 +31,19 @@ const (
 	// maxHoleBytes is how much of a file may be holes before it is taken
 	// for sparse and recorded as a note: holes cost the sandbox no disk.
 	maxHoleBytes = 8 << 20
+	// maxTreeNameBytes is how many bytes of paths one tree reads, as one
+	// zip does: the walk holds the entries of every directory it is in,
+	// and a path costs git's index and diff, whatever the file holds. An
+	// entry whose path does not fit in what is left is left out, with
+	// what is under it.
+	maxTreeNameBytes = artifact.DefaultMaxNameBytes
+	// readBatch is how many entries of a directory are read at once; each
+	// batch is charged to the bounds before the next is read.
+	readBatch = 1024
 )
 
-// maxTreeEntries is how many files and links one tree records (a
-// variable for tests).
+// maxTreeEntries is how many entries (files, links, directories) one tree
+// reads; the walk stops there (a variable for tests).
 var maxTreeEntries = 500_000
 
 // openFlags open workspace entries without following a final link or
@@ -37,22 +53,19 @@ const openFlags = os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 // treeWalk is the reading of one workspace into a tree.
 type treeWalk struct {
 	ctx     context.Context
-	tmp     string            // a directory of the git dir's for this tree
 	root    *os.Root          // the workspace
 	objs    *objects          // the git dir's object store
 	tracked map[string]string // paths of the base tree: blob id, or "" for a tree
 	ignore  *ignorer
-	index   bytes.Buffer // update-index --index-info input
-	// bytesLeft and entriesLeft are what is left of maxTreeBytes and
-	// maxTreeEntries.
+	index   *bufio.Writer // update-index --index-info input, streamed to git
+	// bytesLeft, namesLeft and entriesLeft are what is left of
+	// maxTreeBytes, maxTreeNameBytes and maxTreeEntries; over says the
+	// entries are spent and the walk stops.
 	bytesLeft   int64
+	namesLeft   int64
 	entriesLeft int
-	// notes say which files were not read (recorded as a note of why) or
-	// left out (past the bounds on entries and path lengths): a tree with
-	// notes is not the workspace's, and is never committed.
-	notes []string
-	// overEntries says entries were left out past maxTreeEntries.
-	overEntries bool
+	over        bool
+	notes       treeNotes
 }
 
 // writeTree records the tree of workDir in gitDir and returns its id, as
@@ -62,58 +75,83 @@ type treeWalk struct {
 // workspace, never git: through an os.Root, following no link. A file past
 // the bounds above (sparse, or over what is left of maxTreeBytes) is
 // recorded as a one-line note saying so instead of its content, and named
-// in notes.
-func (h *Host) writeTree(ctx context.Context, gitDir, workDir, base string) (tree string, notes []string, err error) {
-	t, err := h.walkTree(ctx, gitDir, workDir, base)
+// in the notes, with the entries left out; a .gitignore git is not given
+// (see ignorer) is named in them too. The index-info lines go to git as
+// they are made.
+func (h *Host) writeTree(ctx context.Context, gitDir, workDir, base string) (tree string, notes treeNotes, err error) {
+	tmp, err := os.MkdirTemp(gitDir, "agentbox-tree-")
 	if err != nil {
-		return "", nil, err
+		return "", notes, fmt.Errorf("tree: %w", err)
 	}
-	defer os.RemoveAll(t.tmp)
-	index := t.tmp + "/index"
-	if _, err := h.git(ctx, run{args: []string{"update-index", "-z", "--index-info"}, gitDir: gitDir, index: index,
-		stdin: &t.index}); err != nil {
-		return "", nil, err
+	defer os.RemoveAll(tmp)
+	index := filepath.Join(tmp, "index")
+	w, wait := h.startIndex(ctx, gitDir, index)
+	notes, err = h.walkTree(ctx, gitDir, workDir, base, tmp, w)
+	w.CloseWithError(err) // nil: git reads the end of its input
+	if indexErr := wait(); err == nil {
+		err = indexErr
+	}
+	if err != nil {
+		return "", notes, err
 	}
 	out, err := h.git(ctx, run{args: []string{"write-tree"}, gitDir: gitDir, index: index})
-	return line(out), t.notes, err
+	return line(out), notes, err
 }
 
-// walkTree reads workDir into its index-info lines and blobs.
-func (h *Host) walkTree(ctx context.Context, gitDir, workDir, base string) (*treeWalk, error) {
+// errIndexEnded is what a write to the index pipe gets once git is gone.
+var errIndexEnded = errors.New("git update-index ended")
+
+// startIndex runs `git update-index --index-info` on index file index,
+// fed through w as the walk goes, so a tree's lines are never all held.
+// Closing w ends git's input; wait waits for git. Once git is gone, a
+// write to w fails.
+func (h *Host) startIndex(ctx context.Context, gitDir, index string) (w *io.PipeWriter, wait func() error) {
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.git(ctx, run{args: []string{"update-index", "-z", "--index-info"}, gitDir: gitDir, index: index, stdin: pr})
+		pr.CloseWithError(cmp.Or(err, errIndexEnded))
+		done <- err
+	}()
+	return pw, func() error { return <-done }
+}
+
+// walkTree reads workDir into index-info lines written to index, and
+// blobs; tmp is a directory of its own for the ignore rules.
+func (h *Host) walkTree(ctx context.Context, gitDir, workDir, base, tmp string, index io.Writer) (treeNotes, error) {
 	format, err := h.git(ctx, run{args: []string{"rev-parse", "--show-object-format"}, gitDir: gitDir})
 	if err != nil {
-		return nil, err
+		return treeNotes{}, err
 	}
 	tracked, known, err := h.baseTree(ctx, gitDir, base)
 	if err != nil {
-		return nil, err
+		return treeNotes{}, err
 	}
 	objs, err := newObjects(gitDir, line(format), known)
 	if err != nil {
-		return nil, err
+		return treeNotes{}, err
 	}
 	root, err := os.OpenRoot(workDir)
 	if err != nil {
-		return nil, fmt.Errorf("open workspace: %w", err)
+		return treeNotes{}, fmt.Errorf("open workspace: %w", err)
 	}
 	defer root.Close()
-	tmp, err := os.MkdirTemp(gitDir, "agentbox-tree-")
-	if err != nil {
-		return nil, fmt.Errorf("tree: %w", err)
-	}
-	t := &treeWalk{ctx: ctx, root: root, objs: objs, tracked: tracked, ignore: h.newIgnorer(gitDir, tmp), tmp: tmp,
-		bytesLeft: maxTreeBytes, entriesLeft: maxTreeEntries}
-	defer t.ignore.close()
+	t := &treeWalk{ctx: ctx, root: root, objs: objs, tracked: tracked, index: bufio.NewWriterSize(index, 64<<10),
+		bytesLeft: maxTreeBytes, namesLeft: maxTreeNameBytes, entriesLeft: maxTreeEntries}
+	t.ignore = h.newIgnorer(gitDir, tmp, &t.notes.rules)
+	defer t.ignore.done()
 	err = t.dir(".", false)
+	if err == nil {
+		err = t.flush()
+	}
 	if err == nil {
 		err = objs.finish(ctx, h, gitDir)
 	}
 	if err != nil {
 		objs.abort()
-		os.RemoveAll(tmp)
-		return nil, err
+		return treeNotes{}, err
 	}
-	return t, nil
+	return t.notes, nil
 }
 
 // baseTree lists the paths of base's tree (files with their blob ids,
@@ -158,15 +196,7 @@ func (t *treeWalk) dir(p string, ignoring bool) error {
 		ignoring = true
 	}
 	for _, e := range ents {
-		name := e.Name()
-		q := path.Join(p, name)
-		if strings.EqualFold(name, ".git") {
-			continue
-		}
-		if len(q) >= maxPathBytes {
-			t.leftOut(fmt.Sprintf("%.200s…: a path of %d bytes or more, left out with what is under it", q, maxPathBytes))
-			continue
-		}
+		q := path.Join(p, e.Name())
 		if _, tracked := t.tracked[q]; !tracked && ignoring {
 			ign, err := t.ignore.ignored(q, e.IsDir())
 			if err != nil {
@@ -183,13 +213,64 @@ func (t *treeWalk) dir(p string, ignoring bool) error {
 	return nil
 }
 
+// readDir reads the entries of directory p to record, a batch at a time,
+// each charged to the walk's bounds as it is read: no more than the walk
+// has room for is held.
 func (t *treeWalk) readDir(p string) ([]fs.DirEntry, error) {
+	if t.over {
+		return nil, nil
+	}
 	f, err := t.root.OpenFile(p, openFlags|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return f.ReadDir(-1)
+	var ents []fs.DirEntry
+	for !t.over {
+		batch, err := f.ReadDir(readBatch)
+		for _, e := range batch {
+			if t.take(p, e) {
+				ents = append(ents, e)
+			}
+		}
+		if err != nil || len(batch) < readBatch {
+			break // io.EOF, or unreadable from here: what was read is recorded
+		}
+	}
+	return ents, nil
+}
+
+// take charges entry e of directory p to the walk's entries and path
+// bytes, and says whether it is to be recorded: not a .git, and within
+// the bounds; one past them is noted as left out.
+func (t *treeWalk) take(p string, e fs.DirEntry) bool {
+	if t.over {
+		return false
+	}
+	if t.entriesLeft <= 0 {
+		t.over = true
+		t.leftOutEntry(p, e.Name(), fmt.Sprintf(" and what follows: over the %d entries one tree reads", maxTreeEntries))
+		return false
+	}
+	t.entriesLeft--
+	// The path's length, without making it: most entries past the
+	// bounds are never joined.
+	n := len(p) + 1 + len(e.Name())
+	if p == "." {
+		n = len(e.Name())
+	}
+	switch {
+	case strings.EqualFold(e.Name(), ".git"):
+		return false
+	case n >= maxPathBytes:
+		t.leftOutEntry(p, e.Name(), fmt.Sprintf(": a path of %d bytes or more, left out with what is under it", maxPathBytes))
+		return false
+	case int64(n) > t.namesLeft:
+		t.leftOutEntry(p, e.Name(), fmt.Sprintf(": over the %d bytes of paths one tree reads, left out with what is under it", int64(maxTreeNameBytes)))
+		return false
+	}
+	t.namesLeft -= int64(n)
+	return true
 }
 
 // entry records one workspace entry: a directory with what is under it,
@@ -207,7 +288,7 @@ func (t *treeWalk) entry(p string, e fs.DirEntry, ignoring bool) error {
 		if err != nil {
 			return err
 		}
-		t.add("120000", id, p)
+		return t.add("120000", id, p)
 	case typ.IsRegular():
 		return t.file(p)
 	}
@@ -237,8 +318,7 @@ func (t *treeWalk) file(p string) error {
 	if err != nil {
 		return err
 	}
-	t.add(mode, id, p)
-	return nil
+	return t.add(mode, id, p)
 }
 
 // charge takes a file's size from what is left to read, or says why it
@@ -261,22 +341,32 @@ func (t *treeWalk) note(mode, p, why string) error {
 	if err != nil {
 		return err
 	}
-	t.notes = append(t.notes, p+": "+why)
-	t.add(mode, id, p)
+	t.notes.lacking.add(short(p) + ": " + why)
+	return t.add(mode, id, p)
+}
+
+// leftOutEntry notes that entry name of directory p was left out, and
+// why (after its path); its path is made only for a note that is kept.
+func (t *treeWalk) leftOutEntry(p, name, why string) {
+	if t.notes.lacking.full() {
+		t.notes.lacking.more++
+		return
+	}
+	t.notes.lacking.add(short(path.Join(p, name)) + why)
+}
+
+// add writes the index-info line of one entry.
+func (t *treeWalk) add(mode, id, p string) error {
+	if _, err := fmt.Fprintf(t.index, "%s %s\t%s\x00", mode, id, p); err != nil {
+		return fmt.Errorf("tree index: %w", err)
+	}
 	return nil
 }
 
-// leftOut notes that what note says was left out of the tree.
-func (t *treeWalk) leftOut(note string) { t.notes = append(t.notes, note) }
-
-func (t *treeWalk) add(mode, id, p string) {
-	if t.entriesLeft <= 0 {
-		if !t.overEntries {
-			t.overEntries = true
-			t.leftOut(fmt.Sprintf("%s and what follows: over the %d files and links one tree records", p, maxTreeEntries))
-		}
-		return
+// flush writes what is buffered of the index-info lines.
+func (t *treeWalk) flush() error {
+	if err := t.index.Flush(); err != nil {
+		return fmt.Errorf("tree index: %w", err)
 	}
-	t.entriesLeft--
-	fmt.Fprintf(&t.index, "%s %s\t%s\x00", mode, id, p)
+	return nil
 }
