@@ -247,20 +247,32 @@ func filterResponse(resp *http.Response, in *http.Request, id, service, ui strin
 }
 
 // confineLocation drops a redirect's Location unless it stays within
-// scope (the job's paths) on the host in asked for: a sandbox's page must
-// not make the API's origin an open redirect to another site, nor to
-// another job's or the API's own paths.
+// scope (the job's paths) on the host in asked for, and passes what it
+// keeps as an absolute path of its own making: a sandbox's page must not
+// make the API's origin an open redirect to another site, nor to another
+// job's or the API's own paths. Browsers read a backslash as a slash
+// ("\\evil.example" is "//evil.example"), and skip some controls, where Go's
+// parser does not; a Location with either is dropped whole.
 func confineLocation(h http.Header, in *http.Request, scope string) {
 	loc := h.Get("Location")
 	if loc == "" {
+		return
+	}
+	h.Del("Location")
+	if strings.ContainsFunc(loc, func(r rune) bool { return r == '\\' || r <= ' ' || r == 0x7f }) {
 		return
 	}
 	base := &url.URL{Scheme: "http", Host: in.Host, Path: in.URL.Path}
 	u, err := base.Parse(loc)
 	if err != nil || u.Host != base.Host || u.User != nil || (u.Scheme != "http" && u.Scheme != "https") ||
 		!strings.HasPrefix(path.Clean(u.Path)+"/", scope) {
-		h.Del("Location")
+		return
 	}
+	own := &url.URL{Path: path.Clean(u.Path), RawQuery: u.RawQuery, Fragment: u.Fragment}
+	if strings.HasSuffix(u.Path, "/") && own.Path != "/" {
+		own.Path += "/"
+	}
+	h.Set("Location", own.String())
 }
 
 // guestServiceError recognizes the guest's own 503 for a service that

@@ -82,6 +82,11 @@ func fakeGuest(t *testing.T) (*guest.Client, *[]seen) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("ETag", `"v1"`)
 	})
+	mux.HandleFunc("/proxy/jupyter/bigheaders", func(w http.ResponseWriter, r *http.Request) {
+		for i := range 100 {
+			w.Header().Set(fmt.Sprintf("X-Big-%d", i), strings.Repeat("a", 1<<10))
+		}
+	})
 	mux.HandleFunc("/proxy/jupyter/redirect", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", r.URL.Query().Get("to"))
 		w.WriteHeader(http.StatusFound)
@@ -594,26 +599,41 @@ func TestProxyConfinesRedirects(t *testing.T) {
 	e := newProxyEnv(t, api.Config{})
 	id := e.running()
 	scope := "/v1/jobs/" + id + "/"
-	for to, kept := range map[string]bool{
-		"tree?x=1":                      true,
-		scope + "jupyter/lab":           true,
-		"../desktop/vnc.html":           true,
-		"https://evil.example/":         false,
-		"//evil.example/x":              false,
-		"/v1/jobs":                      false,
-		scope + "../job_other/jupyter/": false,
-		"../../../../healthz":           false,
-		"javascript:alert(1)":           false,
-		"http://user@" + "127.0.0.1/x":  false,
+	for to, want := range map[string]string{
+		"tree?x=1":                      scope + "jupyter/tree?x=1",
+		scope + "jupyter/lab":           scope + "jupyter/lab",
+		"../desktop/vnc.html#a":         scope + "desktop/vnc.html#a",
+		"./":                            scope + "jupyter/",
+		"https://evil.example/":         "",
+		"//evil.example/x":              "",
+		`\\evil.example/phish`:          "", // a browser reads \\ as //
+		`\/evil.example`:                "",
+		`/\evil.example`:                "",
+		"\t//evil.example":              "",
+		"/v1/jobs":                      "",
+		scope + "../job_other/jupyter/": "",
+		"../../../../healthz":           "",
+		"javascript:alert(1)":           "",
+		"http://user@127.0.0.1/x":       "",
 	} {
 		resp, b := do(t, e.api, req{method: "GET", path: scope + "jupyter/redirect?to=" + url.QueryEscape(to)})
 		if resp.StatusCode != http.StatusFound {
 			t.Fatalf("%s: %d %s", to, resp.StatusCode, b)
 		}
-		if got := resp.Header.Get("Location"); (got != "") != kept {
-			t.Errorf("Location %q: passed as %q, want kept=%v", to, got, kept)
+		if got := resp.Header.Get("Location"); got != want {
+			t.Errorf("Location %q: passed as %q, want %q", to, got, want)
 		}
 	}
+}
+
+// TestProxyBoundsSandboxHeaders: a sandbox's web service answering with
+// more headers than guest.MaxResponseHeaderBytes gets a 502, not the
+// host's memory (net/http's default bound is 10 MiB an answer).
+func TestProxyBoundsSandboxHeaders(t *testing.T) {
+	e := newProxyEnv(t, api.Config{})
+	id := e.running()
+	resp, b := do(t, e.api, req{method: "GET", path: "/v1/jobs/" + id + "/jupyter/bigheaders"})
+	wantError(t, resp, b, http.StatusBadGateway, wire.CodeBadGateway)
 }
 
 func TestProxyWithoutAuth(t *testing.T) {
