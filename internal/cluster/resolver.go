@@ -58,6 +58,8 @@ func NewResolver(local Guests, st WorkerLookup, self, secret string, log *slog.L
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true, // pass the browser's Accept-Encoding through untouched
+		// What a sandbox's web service answers, relayed by the worker.
+		MaxResponseHeaderBytes: guest.MaxResponseHeaderBytes,
 	}
 	return &Resolver{local: local, st: st, self: self, secret: secret, log: log, tr: tr, Lease: DefaultLease}
 }

@@ -33,17 +33,26 @@ type Client struct {
 func New(dial Dialer, secret string) *Client {
 	dc := func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) }
 	var tr http.RoundTripper = &http.Transport{
-		DialContext:         dc,
-		MaxIdleConnsPerHost: 16,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
+		DialContext:            dc,
+		MaxIdleConnsPerHost:    16,
+		IdleConnTimeout:        90 * time.Second,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
-	var probe http.RoundTripper = &http.Transport{DialContext: dc, DisableKeepAlives: true, DisableCompression: true}
+	var probe http.RoundTripper = &http.Transport{DialContext: dc, DisableKeepAlives: true, DisableCompression: true,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes}
 	if secret != "" {
 		tr, probe = withSecret{tr, secret}, withSecret{probe, secret}
 	}
 	return &Client{http: &http.Client{Transport: tr}, probe: &http.Client{Transport: probe}, MaxResponseBytes: 16 << 20}
 }
+
+// MaxResponseHeaderBytes bounds the headers of one answer from a guest,
+// or from a web service in its sandbox through the guest's proxy: the
+// sandbox writes them, and net/http's default (10 MiB) let 40 requests
+// at once cost the host 340 MB. A desktop or Jupyter page's headers are a
+// few KiB.
+const MaxResponseHeaderBytes = 64 << 10
 
 // NewWithTransport returns a client whose every request goes through tr,
 // which reaches the guest some other way than a Dialer (a tunnel through
