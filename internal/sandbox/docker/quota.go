@@ -31,9 +31,11 @@ const (
 	QuotaWatch = "watchdog"
 )
 
-// Watchdog timing: the workspace is measured every watchInterval, or twenty
-// times as long as the last measurement took when that is longer (so the
-// watchdog costs at most 5% of a CPU). A sandbox can pass its quota by
+// Watchdog timing: the free-space floor is checked every watchInterval,
+// and the workspace measured every watchInterval, or twenty times as long
+// as the last measurement took when that is longer (diskusage.Pacer: the
+// watchdog costs at most 5% of a CPU; the walk itself is bounded by the
+// quota's inodes). A sandbox can pass its quota by
 // what it writes between two measurements and before it is frozen; no one
 // file can pass it, since RLIMIT_FSIZE is just under the quota (fileCap).
 const watchInterval = 100 * time.Millisecond
@@ -128,32 +130,30 @@ func releaseQuota(h record) error {
 // watchDisk measures the workspace until ctx ends and stops the sandbox
 // once it holds more than its quota.
 func (s *Sandbox) watchDisk(ctx context.Context) {
-	wait := watchInterval
 	dir := workspaceSource(s.h)
+	pace := diskusage.Pacer{MinInterval: watchInterval}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-time.After(watchInterval):
 		}
 		if why := s.d.belowFloor(dir); why != nil {
 			s.stop(ctx, why)
 			return
 		}
+		if !pace.Due(time.Now()) {
+			continue
+		}
 		begin := time.Now()
 		used := diskusage.Measure(dir)
-		wait = min(max(watchInterval, 20*time.Since(begin)), maxWatchInterval)
+		pace.Measured(begin)
 		if why := diskusage.OverQuota(used, s.h.DiskBytes); why != nil {
 			s.stop(ctx, why)
 			return
 		}
 	}
 }
-
-// maxWatchInterval is the longest the watchdog waits between two
-// measurements, however long they take: a sandbox that slows the walk
-// with many files does not slow the watchdog further.
-const maxWatchInterval = time.Second
 
 // belowFloor says why the sandbox must stop if the filesystem of dir fell
 // under the free-space or free-inodes floor while it ran. It is checked

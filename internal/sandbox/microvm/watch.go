@@ -12,14 +12,11 @@ import (
 // is, not copied onto a loop disk: its quota is a watchdog, as on the
 // container tier without root. It measures the directory every
 // watchInterval, or twenty times as long as the last measurement took
-// (at most maxWatchInterval), and kills the VM once the directory holds
+// (diskusage.Pacer: at most 5% of a CPU), and kills the VM once the directory holds
 // more than its quota. The VM can pass the quota by what it writes
 // between two measurements; unlike the container tier's, no
 // RLIMIT_FSIZE bounds one file inside the VM.
-const (
-	watchInterval    = 100 * time.Millisecond
-	maxWatchInterval = time.Second
-)
+const watchInterval = 100 * time.Millisecond
 
 // QuotaMode says how the quota of a job's sandbox (whose workspace is in
 // dir) is enforced: by a loop disk. A directory a caller brought that is
@@ -47,18 +44,21 @@ func (r *running) watch() {
 // watchDisk measures the workspace until ctx ends or the VM exits, and
 // kills the VM once the workspace holds more than its quota.
 func (r *running) watchDisk(ctx context.Context) {
-	wait := watchInterval
+	pace := diskusage.Pacer{MinInterval: watchInterval}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.vm.Exited():
 			return
-		case <-time.After(wait):
+		case <-time.After(watchInterval):
+		}
+		if !pace.Due(time.Now()) {
+			continue
 		}
 		begin := time.Now()
 		used := diskusage.Measure(r.st.WorkspaceDir)
-		wait = min(max(watchInterval, 20*time.Since(begin)), maxWatchInterval)
+		pace.Measured(begin)
 		if why := diskusage.OverQuota(used, r.st.DiskBytes); why != nil {
 			r.stopped.CompareAndSwap(nil, &why)
 			r.vm.kill()
