@@ -41,23 +41,9 @@ func (s ansiStyle) class() string {
 // but tab and newline are dropped. A carriage return not before a newline
 // becomes a newline, so progress lines stay readable.
 func ANSI(s string) []Span {
-	var (
-		out   []Span
-		cur   = ansiStyle{fg: -1, bg: -1}
-		text  strings.Builder
-		flush = func() {
-			if text.Len() == 0 {
-				return
-			}
-			c := cur.class()
-			if n := len(out); n > 0 && out[n-1].Class == c {
-				out[n-1].Text += text.String()
-			} else {
-				out = append(out, Span{Class: c, Text: text.String()})
-			}
-			text.Reset()
-		}
-	)
+	var a ansiSpans
+	a.cur = ansiStyle{fg: -1, bg: -1}
+	a.curClass = a.cur.class()
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
@@ -65,23 +51,50 @@ func ANSI(s string) []Span {
 			params, final, n := escape(s[i:])
 			i += n
 			if final == 'm' {
-				flush()
-				cur = sgr(cur, params)
+				a.cur = sgr(a.cur, params)
+				a.curClass = a.cur.class()
 			}
 		case c == '\r':
 			if i+1 >= len(s) || s[i+1] != '\n' {
-				text.WriteByte('\n')
+				a.write('\n')
 			}
 			i++
 		case c == '\n' || c == '\t' || c >= 0x20 && c != 0x7f:
-			text.WriteByte(c)
+			a.write(c)
 			i++
 		default:
 			i++ // other C0 controls and DEL
 		}
 	}
-	flush()
-	return out
+	a.flush()
+	return a.out
+}
+
+// ansiSpans gathers ANSI's spans: the text of the current class is
+// built up until text of another class comes, so that styles switched
+// back and forth with nothing between (1 MiB of "\x1b[mA") cost one
+// span, not a copy of it per switch.
+type ansiSpans struct {
+	out       []Span
+	cur       ansiStyle
+	curClass  string // cur.class()
+	text      strings.Builder
+	textClass string // the class of text
+}
+
+func (a *ansiSpans) write(c byte) {
+	if a.text.Len() > 0 && a.textClass != a.curClass {
+		a.flush()
+	}
+	a.textClass = a.curClass
+	a.text.WriteByte(c)
+}
+
+func (a *ansiSpans) flush() {
+	if a.text.Len() > 0 {
+		a.out = append(a.out, Span{Class: a.textClass, Text: a.text.String()})
+		a.text.Reset()
+	}
 }
 
 // escape reads the escape sequence at the start of s (s[0] is ESC) and

@@ -2,6 +2,8 @@ package ui
 
 import (
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +32,26 @@ func TestANSI(t *testing.T) {
 				t.Errorf("ANSI(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestANSIStyleSwitchesCostNoCopies: a sandbox printing 1 MiB of style
+// switches with a letter between (the attack pass's "\x1b[mA", and a
+// colour switched on and off with nothing between) gets one span, built
+// once: the spans were copied whole at each switch, 0.8 s of the
+// server's CPU for one timeline.
+func TestANSIStyleSwitchesCostNoCopies(t *testing.T) {
+	for _, unit := range []string{"\x1b[mA", "\x1b[31m\x1b[0mA"} {
+		in := strings.Repeat(unit, (1<<20)/len(unit))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		spans := ANSI(in)
+		runtime.ReadMemStats(&after)
+		if len(spans) != 1 || len(spans[0].Text) != strings.Count(in, "A") {
+			t.Fatalf("%q: %d spans", unit, len(spans))
+		}
+		if b := after.TotalAlloc - before.TotalAlloc; b > 64<<20 {
+			t.Errorf("%q: %d MiB allocated for a span of %d bytes: a copy per switch", unit, b>>20, len(spans[0].Text))
+		}
 	}
 }
