@@ -27,6 +27,7 @@ func TestFromEnv(t *testing.T) {
 		"AGENTBOX_HTTP_IDLE_TIMEOUT":       "1m",
 		"AGENTBOX_HTTP_BODY_TIMEOUT":       "20s",
 		"AGENTBOX_HTTP_MIN_UPLOAD_RATE":    "64k",
+		"AGENTBOX_HTTP_WRITE_TIMEOUT":      "90s",
 		"AGENTBOX_HTTP_MAX_CONNS_PER_ADDR": "0",
 		"AGENTBOX_HTTP_MAX_CONNS":          "1000",
 	}))
@@ -39,7 +40,7 @@ func TestFromEnv(t *testing.T) {
 		c.Server.MaxUpload != 256<<20 {
 		t.Errorf("config %+v", c)
 	}
-	want := HTTP{HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, BodyTimeout: 20 * time.Second, MinUploadRate: 64 << 10, MaxConns: 1000}
+	want := HTTP{HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, BodyTimeout: 20 * time.Second, WriteTimeout: 90 * time.Second, MinUploadRate: 64 << 10, MaxConns: 1000}
 	if c.Server.HTTP != want {
 		t.Errorf("http %+v, want %+v", c.Server.HTTP, want)
 	}
@@ -55,7 +56,7 @@ func TestDefaults(t *testing.T) {
 		s.DisplayWidth != 1024 || s.DisplayHeight != 768 || s.Driver != "docker" || s.GuestTransport != "unix" {
 		t.Errorf("defaults %+v", s)
 	}
-	if h := c.Server.HTTP; h.BodyTimeout != 30*time.Second || h.MinUploadRate != 32<<10 || h.MaxConnsPerAddr != 128 || h.MaxConns != 4096 ||
+	if h := c.Server.HTTP; h.BodyTimeout != 30*time.Second || h.WriteTimeout != time.Minute || h.MinUploadRate != 32<<10 || h.MaxConnsPerAddr != 128 || h.MaxConns != 4096 ||
 		h.HeaderTimeout != 10*time.Second || h.IdleTimeout != 2*time.Minute {
 		t.Errorf("http defaults %+v", h)
 	}
@@ -148,32 +149,33 @@ func TestInvalid(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		"memory words":      {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "lots"}, "AGENTBOX_SANDBOX_MEMORY"},
-		"memory tiny":       {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "1m"}, "at least 64MiB"},
-		"cpus zero":         {map[string]string{"AGENTBOX_SANDBOX_CPUS": "0"}, "AGENTBOX_SANDBOX_CPUS"},
-		"pids few":          {map[string]string{"AGENTBOX_SANDBOX_PIDS": "3"}, "at least 32"},
-		"network of words":  {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "my net"}, "sandbox network"},
-		"driver of words":   {map[string]string{"AGENTBOX_DRIVER": "a b"}, "sandbox driver"},
-		"transport, words":  {map[string]string{"AGENTBOX_GUEST_TRANSPORT": "t c p"}, "guest transport"},
-		"bad instance":      {map[string]string{"AGENTBOX_INSTANCE": "a b"}, "instance"},
-		"display words":     {map[string]string{"AGENTBOX_DISPLAY_SIZE": "big"}, "WIDTHxHEIGHT"},
-		"display tiny":      {map[string]string{"AGENTBOX_DISPLAY_SIZE": "10x10"}, "320x200"},
-		"public URL path":   {map[string]string{"AGENTBOX_PUBLIC_URL": "https://example.com/agentbox"}, "without a path"},
-		"public URL scheme": {map[string]string{"AGENTBOX_PUBLIC_URL": "ftp://example.com"}, "public URL"},
-		"disk tiny":         {map[string]string{"AGENTBOX_SANDBOX_DISK": "1m"}, "sandbox disk 1MiB: at least 64MiB"},
-		"nofile huge":       {map[string]string{"AGENTBOX_SANDBOX_NOFILE": "99999999"}, "AGENTBOX_SANDBOX_NOFILE"},
-		"uids of people":    {map[string]string{"AGENTBOX_SANDBOX_UIDS": "1000-2000"}, "from 10000 up"},
-		"uids with nobody":  {map[string]string{"AGENTBOX_SANDBOX_UIDS": "60000-70000"}, "65534"},
-		"uids words":        {map[string]string{"AGENTBOX_SANDBOX_UIDS": "many"}, "FIRST-LAST"},
-		"default over":      {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "4g", "AGENTBOX_CEILING_MEMORY": "2g"}, "default sandbox memory 4GiB is over its ceiling 2GiB (AGENTBOX_CEILING_MEMORY)"},
-		"disk over":         {map[string]string{"AGENTBOX_CEILING_DISK": "5g"}, "default sandbox disk 10GiB is over its ceiling 5GiB"},
-		"retention words":   {map[string]string{"AGENTBOX_RETENTION": "a week"}, "AGENTBOX_RETENTION"},
-		"upload words":      {map[string]string{"AGENTBOX_MAX_UPLOAD": "a lot"}, "AGENTBOX_MAX_UPLOAD"},
-		"body timeout none": {map[string]string{"AGENTBOX_HTTP_BODY_TIMEOUT": "0s"}, "AGENTBOX_HTTP_BODY_TIMEOUT 0s: at least 100ms"},
-		"rate words":        {map[string]string{"AGENTBOX_HTTP_MIN_UPLOAD_RATE": "fast"}, "AGENTBOX_HTTP_MIN_UPLOAD_RATE"},
-		"conns per addr":    {map[string]string{"AGENTBOX_HTTP_MAX_CONNS_PER_ADDR": "-1"}, "AGENTBOX_HTTP_MAX_CONNS_PER_ADDR -1"},
-		"conns few":         {map[string]string{"AGENTBOX_HTTP_MAX_CONNS": "8"}, "AGENTBOX_HTTP_MAX_CONNS 8: at least 16"},
-		"per addr over all": {map[string]string{"AGENTBOX_HTTP_MAX_CONNS": "100"}, "AGENTBOX_HTTP_MAX_CONNS_PER_ADDR is over"},
+		"memory words":       {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "lots"}, "AGENTBOX_SANDBOX_MEMORY"},
+		"memory tiny":        {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "1m"}, "at least 64MiB"},
+		"cpus zero":          {map[string]string{"AGENTBOX_SANDBOX_CPUS": "0"}, "AGENTBOX_SANDBOX_CPUS"},
+		"pids few":           {map[string]string{"AGENTBOX_SANDBOX_PIDS": "3"}, "at least 32"},
+		"network of words":   {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "my net"}, "sandbox network"},
+		"driver of words":    {map[string]string{"AGENTBOX_DRIVER": "a b"}, "sandbox driver"},
+		"transport, words":   {map[string]string{"AGENTBOX_GUEST_TRANSPORT": "t c p"}, "guest transport"},
+		"bad instance":       {map[string]string{"AGENTBOX_INSTANCE": "a b"}, "instance"},
+		"display words":      {map[string]string{"AGENTBOX_DISPLAY_SIZE": "big"}, "WIDTHxHEIGHT"},
+		"display tiny":       {map[string]string{"AGENTBOX_DISPLAY_SIZE": "10x10"}, "320x200"},
+		"public URL path":    {map[string]string{"AGENTBOX_PUBLIC_URL": "https://example.com/agentbox"}, "without a path"},
+		"public URL scheme":  {map[string]string{"AGENTBOX_PUBLIC_URL": "ftp://example.com"}, "public URL"},
+		"disk tiny":          {map[string]string{"AGENTBOX_SANDBOX_DISK": "1m"}, "sandbox disk 1MiB: at least 64MiB"},
+		"nofile huge":        {map[string]string{"AGENTBOX_SANDBOX_NOFILE": "99999999"}, "AGENTBOX_SANDBOX_NOFILE"},
+		"uids of people":     {map[string]string{"AGENTBOX_SANDBOX_UIDS": "1000-2000"}, "from 10000 up"},
+		"uids with nobody":   {map[string]string{"AGENTBOX_SANDBOX_UIDS": "60000-70000"}, "65534"},
+		"uids words":         {map[string]string{"AGENTBOX_SANDBOX_UIDS": "many"}, "FIRST-LAST"},
+		"default over":       {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "4g", "AGENTBOX_CEILING_MEMORY": "2g"}, "default sandbox memory 4GiB is over its ceiling 2GiB (AGENTBOX_CEILING_MEMORY)"},
+		"disk over":          {map[string]string{"AGENTBOX_CEILING_DISK": "5g"}, "default sandbox disk 10GiB is over its ceiling 5GiB"},
+		"retention words":    {map[string]string{"AGENTBOX_RETENTION": "a week"}, "AGENTBOX_RETENTION"},
+		"upload words":       {map[string]string{"AGENTBOX_MAX_UPLOAD": "a lot"}, "AGENTBOX_MAX_UPLOAD"},
+		"body timeout none":  {map[string]string{"AGENTBOX_HTTP_BODY_TIMEOUT": "0s"}, "AGENTBOX_HTTP_BODY_TIMEOUT 0s: at least 100ms"},
+		"write timeout tiny": {map[string]string{"AGENTBOX_HTTP_WRITE_TIMEOUT": "10ms"}, "AGENTBOX_HTTP_WRITE_TIMEOUT 10ms: at least 100ms"},
+		"rate words":         {map[string]string{"AGENTBOX_HTTP_MIN_UPLOAD_RATE": "fast"}, "AGENTBOX_HTTP_MIN_UPLOAD_RATE"},
+		"conns per addr":     {map[string]string{"AGENTBOX_HTTP_MAX_CONNS_PER_ADDR": "-1"}, "AGENTBOX_HTTP_MAX_CONNS_PER_ADDR -1"},
+		"conns few":          {map[string]string{"AGENTBOX_HTTP_MAX_CONNS": "8"}, "AGENTBOX_HTTP_MAX_CONNS 8: at least 16"},
+		"per addr over all":  {map[string]string{"AGENTBOX_HTTP_MAX_CONNS": "100"}, "AGENTBOX_HTTP_MAX_CONNS_PER_ADDR is over"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -27,6 +27,12 @@ type HTTP struct {
 	// no pause may last longer than BodyTimeout either
 	// (AGENTBOX_HTTP_MIN_UPLOAD_RATE, default 32k).
 	MinUploadRate int64
+	// WriteTimeout is how long each write to a client may wait for it to
+	// read: a response, an event stream or a WebSocket whose client stops
+	// reading for that long is cut, and its connection closed
+	// (AGENTBOX_HTTP_WRITE_TIMEOUT, default 60s). Streams and downloads
+	// that keep being read last as long as they take.
+	WriteTimeout time.Duration
 	// MaxConnsPerAddr bounds the connections one client address holds at
 	// once, an IPv6 address counted by its /64 (AGENTBOX_HTTP_MAX_CONNS_PER_ADDR,
 	// default 128; 0: no bound, for a server only a reverse proxy reaches).
@@ -39,7 +45,7 @@ type HTTP struct {
 
 func defaultHTTP() HTTP {
 	return HTTP{HeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, BodyTimeout: 30 * time.Second,
-		MinUploadRate: 32 << 10, MaxConnsPerAddr: 128, MaxConns: 4096}
+		WriteTimeout: time.Minute, MinUploadRate: 32 << 10, MaxConnsPerAddr: 128, MaxConns: 4096}
 }
 
 // httpEnv reads the AGENTBOX_HTTP_ variables into h.
@@ -48,6 +54,7 @@ func httpEnv(lookup func(string) (string, bool), h *HTTP) []error {
 		durEnv(lookup, "AGENTBOX_HTTP_HEADER_TIMEOUT", &h.HeaderTimeout),
 		durEnv(lookup, "AGENTBOX_HTTP_IDLE_TIMEOUT", &h.IdleTimeout),
 		durEnv(lookup, "AGENTBOX_HTTP_BODY_TIMEOUT", &h.BodyTimeout),
+		durEnv(lookup, "AGENTBOX_HTTP_WRITE_TIMEOUT", &h.WriteTimeout),
 		intEnv(lookup, "AGENTBOX_HTTP_MAX_CONNS_PER_ADDR", &h.MaxConnsPerAddr),
 		intEnv(lookup, "AGENTBOX_HTTP_MAX_CONNS", &h.MaxConns),
 	}
@@ -65,7 +72,8 @@ func (h HTTP) Validate() error {
 	for _, d := range []struct {
 		key string
 		d   time.Duration
-	}{{"AGENTBOX_HTTP_HEADER_TIMEOUT", h.HeaderTimeout}, {"AGENTBOX_HTTP_IDLE_TIMEOUT", h.IdleTimeout}, {"AGENTBOX_HTTP_BODY_TIMEOUT", h.BodyTimeout}} {
+	}{{"AGENTBOX_HTTP_HEADER_TIMEOUT", h.HeaderTimeout}, {"AGENTBOX_HTTP_IDLE_TIMEOUT", h.IdleTimeout}, {"AGENTBOX_HTTP_BODY_TIMEOUT", h.BodyTimeout},
+		{"AGENTBOX_HTTP_WRITE_TIMEOUT", h.WriteTimeout}} {
 		if d.d < 100*time.Millisecond {
 			errs = append(errs, fmt.Errorf("%s %v: at least 100ms", d.key, d.d))
 		}

@@ -5,14 +5,22 @@
 // Go's read nothing sent before their request), and closed; past
 // maxRefusing such answers at once, it is closed at once. A flood costs
 // the host a bounded number of file descriptors and goroutines.
+//
+// Each write on an admitted connection must make progress within the
+// write timeout: a client that stops reading (its receive window full)
+// would otherwise hold its place forever, since the server has no
+// WriteTimeout for its streams' sake. The write fails, the server closes
+// the connection and its place is free.
 package connlimit
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +34,11 @@ type Config struct {
 	PerAddr int
 	// Total bounds the connections of all clients; 0 for no bound.
 	Total int
+	// WriteTimeout bounds how long a write of an admitted connection may
+	// wait for the client to read some of it (the kernel wakes a writer
+	// once half of a full send buffer is read); 0 for no bound. A
+	// deadline of the server's own that comes sooner still applies.
+	WriteTimeout time.Duration
 	// Log gets a warning, at most once a minute, while connections are
 	// refused; nil for none.
 	Log *slog.Logger
@@ -79,7 +92,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 			l.refuse(c, why)
 			continue
 		}
-		return &conn{Conn: c, release: func() { l.release(key) }}, nil
+		return &conn{Conn: c, release: func() { l.release(key) }, timeout: l.cfg.WriteTimeout}, nil
 	}
 }
 
@@ -178,11 +191,17 @@ func addrKey(a net.Addr) string {
 	return ta.IP.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
-// conn is an admitted connection; closing it frees its place, once.
+// conn is an admitted connection; closing it frees its place, once. Its
+// writes each get a deadline timeout from their start, or the one set
+// with SetWriteDeadline if sooner.
 type conn struct {
 	net.Conn
 	once    sync.Once
 	release func()
+	timeout time.Duration
+	// set is the write deadline set by the server or a handler, in unix
+	// nanoseconds; 0 for none.
+	set atomic.Int64
 }
 
 func (c *conn) Close() error {
@@ -191,9 +210,105 @@ func (c *conn) Close() error {
 	return err
 }
 
-// ReadFrom keeps the sendfile and splice paths of the connection under it
-// for the server's file responses.
-func (c *conn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
+// Write writes p, each wait for the client to read within the write
+// timeout: a client that takes some of p within it gets another.
+func (c *conn) Write(p []byte) (int, error) {
+	if c.timeout <= 0 {
+		return c.Conn.Write(p)
+	}
+	n := 0
+	for {
+		if err := c.Conn.SetWriteDeadline(c.deadline()); err != nil {
+			return n, err
+		}
+		m, err := c.Conn.Write(p[n:])
+		n += m
+		if err == nil || !c.progressed(m, err) {
+			return n, err
+		}
+	}
+}
+
+// ReadFrom keeps the sendfile path of the connection under it for the
+// server's file responses, each wait for the client to read within the
+// write timeout as Write's; other readers are copied through Write.
+func (c *conn) ReadFrom(r io.Reader) (int64, error) {
+	if c.timeout <= 0 {
+		return io.Copy(c.Conn, r)
+	}
+	if !isFile(r) {
+		return io.Copy(struct{ io.Writer }{c}, r)
+	}
+	var n int64
+	for {
+		if err := c.Conn.SetWriteDeadline(c.deadline()); err != nil {
+			return n, err
+		}
+		m, err := io.Copy(c.Conn, r) // sendfile: the file's offset moves by what was sent
+		n += m
+		if err == nil || !c.progressed(int(min(m, 1)), err) {
+			return n, err
+		}
+	}
+}
+
+// isFile is whether r is a file, or a limited one, which sendfile copies
+// from, leaving nothing read and unsent when it stops.
+func isFile(r io.Reader) bool {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		r = lr.R
+	}
+	_, ok := r.(*os.File)
+	return ok
+}
+
+// progressed is whether a write that sent m bytes before it failed with
+// err may go on: it timed out on the write timeout, not on a deadline the
+// server set, after the client took some.
+func (c *conn) progressed(m int, err error) bool {
+	if m == 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	set := c.set.Load()
+	return set == 0 || set > time.Now().UnixNano()
+}
+
+// SetWriteDeadline sets the deadline of the writes to come, which still
+// get the write timeout if sooner, and of any under way, which keeps it.
+func (c *conn) SetWriteDeadline(t time.Time) error {
+	c.storeSet(t)
+	if c.timeout <= 0 {
+		return c.Conn.SetWriteDeadline(t)
+	}
+	return c.Conn.SetWriteDeadline(c.deadline())
+}
+
+// SetDeadline sets the read deadline as net.Conn's does, and the write
+// deadline as SetWriteDeadline.
+func (c *conn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+func (c *conn) storeSet(t time.Time) {
+	if t.IsZero() {
+		c.set.Store(0)
+		return
+	}
+	c.set.Store(max(t.UnixNano(), 1))
+}
+
+// deadline is a write's deadline from now: the write timeout's, or the
+// one set if sooner.
+func (c *conn) deadline() time.Time {
+	d := time.Now().Add(c.timeout)
+	if set := c.set.Load(); set != 0 && set < d.UnixNano() {
+		return time.Unix(0, set)
+	}
+	return d
+}
 
 // CloseWrite lets the server half-close the connection as it would the
 // TCP connection under it.

@@ -3,10 +3,13 @@ package connlimit
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -183,5 +186,121 @@ func TestAddrKey(t *testing.T) {
 	}
 	if addrKey(&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2::1")}) == addrKey(&net.TCPAddr{IP: net.ParseIP("2001:db8:1:3::1")}) {
 		t.Error("two /64s counted as one")
+	}
+}
+
+// dialTiny connects to addr from 127.0.0.1 with a receive buffer of 2 KiB,
+// as a client that means to stop reading does.
+func dialTiny(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2<<10) })
+		return errors.Join(err, serr)
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestWriteTimeout: a client that never reads holds its connection no
+// longer than the write timeout, whether the server answers it or a
+// handler took the connection over with its deadlines cleared (a
+// WebSocket); the write fails with a timeout and the place is free. A
+// handler's sooner deadline still holds, and a client that reads slowly
+// but steadily is not cut, however long the response takes.
+func TestWriteTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	tests := []struct {
+		name    string
+		write   func(w http.ResponseWriter) (io.Writer, func())
+		reads   bool
+		maxOpen time.Duration
+	}{
+		{"response", func(w http.ResponseWriter) (io.Writer, func()) { return w, func() {} }, false, 3 * time.Second},
+		{"hijacked, deadlines cleared", func(w http.ResponseWriter) (io.Writer, func()) {
+			rc := http.NewResponseController(w)
+			rc.SetWriteDeadline(time.Time{})
+			c, _, err := rc.Hijack()
+			if err != nil {
+				t.Error(err)
+				return io.Discard, func() {}
+			}
+			c.SetDeadline(time.Time{})
+			return c, func() { c.Close() }
+		}, false, 3 * time.Second},
+		{"handler's sooner deadline", func(w http.ResponseWriter) (io.Writer, func()) {
+			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout / 3))
+			return w, func() {}
+		}, false, timeout},
+		{"slow reader", func(w http.ResponseWriter) (io.Writer, func()) { return w, func() {} }, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inner, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := New(inner, Config{WriteTimeout: timeout})
+			type result struct {
+				n    int
+				err  error
+				open time.Duration
+			}
+			done := make(chan result, 1)
+			size := 64 << 20 // far more than the buffers of both ends
+			if tt.reads {
+				size = 8 << 20 // more than the server's send buffer grows to
+			}
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				start := time.Now()
+				out, end := tt.write(w)
+				defer end()
+				n, err := out.Write(make([]byte, size))
+				done <- result{n, err, time.Since(start)}
+			})}
+			go srv.Serve(l)
+			t.Cleanup(func() { srv.Close() })
+			c := dialTiny(t, inner.Addr().String())
+			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+			if tt.reads {
+				// 4 KiB each millisecond or so: the response takes more
+				// than three write timeouts, while each write progresses.
+				go func() {
+					buf := make([]byte, 4<<10)
+					for {
+						if _, err := c.Read(buf); err != nil {
+							return
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}()
+			}
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the write still blocks after 10s")
+			}
+			if tt.reads {
+				if r.err != nil || r.n != size {
+					t.Errorf("slow reader: wrote %d of %d in %v: %v", r.n, size, r.open, r.err)
+				}
+				if r.open < 3*timeout {
+					t.Errorf("the slow reader read %d bytes in %v; the test wants it slower", r.n, r.open)
+				}
+				return
+			}
+			if !errors.Is(r.err, os.ErrDeadlineExceeded) {
+				t.Errorf("the write ended after %d bytes with %v, want a timeout", r.n, r.err)
+			}
+			if r.open > tt.maxOpen {
+				t.Errorf("the write failed after %v, want within %v", r.open, tt.maxOpen)
+			}
+			await(t, "the stalled connection frees its place", func() bool { total, _ := conns(l, "127.0.0.1"); return total == 0 })
+		})
 	}
 }

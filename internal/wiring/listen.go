@@ -13,7 +13,8 @@ import (
 // listen listens on addr for serve, within the connection bounds of h:
 // per client address, and in all, at most half the process's open-file
 // limit, so that a flood of connections leaves files for the store, the
-// workspaces and the sandboxes' sockets.
+// workspaces and the sandboxes' sockets; and each write within h's write
+// timeout, so that a client that stops reading does not hold its place.
 func listen(addr string, h config.HTTP, log *slog.Logger) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -24,7 +25,7 @@ func listen(addr string, h config.HTTP, log *slog.Logger) (net.Listener, error) 
 		log.Warn("http: fewer connections than AGENTBOX_HTTP_MAX_CONNS, as the open-file limit is low", "max_conns", half, "nofile", half*2)
 		total = half
 	}
-	return connlimit.New(l, connlimit.Config{PerAddr: h.MaxConnsPerAddr, Total: total, Log: log}), nil
+	return connlimit.New(l, connlimit.Config{PerAddr: h.MaxConnsPerAddr, Total: total, WriteTimeout: h.WriteTimeout, Log: log}), nil
 }
 
 // openFileLimit is the process's RLIMIT_NOFILE (Go raises the soft limit

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/connlimit"
 	"github.com/agentbox/agentbox/internal/testenv"
 )
 
@@ -155,4 +156,99 @@ func healthz(t *testing.T, from, addr, want string) net.Conn {
 		t.Fatalf("from %s: %q %v; want %q", from, line, err, want)
 	}
 	return c
+}
+
+// dialTiny connects to addr from the loopback address from with a receive
+// buffer of 2 KiB, as a client that means to stop reading does.
+func dialTiny(t *testing.T, from, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second,
+		Control: func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2<<10) })
+			return errors.Join(err, serr)
+		}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// pipelined is n GETs of a static asset in a row, for one connection.
+func pipelined(addr string, n int) string {
+	return strings.Repeat("GET /ui/static/app.css HTTP/1.1\r\nHost: "+addr+"\r\n\r\n", n)
+}
+
+// writeTimeout is the write timeout of TestServerDropsClientsThatDoNotRead.
+func writeTimeout(c *config.Config) {
+	c.Server.HTTP.WriteTimeout, c.Server.HTTP.MaxConnsPerAddr = time.Second, 4
+}
+
+// TestServerDropsClientsThatDoNotRead: connections that ask for many
+// static assets at once and never read the answers, with a tiny receive
+// window, as many as their address may hold, are closed by the server
+// once its writes make no progress for the write timeout (the header,
+// body and idle timeouts are left long), and the address is served again.
+func TestServerDropsClientsThatDoNotRead(t *testing.T) {
+	testenv.Docker(t)
+	base, srv, _ := serveWith(t, config.RoleAll, "", writeTimeout)
+	addr := strings.TrimPrefix(base, "http://")
+	const from = "127.0.0.3"
+	l := srv.listener.(*connlimit.Listener)
+	start := time.Now()
+	for range 4 {
+		c := dialTiny(t, from, addr)
+		c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c, pipelined(addr, 300)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await(t, "the server holds the stalled connections", func() bool { _, n := l.Conns(&net.TCPAddr{IP: net.ParseIP(from)}); return n == 4 })
+	await(t, "the server closes the connections that do not read", func() bool {
+		_, n := l.Conns(&net.TCPAddr{IP: net.ParseIP(from)})
+		return n == 0
+	})
+	t.Logf("closed after %v", time.Since(start))
+	healthz(t, from, addr, "HTTP/1.1 200 OK")
+}
+
+// TestServerKeepsSlowReaders: a client that reads its answers slowly but
+// steadily, for several write timeouts, gets them whole.
+func TestServerKeepsSlowReaders(t *testing.T) {
+	testenv.Docker(t)
+	base, _, _ := serveWith(t, config.RoleAll, "", writeTimeout)
+	addr := strings.TrimPrefix(base, "http://")
+	const n = 150
+	c := dialTiny(t, "127.0.0.1", addr)
+	start := time.Now()
+	if _, err := io.WriteString(c, pipelined(addr, n)); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	for i := range n {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatalf("answer %d of %d, after %v: %v", i+1, n, time.Since(start), err)
+		}
+		// About 400 KiB/s, 4 KiB at a time: the answers (about 3 MiB) take
+		// longer than the server's send buffer holds and several write
+		// timeouts.
+		for buf := make([]byte, 4<<10); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := io.ReadFull(resp.Body, buf); err != nil {
+				break
+			}
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("answer %d: %s", i+1, resp.Status)
+		}
+	}
+	if took := time.Since(start); took < 3*time.Second {
+		t.Errorf("the answers took %v, not three write timeouts: the test reads too fast", took)
+	} else {
+		t.Logf("read %d answers in %v", n, took)
+	}
 }

@@ -159,7 +159,9 @@ func (s *Server) removePartial(ctx context.Context) {
 // not hold it up; clients resume from Last-Event-ID, noVNC reconnects. No
 // ReadTimeout or WriteTimeout: they would cut streams and large downloads
 // (the proxy clears them for WebSockets anyway); request bodies get a
-// deadline of their own (api.Config.BodyTimeout). The sandboxes' desktop and
+// deadline of their own (api.Config.BodyTimeout), and each write one of its
+// own from the listener (AGENTBOX_HTTP_WRITE_TIMEOUT), which a client that
+// keeps reading never meets. The sandboxes' desktop and
 // Jupyter are reached through the service's Guest: no container port is
 // ever published.
 func (s *Server) serveHTTP(ctx context.Context, h http.Handler) {
