@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"github.com/agentbox/agentbox/internal/testenv"
 	"io"
 	"net"
 	"net/http"
@@ -27,18 +28,6 @@ func serve(t *testing.T, cfg Config) (*Listener, string) {
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return l, inner.Addr().String()
-}
-
-// dial connects from the loopback address from (127.0.0.x).
-func dial(t *testing.T, from, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 // get sends a request on c and returns the answer's status line.
@@ -90,13 +79,13 @@ func TestPerAddr(t *testing.T) {
 	l, addr := serve(t, Config{PerAddr: 3, Total: 100})
 	var held []net.Conn
 	for range 3 {
-		c := dial(t, "127.0.0.1", addr)
+		c := testenv.DialFrom(t, "127.0.0.1", addr)
 		if s := get(t, c); s != "HTTP/1.1 200 OK" {
 			t.Fatalf("within the bound: %q", s)
 		}
 		held = append(held, c)
 	}
-	over := dial(t, "127.0.0.1", addr)
+	over := testenv.DialFrom(t, "127.0.0.1", addr)
 	over.SetReadDeadline(time.Now().Add(5 * time.Second))
 	answer, err := io.ReadAll(over) // to its end: the server closes it
 	if err != nil || !strings.HasPrefix(string(answer), "HTTP/1.1 503 Service Unavailable\r\n") ||
@@ -115,12 +104,12 @@ func TestPerAddr(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(msg), "(3)") {
 		t.Errorf("Go's client over the bound: %d %q", resp.StatusCode, msg)
 	}
-	if s := get(t, dial(t, "127.0.0.2", addr)); s != "HTTP/1.1 200 OK" {
+	if s := get(t, testenv.DialFrom(t, "127.0.0.2", addr)); s != "HTTP/1.1 200 OK" {
 		t.Errorf("another address: %q", s)
 	}
 	held[0].Close()
 	await(t, "a closed connection frees its place", func() bool { _, n := conns(l, "127.0.0.1"); return n == 2 })
-	if s := get(t, dial(t, "127.0.0.1", addr)); s != "HTTP/1.1 200 OK" {
+	if s := get(t, testenv.DialFrom(t, "127.0.0.1", addr)); s != "HTTP/1.1 200 OK" {
 		t.Errorf("after one closed: %q", s)
 	}
 }
@@ -129,11 +118,11 @@ func TestPerAddr(t *testing.T) {
 func TestTotal(t *testing.T) {
 	l, addr := serve(t, Config{PerAddr: 2, Total: 4})
 	for _, from := range []string{"127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.3"} {
-		if s := get(t, dial(t, from, addr)); s != "HTTP/1.1 200 OK" {
+		if s := get(t, testenv.DialFrom(t, from, addr)); s != "HTTP/1.1 200 OK" {
 			t.Fatalf("within the bound: %q", s)
 		}
 	}
-	if s := statusLine(t, dial(t, "127.0.0.4", addr)); s != "HTTP/1.1 503 Service Unavailable" {
+	if s := statusLine(t, testenv.DialFrom(t, "127.0.0.4", addr)); s != "HTTP/1.1 503 Service Unavailable" {
 		t.Errorf("over the total: %q", s)
 	}
 	if total, _ := conns(l, "127.0.0.4"); total != 4 {
@@ -163,10 +152,10 @@ func TestHijackedConnFreesItsPlace(t *testing.T) {
 	})}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	if s := get(t, dial(t, "127.0.0.1", inner.Addr().String())); s != "HTTP/1.1 101 Switching Protocols" {
+	if s := get(t, testenv.DialFrom(t, "127.0.0.1", inner.Addr().String())); s != "HTTP/1.1 101 Switching Protocols" {
 		t.Fatalf("hijack: %q", s)
 	}
-	if s := statusLine(t, dial(t, "127.0.0.1", inner.Addr().String())); s != "HTTP/1.1 503 Service Unavailable" {
+	if s := statusLine(t, testenv.DialFrom(t, "127.0.0.1", inner.Addr().String())); s != "HTTP/1.1 503 Service Unavailable" {
 		t.Errorf("while hijacked: %q", s)
 	}
 	close(release)

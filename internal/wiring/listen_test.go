@@ -115,7 +115,7 @@ func TestServerBoundsConnsPerAddr(t *testing.T) {
 		c := healthz(t, "127.0.0.1", addr, "HTTP/1.1 200 OK")
 		held = append(held, c)
 	}
-	over := dialFrom(t, "127.0.0.1", addr)
+	over := testenv.DialFrom(t, "127.0.0.1", addr)
 	over.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if b, err := io.ReadAll(over); err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 503 Service Unavailable") {
 		t.Errorf("the 9th connection: %q %v; want a 503, then the end", b, err)
@@ -132,23 +132,11 @@ func TestServerBoundsConnsPerAddr(t *testing.T) {
 	})
 }
 
-// dialFrom connects to addr from the loopback address from.
-func dialFrom(t *testing.T, from, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // healthz asks for /healthz on a connection of its own from from, checks
 // the status line and returns the connection, kept alive.
 func healthz(t *testing.T, from, addr, want string) net.Conn {
 	t.Helper()
-	c := dialFrom(t, from, addr)
+	c := testenv.DialFrom(t, from, addr)
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
 	line, err := bufio.NewReader(c).ReadString('\n')
