@@ -44,10 +44,13 @@ const DefaultMaxDiff = 256 << 20
 // at the free space of its filesystem.
 const floorEvery = 8 << 20
 
-// diffs is the state of a Repos' diffs: the slots of the diffs being made.
+// diffs is the state of a Repos' diffs: the slots of the diffs being
+// made, and the kept files being made, each closed once it is.
 type diffs struct {
-	once  sync.Once
-	slots chan struct{}
+	once   sync.Once
+	slots  chan struct{}
+	mu     sync.Mutex
+	making map[string]chan struct{}
 }
 
 // acquire takes a diff slot, waiting for one as long as ctx lives, and
@@ -60,6 +63,40 @@ func (r *Repos) acquire(ctx context.Context) (func(), error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("diff: waiting for one of the %d diffs made at once (AGENTBOX_GIT_DIFFS): %w", cap(r.diffs.slots), context.Cause(ctx))
 	}
+}
+
+// making takes the making of kept file name, waiting as long as ctx
+// lives while another request makes it: requests at once for an ended
+// job's diff make it once, and share it.
+func (r *Repos) making(ctx context.Context, name string) (func(), error) {
+	for {
+		r.diffs.mu.Lock()
+		done, busy := r.diffs.making[name]
+		if !busy {
+			done = make(chan struct{})
+			if r.diffs.making == nil {
+				r.diffs.making = map[string]chan struct{}{}
+			}
+			r.diffs.making[name] = done
+		}
+		r.diffs.mu.Unlock()
+		if !busy {
+			return func() { r.madeKept(name, done) }, nil
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("diff: waiting for another request making it: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// madeKept gives back the making of kept file name.
+func (r *Repos) madeKept(name string, done chan struct{}) {
+	r.diffs.mu.Lock()
+	delete(r.diffs.making, name)
+	r.diffs.mu.Unlock()
+	close(done)
 }
 
 // diffDir is where job id's diffs are spooled, and its ended diff kept.
@@ -167,8 +204,16 @@ func openKept(name string) (*os.File, error) {
 // spool makes job j's diff (or patch) in a file of the data dir and
 // returns it open at its start. With keep, the file is kept under that
 // name (and any other the job's diff had is removed); without, it is
-// named by nothing once open. Made one slot at a time.
+// named by nothing once open. Made one slot at a time, and a kept file
+// by one request at a time.
 func (s *Service) spool(ctx context.Context, j store.Job, patch bool, keep string) (*os.File, error) {
+	if keep != "" {
+		made, err := s.repos.making(ctx, keep)
+		if err != nil {
+			return nil, err
+		}
+		defer made()
+	}
 	release, err := s.repos.acquire(ctx)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentbox/agentbox/internal/artifact"
@@ -194,13 +195,15 @@ func TestDiffOverItsBound(t *testing.T) {
 }
 
 // TestEndedPatchIsKept: an ended repository job's patch is made once and
-// kept beside its diff: asking again neither runs git nor spools again.
+// kept beside its diff, also when asked for four times at once: asking
+// again neither runs git nor spools again.
 func TestEndedPatchIsKept(t *testing.T) {
 	e := newEnv(t)
 	repo := filepath.Join(t.TempDir(), "r.git")
 	gittest.Commit(t, repo, "main", gittest.Files("README.md", "hello\n"))
 	bin, runs := countingGit(t)
-	svc, _, _ := e.startWithRepos(t, githost.Config{AllowLocal: true, Git: bin})
+	svc, r, _ := e.startWithRepos(t, githost.Config{AllowLocal: true, Git: bin})
+	r.Diffs = 4
 	j, _, err := svc.Submit(bg, jobs.SubmitRequest{Task: "echo changed >> README.md", Repo: &store.Repo{URL: repo}})
 	if err != nil {
 		t.Fatal(err)
@@ -208,32 +211,55 @@ func TestEndedPatchIsKept(t *testing.T) {
 	if j = await(t, svc, j.ID); j.Status != store.StatusComplete {
 		t.Fatalf("job %s: %s", j.Status, j.Error)
 	}
-	patchOf := func() string {
-		t.Helper()
+	patchOf := func() (string, error) {
 		var b bytes.Buffer
-		if err := svc.Diff(bg, j.ID, true, &b); err != nil {
+		err := svc.Diff(bg, j.ID, true, &b)
+		return b.String(), err
+	}
+	before := gitRuns(t, runs)
+	got, errs := make(chan string, 4), make(chan error, 4)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			p, err := patchOf()
+			got <- p
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(got)
+	close(errs)
+	for err := range errs {
+		if err != nil {
 			t.Fatal(err)
 		}
-		return b.String()
 	}
-	first := patchOf()
+	first := <-got
 	mustHave(t, "patch", first, "Subject: [PATCH]", "+changed")
-	before := gitRuns(t, runs)
-	if again := patchOf(); again != first {
-		t.Errorf("second patch differs:\n%s\nwant:\n%s", again, first)
-	}
-	if n := gitRuns(t, runs); n != before {
-		t.Errorf("asking again for an ended job's patch ran git %d times; want none", n-before)
-	}
-	var patches int
-	for _, name := range diffFiles(t, e, j.ID) {
-		if strings.HasSuffix(name, ".patch") {
-			patches++
-		} else {
-			t.Errorf("diffs dir holds %s", name)
+	for p := range got {
+		if p != first {
+			t.Errorf("patches asked for at once differ:\n%s\nand\n%s", p, first)
 		}
 	}
-	if patches != 1 {
-		t.Errorf("diffs dir holds %d patches; want 1 kept", patches)
+	atOnce := gitRuns(t, runs) - before
+	if again, err := patchOf(); err != nil || again != first {
+		t.Errorf("second patch differs (%v):\n%s\nwant:\n%s", err, again, first)
+	}
+	if n := gitRuns(t, runs) - before; n != atOnce {
+		t.Errorf("asking again for an ended job's patch ran git %d times; want none", n-atOnce)
+	}
+	kept := diffFiles(t, e, j.ID)
+	if len(kept) != 1 || !strings.HasSuffix(kept[0], ".patch") {
+		t.Fatalf("diffs dir holds %q; want one kept patch", kept)
+	}
+	if err := os.Remove(filepath.Join(e.dir, "git", j.ID+".diffs", kept[0])); err != nil {
+		t.Fatal(err)
+	}
+	before = gitRuns(t, runs)
+	if _, err := patchOf(); err != nil {
+		t.Fatal(err)
+	}
+	if once := gitRuns(t, runs) - before; atOnce != once {
+		t.Errorf("four requests at once ran git %d times; one alone runs it %d times", atOnce, once)
 	}
 }
