@@ -246,7 +246,10 @@ func (s *Service) spool(ctx context.Context, j store.Job, patch bool, keep strin
 // nothing), and rewinds it. A refusal that the same run of the job
 // would meet again is remembered beside keep.
 func (s *Service) fill(ctx context.Context, j store.Job, patch bool, f *os.File, keep string) error {
-	fw := &spoolWriter{f: f, r: s.repos, what: map[bool]string{false: "diff", true: "patch"}[patch]}
+	fw := &spoolWriter{f: f, r: s.repos, what: "diff"}
+	if patch {
+		fw.what = "patch"
+	}
 	err := s.makeDiff(ctx, j, patch, fw)
 	if fw.err != nil {
 		err = fw.err
