@@ -165,3 +165,32 @@ func getOK(t *testing.T, e *apitest.Env, path string) []byte {
 	}
 	return b
 }
+
+// TestDiffRouteOverItsBound: a diff or patch over AGENTBOX_GIT_MAX_DIFF
+// is a 503 unavailable naming the setting, the same when asked again.
+func TestDiffRouteOverItsBound(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	r := e.Repos()
+	r.MaxDiff = 4 << 10
+	repo := filepath.Join(t.TempDir(), "r.git")
+	gittest.Commit(t, repo, "main", gittest.Files("README.md", "hello\n"))
+	j, _, err := e.Svc.Submit(context.Background(), jobs.SubmitRequest{Task: "grow", Repo: &store.Repo{URL: repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := r.Host.Clone(context.Background(), githost.CloneRequest{URL: repo, Branch: "agentbox/" + j.ID, GitDir: r.GitDir(j.ID), WorkDir: e.Workspace(j.ID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetGit(j.ID, store.Git{BaseCommit: base, Branch: "agentbox/" + j.ID})
+	e.Start(j.ID)
+	e.WriteFile(j.ID, "README.md", strings.Repeat("a line of the sandbox's\n", 1000))
+	e.Finish(j.ID, store.StatusComplete, "")
+	for _, path := range []string{"/diff", "/diff", "/diff?format=patch", "/diff?format=patch"} {
+		resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + j.ID + path})
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), `"unavailable"`) ||
+			!strings.Contains(string(b), "AGENTBOX_GIT_MAX_DIFF") || !strings.Contains(string(b), "4KiB") {
+			t.Errorf("GET %s over the bound: %d %s; want 503 unavailable naming 4KiB and AGENTBOX_GIT_MAX_DIFF", path, resp.StatusCode, b)
+		}
+	}
+}

@@ -49,6 +49,9 @@ type Git struct {
 	// Diffs is how many diffs the server makes at once
 	// (AGENTBOX_GIT_DIFFS, default 2); more wait their turn.
 	Diffs int
+	// MaxDiff is the most bytes a diff (or patch) of a job may take
+	// (AGENTBOX_GIT_MAX_DIFF, default 256MiB); a larger one is refused.
+	MaxDiff int64
 	// Hosts are the services pull requests are opened on
 	// (AGENTBOX_GIT_HOSTS, see forge.ParseHosts); github.com is always
 	// one. Their tokens are left empty: Token is set on those it may go to.
@@ -57,7 +60,8 @@ type Git struct {
 
 func defaultGit() Git {
 	return Git{TokenUser: githost.DefaultTokenUser, Author: githost.DefaultAuthor, AllowLocal: true, Timeout: githost.DefaultTimeout,
-		Memory: githost.DefaultMemory, BigFile: githost.DefaultBigFile, Diffs: 2}
+		Memory: githost.DefaultMemory, BigFile: githost.DefaultBigFile, Diffs: 2,
+		MaxDiff: 256 << 20}
 }
 
 // gitEnv reads the AGENTBOX_GIT_ variables into g.
@@ -92,7 +96,8 @@ func gitEnv(lookup func(string) (string, bool), g *Git) []error {
 		}
 	}
 	errs = append(errs, hostsEnv(lookup, g), intEnv(lookup, "AGENTBOX_GIT_DIFFS", &g.Diffs))
-	errs = append(errs, sizeEnv(lookup, "AGENTBOX_GIT_MEMORY", &g.Memory), sizeEnv(lookup, "AGENTBOX_GIT_BIG_FILE", &g.BigFile))
+	errs = append(errs, sizeEnv(lookup, "AGENTBOX_GIT_MEMORY", &g.Memory), sizeEnv(lookup, "AGENTBOX_GIT_BIG_FILE", &g.BigFile),
+		sizeEnv(lookup, "AGENTBOX_GIT_MAX_DIFF", &g.MaxDiff))
 	return append(errs, durEnv(lookup, "AGENTBOX_GIT_TIMEOUT", &g.Timeout))
 }
 
@@ -127,6 +132,9 @@ func (g Git) Validate() error {
 	}
 	if g.BigFile < 4<<10 || g.BigFile > 512<<20 {
 		errs = append(errs, fmt.Errorf("git big file %s: want 4KiB to 512MiB (AGENTBOX_GIT_BIG_FILE)", SizeText(g.BigFile)))
+	}
+	if g.MaxDiff < 1<<20 {
+		errs = append(errs, fmt.Errorf("git max diff %s: at least 1MiB (AGENTBOX_GIT_MAX_DIFF)", SizeText(g.MaxDiff)))
 	}
 	if g.Diffs < 1 {
 		errs = append(errs, fmt.Errorf("git diffs %d: at least 1 (AGENTBOX_GIT_DIFFS)", g.Diffs))

@@ -35,8 +35,10 @@ func (s *Service) SetRepos(r *Repos) { s.repos = r }
 // format-patch mail of it (repository jobs only: ErrNotRepo otherwise).
 // An unchanged workspace writes nothing. The diff is made into a file of
 // the data dir first (see spool), and an ended job's is kept: the next
-// call copies it. ErrDiffUnavailable when git stopped at a bound or the
-// data dir is under the free-space floor. ErrNotEnded while the job runs
+// call copies it (a patch too). ErrDiffUnavailable when git stopped at a
+// bound, the diff is over Repos.MaxDiff, or the data dir is under the
+// free-space floor; the first two are remembered for an ended job until
+// it runs again. ErrNotEnded while the job runs
 // on a service without a Shared store: its sandbox could swap a file for
 // a link to a host file between git's look at a path and its read of it,
 // so the live workspace is read only once the sandbox is gone; a Shared
@@ -62,10 +64,10 @@ func (s *Service) diffFile(ctx context.Context, id string, patch bool) (*os.File
 	if err != nil {
 		return nil, err
 	}
-	if patch || !j.Status.Final() {
+	if !j.Status.Final() {
 		return s.spool(ctx, j, patch, "")
 	}
-	return s.kept(ctx, j)
+	return s.kept(ctx, j, patch)
 }
 
 // makeDiff writes job j's diff (or patch) to w with the host's git.

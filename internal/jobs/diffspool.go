@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -20,25 +21,36 @@ import (
 // githost), and the diff's bytes. Diffs are made DefaultDiffs at a time,
 // into a file in the data dir (never /tmp, which the free-space floor
 // does not watch), and the diff of an ended job is made once and kept
-// next to its git dir until the job runs again.
+// next to its git dir until the job runs again (its patch too). A diff
+// is bounded in size (AGENTBOX_GIT_MAX_DIFF): a workspace of one small
+// file hard-linked 40,000 times at 4 KiB paths took 484 MB of diff. A
+// refusal the same run of the job would meet again (that bound, git's
+// own) is remembered beside the kept file, so asking again costs nothing.
 
 // DefaultDiffs is how many diffs a service makes at once when Repos
 // names no number.
 const DefaultDiffs = 2
 
 // ErrDiffUnavailable means a diff could not be made now: git stopped at
-// one of its bounds, or the data dir's filesystem is under the
-// free-space floor. The message says which, and what to change.
+// one of its bounds, the diff is over its size bound, or the data dir's
+// filesystem is under the free-space floor. The message says which, and what to change.
 var ErrDiffUnavailable = errors.New("diff unavailable")
+
+// DefaultMaxDiff is the most bytes a diff (or patch) may take when
+// Repos names no bound (AGENTBOX_GIT_MAX_DIFF).
+const DefaultMaxDiff = 256 << 20
 
 // floorEvery is how many bytes a spooled diff writes between two looks
 // at the free space of its filesystem.
 const floorEvery = 8 << 20
 
-// diffs is the state of a Repos' diffs: the slots of the diffs being made.
+// diffs is the state of a Repos' diffs: the slots of the diffs being
+// made, and the kept files being made, each closed once it is.
 type diffs struct {
-	once  sync.Once
-	slots chan struct{}
+	once   sync.Once
+	slots  chan struct{}
+	mu     sync.Mutex
+	making map[string]chan struct{}
 }
 
 // acquire takes a diff slot, waiting for one as long as ctx lives, and
@@ -53,14 +65,72 @@ func (r *Repos) acquire(ctx context.Context) (func(), error) {
 	}
 }
 
+// making takes the making of kept file name, waiting as long as ctx
+// lives while another request makes it: requests at once for an ended
+// job's diff make it once, and share it.
+func (r *Repos) making(ctx context.Context, name string) (func(), error) {
+	for {
+		r.diffs.mu.Lock()
+		done, busy := r.diffs.making[name]
+		if !busy {
+			done = make(chan struct{})
+			if r.diffs.making == nil {
+				r.diffs.making = map[string]chan struct{}{}
+			}
+			r.diffs.making[name] = done
+		}
+		r.diffs.mu.Unlock()
+		if !busy {
+			return func() { r.madeKept(name, done) }, nil
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("diff: waiting for another request making it: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// madeKept gives back the making of kept file name.
+func (r *Repos) madeKept(name string, done chan struct{}) {
+	r.diffs.mu.Lock()
+	delete(r.diffs.making, name)
+	r.diffs.mu.Unlock()
+	close(done)
+}
+
 // diffDir is where job id's diffs are spooled, and its ended diff kept.
 func (r *Repos) diffDir(id string) string { return filepath.Join(r.Dir, id+".diffs") }
 
-// keptDiff is the file ended job j's diff is kept in: named by what
-// changes when the job runs again (a turn, an attempt, its end).
-func (r *Repos) keptDiff(j store.Job) string {
-	return filepath.Join(r.diffDir(j.ID), fmt.Sprintf("turn%d-attempt%d-%d-%s.diff", j.Turn, j.Attempts, j.EndedAt.UnixNano(), j.Git.BaseCommit))
+// keptDiff is the file ended job j's diff (or patch) is kept in: named
+// by what changes when the job runs again (a turn, an attempt, its end).
+func (r *Repos) keptDiff(j store.Job, patch bool) string {
+	ext := ".diff"
+	if patch {
+		ext = ".patch"
+	}
+	return filepath.Join(r.diffDir(j.ID), keptRun(j)+ext)
 }
+
+// keptRun is the part of a kept file's name that names the job's run.
+func keptRun(j store.Job) string {
+	return fmt.Sprintf("turn%d-attempt%d-%d-%s", j.Turn, j.Attempts, j.EndedAt.UnixNano(), j.Git.BaseCommit)
+}
+
+// refusedSuffix names, next to a kept file's name, the marker of a diff
+// that cannot be made for this run of the job: it holds the message.
+const refusedSuffix = ".refused"
+
+// refusal is a remembered refusal: its message, as first given.
+type refusal string
+
+func (r refusal) Error() string { return string(r) }
+
+// Is makes a refusal an ErrDiffUnavailable.
+func (refusal) Is(target error) bool { return target == ErrDiffUnavailable }
+
+// maxDiff is the most bytes a diff (or patch) may take.
+func (r *Repos) maxDiff() int64 { return cmp.Or(max(r.MaxDiff, 0), DefaultMaxDiff) }
 
 // checkFree refuses a spool into dir while its filesystem is under the
 // floor.
@@ -77,17 +147,27 @@ func (r *Repos) checkFree(dir string) error {
 		ErrDiffUnavailable, config.SizeText(free), config.SizeText(r.MinFree))
 }
 
-// floorWriter writes to a spool file, and fails once the free space
-// under it passes the floor, so that a diff cannot fill the data dir.
-type floorWriter struct {
-	f     *os.File
-	r     *Repos
-	since int64
-	err   error
+// spoolWriter writes to a spool file, and fails once the diff passes
+// its size bound or the free space under it passes the floor, so that a
+// diff cannot fill the data dir; git, its writes failing, stops.
+type spoolWriter struct {
+	f      *os.File
+	r      *Repos
+	what   string // "diff" or "patch"
+	n      int64
+	since  int64
+	err    error
+	tooBig bool
 }
 
-func (w *floorWriter) Write(p []byte) (int, error) {
+func (w *spoolWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
+		return 0, w.err
+	}
+	if w.n += int64(len(p)); w.n > w.r.maxDiff() {
+		w.tooBig = true
+		w.err = fmt.Errorf("%w: the %s is over %s, the most a diff may take (AGENTBOX_GIT_MAX_DIFF); "+
+			"the job's files are in its zip (GET /v1/jobs/{id}/artifacts)", ErrDiffUnavailable, w.what, config.SizeText(w.r.maxDiff()))
 		return 0, w.err
 	}
 	if w.since += int64(len(p)); w.since >= floorEvery {
@@ -99,28 +179,49 @@ func (w *floorWriter) Write(p []byte) (int, error) {
 	return w.f.Write(p)
 }
 
-// kept opens ended job j's kept diff, made first if it is not there yet.
-func (s *Service) kept(ctx context.Context, j store.Job) (*os.File, error) {
-	name := s.repos.keptDiff(j)
+// kept opens ended job j's kept diff (or patch), made first if it is not
+// there yet; a refusal remembered for this run of the job is given again.
+func (s *Service) kept(ctx context.Context, j store.Job, patch bool) (*os.File, error) {
+	name := s.repos.keptDiff(j, patch)
+	if f, err := openKept(name); f != nil || err != nil {
+		return f, err
+	}
+	return s.spool(ctx, j, patch, name)
+}
+
+// openKept opens kept file name, or returns the refusal remembered in
+// its place; nil and nil when there is neither.
+func openKept(name string) (*os.File, error) {
 	if f, err := os.Open(name); err == nil {
 		return f, nil
 	}
-	return s.spool(ctx, j, false, name)
+	if msg, err := os.ReadFile(name + refusedSuffix); err == nil {
+		return nil, refusal(msg)
+	}
+	return nil, nil
 }
 
 // spool makes job j's diff (or patch) in a file of the data dir and
 // returns it open at its start. With keep, the file is kept under that
 // name (and any other the job's diff had is removed); without, it is
-// named by nothing once open. Made one slot at a time.
+// named by nothing once open. Made one slot at a time, and a kept file
+// by one request at a time.
 func (s *Service) spool(ctx context.Context, j store.Job, patch bool, keep string) (*os.File, error) {
+	if keep != "" {
+		made, err := s.repos.making(ctx, keep)
+		if err != nil {
+			return nil, err
+		}
+		defer made()
+	}
 	release, err := s.repos.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	if keep != "" {
-		if f, err := os.Open(keep); err == nil {
-			return f, nil // made by another request while this one waited
+		if f, err := openKept(keep); f != nil || err != nil {
+			return f, err // made (or refused) by another request while this one waited
 		}
 	}
 	dir := s.repos.diffDir(j.ID)
@@ -142,9 +243,13 @@ func (s *Service) spool(ctx context.Context, j store.Job, patch bool, keep strin
 }
 
 // fill writes job j's diff into spool file f, then names it keep (or
-// nothing), and rewinds it.
+// nothing), and rewinds it. A refusal that the same run of the job
+// would meet again is remembered beside keep.
 func (s *Service) fill(ctx context.Context, j store.Job, patch bool, f *os.File, keep string) error {
-	fw := &floorWriter{f: f, r: s.repos}
+	fw := &spoolWriter{f: f, r: s.repos, what: "diff"}
+	if patch {
+		fw.what = "patch"
+	}
 	err := s.makeDiff(ctx, j, patch, fw)
 	if fw.err != nil {
 		err = fw.err
@@ -158,6 +263,9 @@ func (s *Service) fill(ctx context.Context, j store.Job, patch bool, f *os.File,
 		os.Remove(f.Name()) // the open file lives on, named by nothing
 	}
 	if err != nil {
+		if keep != "" && (fw.tooBig || errors.Is(err, githost.ErrBound)) {
+			s.repos.refuse(keep, err)
+		}
 		return err
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -166,13 +274,26 @@ func (s *Service) fill(ctx context.Context, j store.Job, patch bool, f *os.File,
 	return nil
 }
 
-// dropKept removes the job's kept diffs other than keep: those of its
-// earlier runs.
+// refuse remembers beside keep that its diff cannot be made: what is
+// over its size bound, or stopped git at its memory or CPU bound, is so
+// for as long as the job does not run again. A marker that cannot be
+// written only costs the next request the work again.
+func (r *Repos) refuse(keep string, err error) {
+	tmp := keep + refusedSuffix + ".tmp"
+	if os.WriteFile(tmp, []byte(err.Error()), 0o600) == nil && os.Rename(tmp, keep+refusedSuffix) == nil {
+		r.dropKept(keep)
+	}
+}
+
+// dropKept removes the job's kept diffs, patches and refusals of its
+// earlier runs: those not named as keep's run is.
 func (r *Repos) dropKept(keep string) {
-	ents, _ := os.ReadDir(filepath.Dir(keep))
+	dir, run := filepath.Dir(keep), strings.TrimSuffix(strings.TrimSuffix(filepath.Base(keep), ".diff"), ".patch")+"."
+	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if name := e.Name(); strings.HasSuffix(name, ".diff") && name != filepath.Base(keep) {
-			os.Remove(filepath.Join(filepath.Dir(keep), name))
+		name := e.Name()
+		if !strings.HasPrefix(name, run) && (strings.HasSuffix(name, ".diff") || strings.HasSuffix(name, ".patch") || strings.HasSuffix(name, refusedSuffix)) {
+			os.Remove(filepath.Join(dir, name))
 		}
 	}
 }

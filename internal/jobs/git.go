@@ -33,6 +33,9 @@ type Repos struct {
 	// Diffs is how many diffs are made at once (AGENTBOX_GIT_DIFFS);
 	// DefaultDiffs if zero.
 	Diffs int
+	// MaxDiff is the most bytes a diff (or patch) may take
+	// (AGENTBOX_GIT_MAX_DIFF); DefaultMaxDiff if zero.
+	MaxDiff int64
 	// MinFree is the free space of Dir's filesystem under which no diff
 	// is spooled there (AGENTBOX_MIN_FREE_DISK), as DiskFree measures it;
 	// 0 or no DiskFree: no floor.

@@ -217,7 +217,7 @@ func newRepos(cfg config.Config, dir string, log *slog.Logger) (*jobs.Repos, err
 		return nil, err
 	}
 	return &jobs.Repos{Host: h, Dir: filepath.Join(dir, "git"), Forge: forge.New(forgeHosts(g), nil), Timeout: g.Timeout,
-		Diffs: g.Diffs, MinFree: cfg.Sandbox.MinFreeDisk, DiskFree: docker.DiskFree}, nil
+		Diffs: g.Diffs, MaxDiff: g.MaxDiff, MinFree: cfg.Sandbox.MinFreeDisk, DiskFree: docker.DiskFree}, nil
 }
 
 // forgeHosts are the pull-request services of g (AGENTBOX_GIT_HOSTS, and
