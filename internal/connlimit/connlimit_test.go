@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -178,23 +177,6 @@ func TestAddrKey(t *testing.T) {
 	}
 }
 
-// dialTiny connects to addr from 127.0.0.1 with a receive buffer of 2 KiB,
-// as a client that means to stop reading does.
-func dialTiny(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2<<10) })
-		return errors.Join(err, serr)
-	}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // TestWriteTimeout: a client that never reads holds its connection no
 // longer than the write timeout, whether the server answers it or a
 // handler took the connection over with its deadlines cleared (a
@@ -253,7 +235,7 @@ func TestWriteTimeout(t *testing.T) {
 			})}
 			go srv.Serve(l)
 			t.Cleanup(func() { srv.Close() })
-			c := dialTiny(t, inner.Addr().String())
+			c := testenv.DialTiny(t, "127.0.0.1", inner.Addr().String())
 			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 			if tt.reads {
 				// 4 KiB each millisecond or so: the response takes more

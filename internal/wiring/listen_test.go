@@ -146,24 +146,6 @@ func healthz(t *testing.T, from, addr, want string) net.Conn {
 	return c
 }
 
-// dialTiny connects to addr from the loopback address from with a receive
-// buffer of 2 KiB, as a client that means to stop reading does.
-func dialTiny(t *testing.T, from, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second,
-		Control: func(_, _ string, rc syscall.RawConn) error {
-			var serr error
-			err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2<<10) })
-			return errors.Join(err, serr)
-		}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // pipelined is n GETs of a static asset in a row, for one connection.
 func pipelined(addr string, n int) string {
 	return strings.Repeat("GET /ui/static/app.css HTTP/1.1\r\nHost: "+addr+"\r\n\r\n", n)
@@ -187,7 +169,7 @@ func TestServerDropsClientsThatDoNotRead(t *testing.T) {
 	l := srv.listener.(*connlimit.Listener)
 	start := time.Now()
 	for range 4 {
-		c := dialTiny(t, from, addr)
+		c := testenv.DialTiny(t, from, addr)
 		c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		if _, err := io.WriteString(c, pipelined(addr, 300)); err != nil {
 			t.Fatal(err)
@@ -209,7 +191,7 @@ func TestServerKeepsSlowReaders(t *testing.T) {
 	base, _, _ := serveWith(t, config.RoleAll, "", writeTimeout)
 	addr := strings.TrimPrefix(base, "http://")
 	const n = 150
-	c := dialTiny(t, "127.0.0.1", addr)
+	c := testenv.DialTiny(t, "127.0.0.1", addr)
 	start := time.Now()
 	if _, err := io.WriteString(c, pipelined(addr, n)); err != nil {
 		t.Fatal(err)
