@@ -14,6 +14,24 @@ import (
 	"github.com/agentbox/agentbox/internal/githost/gittest"
 )
 
+// sourceWords are what sourceText is made of.
+var sourceWords = strings.Fields("func return if err nil else for range package import type struct string int byte error context fmt the a of to")
+
+// sourceText is size bytes or so of text that compresses about as source
+// does: words, and a number ending a line now and then.
+func sourceText(rng *rand.Rand, size int) string {
+	var sb strings.Builder
+	for sb.Len() < size {
+		sb.WriteString(sourceWords[rng.IntN(len(sourceWords))])
+		if rng.IntN(8) == 0 {
+			sb.WriteString(fmt.Sprintf(" %d\n", rng.Int64()))
+		} else {
+			sb.WriteByte(' ')
+		}
+	}
+	return sb.String()
+}
+
 // benchRepo makes a bare repository of files files of size bytes each
 // (text that compresses about as source does), in dir, and returns it.
 func benchRepo(b *testing.B, dir string, files, size int) string {
@@ -21,22 +39,13 @@ func benchRepo(b *testing.B, dir string, files, size int) string {
 	work := filepath.Join(dir, "work")
 	gittest.Git(b, dir, "init", "--quiet", "--initial-branch=main", work)
 	rng := rand.New(rand.NewPCG(1, 2))
-	words := strings.Fields("func return if err nil else for range package import type struct string int byte error context fmt the a of to")
 	for i := range files {
-		var sb strings.Builder
-		for sb.Len() < size {
-			sb.WriteString(words[rng.IntN(len(words))])
-			if rng.IntN(8) == 0 {
-				sb.WriteString(fmt.Sprintf(" %d\n", rng.Int64()))
-			} else {
-				sb.WriteByte(' ')
-			}
-		}
+		text := sourceText(rng, size)
 		p := filepath.Join(work, fmt.Sprintf("pkg%02d/sub%02d/file%04d.go", i%50, i%7, i))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			b.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte(sb.String()[:size]), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(text[:size]), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -125,20 +134,11 @@ func BenchmarkDiff5000(b *testing.B) {
 	dir := b.TempDir()
 	work := filepath.Join(dir, "work")
 	rng := rand.New(rand.NewPCG(1, 2))
-	words := strings.Fields("func return if err nil else for range package import type struct string int byte error context fmt the a of to")
 	files := make(map[string][]byte)
 	for i := range 5000 {
-		var sb strings.Builder
-		for sb.Len() < 10_000 {
-			sb.WriteString(words[rng.IntN(len(words))])
-			if rng.IntN(8) == 0 {
-				sb.WriteString(fmt.Sprintf(" %d\n", rng.Int64()))
-			} else {
-				sb.WriteByte(' ')
-			}
-		}
+		text := sourceText(rng, 10_000)
 		p := filepath.Join(work, fmt.Sprintf("pkg%02d/sub%02d/file%04d.go", i%50, i%7, i))
-		files[p] = []byte(sb.String())
+		files[p] = []byte(text)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			b.Fatal(err)
 		}
