@@ -32,6 +32,7 @@ var ErrUnknownType = errors.New("unknown event type")
 // them.
 var payloads = []Payload{
 	State{}, Sandbox{}, Command{}, Output{}, Exit{}, Log{}, Deleted{}, Git{}, Message{}, Checkpoint{},
+	Network{}, NetworkPolicy{},
 	Model{}, ToolCall{}, ToolResult{}, Notice{}, Condensation{},
 }
 
