@@ -36,6 +36,10 @@ type Network struct {
 	// Reason says why in words: the rule that allowed it, or why it was
 	// refused ("not in the allow list", "private address 10.0.0.1", ...).
 	Reason string `json:"reason,omitempty"`
+	// Repeats, when above 1, says this event stands for that many
+	// attempts alike (same host, port and decision) within a second: a
+	// job's flood of attempts is recorded in bounded space.
+	Repeats int `json:"repeats,omitempty"`
 	// Rule is the policy entry that decided, as written; empty for a
 	// refusal no entry can lift (a private address, port 25).
 	Rule string `json:"rule,omitempty"`
