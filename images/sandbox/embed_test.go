@@ -73,7 +73,7 @@ func TestDockerfileInstallsRequiredPackages(t *testing.T) {
 	for _, pkg := range []string{
 		"python3", "python3-pip", "python3-venv", "python3-pytest", "python3-flask",
 		"python3-requests", "python3-numpy", "python3-pandas",
-		"nodejs", "node-typescript",
+		"nodejs", "npm", "node-typescript",
 		"git", "curl", "ca-certificates", "build-essential", "procps", "less", "file", "unzip", "zip",
 		"xvfb", "openbox", "xdotool", "x11vnc", "novnc", "websockify",
 		"jupyter-notebook", "python3-jupyter-server", "python3-ipykernel",
