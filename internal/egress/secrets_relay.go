@@ -89,8 +89,8 @@ func (b *Broker) Terminate(ctx context.Context, client net.Conn, t Termination) 
 
 // brokerRelay is one terminated connection.
 type brokerRelay struct {
-	b    *Broker
-	t    Termination
+	b      *Broker
+	t      Termination
 	host   string
 	ctx    context.Context
 	client net.Conn

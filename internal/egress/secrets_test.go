@@ -74,7 +74,7 @@ type brokerFixture struct {
 	b      *Broker
 	srv    *httptest.Server
 	client *http.Client
-	term   Termination // Host, Port, Secret, Decide for each connection
+	term   Termination    // Host, Port, Secret, Decide for each connection
 	pool   *x509.CertPool // the upstream's CA
 
 	mu       sync.Mutex
