@@ -52,8 +52,9 @@ const (
 // The CA's private key is made in memory by NewBroker and never leaves
 // it: not written to disk, not returned by any method.
 type Broker struct {
-	job   string
-	roots *x509.CertPool
+	job      string
+	roots    *x509.CertPool
+	sessions tls.ClientSessionCache // upstream TLS sessions, for resumption
 
 	caCert *x509.Certificate
 	caKey  *ecdsa.PrivateKey
@@ -99,6 +100,7 @@ func NewBroker(job string, secrets map[string]Secret, upstreamRoots *x509.CertPo
 	b := &Broker{
 		job:          job,
 		roots:        upstreamRoots,
+		sessions:     tls.NewLRUClientSessionCache(brokerLeafCache),
 		caCert:       ca,
 		caKey:        key,
 		caPEM:        pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),

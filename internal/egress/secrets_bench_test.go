@@ -41,16 +41,40 @@ func brokerBenchGet(b *testing.B, c *http.Client, path string, want int64) {
 	}
 }
 
-// BenchmarkBrokerHandshake is one new terminated connection and one small
-// request: both TLS handshakes (sandbox-broker, broker-upstream) and a
-// cached leaf.
+// BenchmarkBrokerHandshake is one new connection and one small request:
+// through the broker, both TLS handshakes (sandbox-broker with a cached
+// leaf, broker-upstream verified); direct, the client's one handshake
+// straight to the upstream, for what the broker adds.
 func BenchmarkBrokerHandshake(b *testing.B) {
 	b.Setenv("AGENTBOX_TEST_GH_TOKEN", brokerTestValue)
-	f := newBrokerFixture(b, brokerOpts{secrets: brokerGitHub("AGENTBOX_TEST_GH_TOKEN"), secret: "github", handler: brokerBenchHandler()})
-	f.client.Transport.(*http.Transport).DisableKeepAlives = true
-	for b.Loop() {
-		brokerBenchGet(b, f.client, "/small", 2)
+	b.Run("broker", func(b *testing.B) {
+		f := newBrokerFixture(b, brokerOpts{secrets: brokerGitHub("AGENTBOX_TEST_GH_TOKEN"), secret: "github", handler: brokerBenchHandler()})
+		f.client.Transport.(*http.Transport).DisableKeepAlives = true
+		for b.Loop() {
+			brokerBenchGet(b, f.client, "/small", 2)
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		c := brokerDirectClient(b)
+		c.Transport.(*http.Transport).DisableKeepAlives = true
+		for b.Loop() {
+			brokerBenchGet(b, c, "/small", 2)
+		}
+	})
+}
+
+// brokerDirectClient reaches the upstream without the broker.
+func brokerDirectClient(b *testing.B) *http.Client {
+	f := newBrokerFixture(b, brokerOpts{handler: brokerBenchHandler()})
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "tcp", f.srv.Listener.Addr().String())
+		},
+		TLSClientConfig:    &tls.Config{RootCAs: f.pool, ServerName: brokerTestHost, NextProtos: []string{"http/1.1"}},
+		DisableCompression: true,
 	}
+	b.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
 }
 
 // BenchmarkBrokerDownload is 64 MiB through a terminated connection: with
@@ -76,16 +100,7 @@ func BenchmarkBrokerDownload(b *testing.B) {
 		})
 	}
 	b.Run("direct", func(b *testing.B) {
-		f := newBrokerFixture(b, brokerOpts{handler: brokerBenchHandler()})
-		tr := &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, "tcp", f.srv.Listener.Addr().String())
-			},
-			TLSClientConfig:    &tls.Config{RootCAs: f.pool, ServerName: brokerTestHost, NextProtos: []string{"http/1.1"}},
-			DisableCompression: true,
-		}
-		defer tr.CloseIdleConnections()
-		c := &http.Client{Transport: tr}
+		c := brokerDirectClient(b)
 		b.SetBytes(brokerBenchBody)
 		for b.Loop() {
 			brokerBenchGet(b, c, "/big", brokerBenchBody)

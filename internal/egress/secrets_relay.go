@@ -199,6 +199,9 @@ func (r *brokerRelay) dialUpstream() error {
 		RootCAs:    r.b.roots,
 		NextProtos: []string{"http/1.1"},
 		MinVersion: tls.VersionTLS12,
+		// Resuming a session verified before skips the chain's checks,
+		// not the verification: Go resumes only sessions it verified.
+		ClientSessionCache: r.b.sessions,
 	})
 	hctx, cancel := context.WithTimeout(r.ctx, brokerHandshakeTimeout)
 	defer cancel()
@@ -214,7 +217,7 @@ func (r *brokerRelay) dialUpstream() error {
 // prepare makes req ready to go upstream: hop-by-hop headers out, the Host
 // forced to the terminated host (a sandbox's own Host could route the
 // secret to another site behind the same front), the secret's header
-// replaced by the real one, the body asked for without compression (the
+// replaced by the real one, the body asked for whole and uncompressed (the
 // scrubbing reads it verbatim), and Expect answered here.
 func (r *brokerRelay) prepare(req *http.Request, inj brokerInjection) {
 	brokerDropHop(req.Header)
@@ -233,7 +236,12 @@ func (r *brokerRelay) prepare(req *http.Request, inj brokerInjection) {
 	if inj.header != "" {
 		req.Header.Del(inj.header)
 		req.Header.Set(inj.header, inj.headerValue)
+		// The scrubbing must see every echo whole: no compressed body, and
+		// no range, which could cut an echoed value into pieces that each
+		// pass (a byte range at a time would spell it out).
 		req.Header.Set("Accept-Encoding", "identity")
+		req.Header.Del("Range")
+		req.Header.Del("If-Range")
 	}
 	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
 		req.Header.Del("Expect")

@@ -149,6 +149,11 @@ func newBrokerFixture(t testing.TB, o brokerOpts) *brokerFixture {
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
 		f.wg.Wait()
+		for _, err := range f.termErrs {
+			if err != nil && strings.Contains(err.Error(), brokerTestValue) {
+				t.Errorf("Terminate's error holds the value: %v", err)
+			}
+		}
 	})
 	return f
 }
@@ -210,7 +215,7 @@ func TestBrokerInjectsSecret(t *testing.T) {
 		secrets: brokerGitHub("AGENTBOX_TEST_GH_TOKEN"), secret: "github",
 		handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
-			got = append(got, r.Host+" "+strings.Join(r.Header.Values("Authorization"), "|")+" "+r.Header.Get("User-Agent"))
+			got = append(got, r.Host+" "+strings.Join(r.Header.Values("Authorization"), "|")+" "+r.Header.Get("User-Agent")+r.Header.Get("Range"))
 			mu.Unlock()
 			io.WriteString(w, "ok")
 		}),
@@ -220,7 +225,7 @@ func TestBrokerInjectsSecret(t *testing.T) {
 		t.Fatalf("placeholder %q", ph)
 	}
 	// The sandbox sends its placeholder, twice, and another Host.
-	resp, body := f.do(t, "GET", "/user?page=2", nil, http.Header{"Authorization": {"Bearer " + ph, "token " + ph}, "User-Agent": {"gh/2"}})
+	resp, body := f.do(t, "GET", "/user?page=2", nil, http.Header{"Authorization": {"Bearer " + ph, "token " + ph}, "User-Agent": {"gh/2"}, "Range": {"bytes=3-9"}})
 	if resp.StatusCode != 200 || body != "ok" {
 		t.Fatalf("got %d %q", resp.StatusCode, body)
 	}
@@ -529,7 +534,11 @@ func TestBrokerReadsValueLazily(t *testing.T) {
 	f.do(t, "GET", "/", nil, nil)
 	t.Setenv("AGENTBOX_TEST_LAZY", "second-value")
 	f.do(t, "GET", "/", nil, nil)
-	if strings.Join(hits, ",") != "Bearer first-value,Bearer first-value" {
+	// A PATCH that reads it from elsewhere drops the value kept.
+	t.Setenv("AGENTBOX_TEST_LAZY2", "third-value")
+	f.b.SetSecrets(brokerGitHub("AGENTBOX_TEST_LAZY2"))
+	f.do(t, "GET", "/", nil, nil)
+	if strings.Join(hits, ",") != "Bearer first-value,Bearer first-value,Bearer third-value" {
 		t.Errorf("upstream saw %q", hits)
 	}
 }
