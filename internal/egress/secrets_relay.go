@@ -67,8 +67,9 @@ func (b *Broker) Terminate(ctx context.Context, client net.Conn, t Termination) 
 		NextProtos: []string{"http/1.1"},
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			sni := strings.TrimSuffix(hello.ServerName, ".")
-			_, isIP := netip.ParseAddr(host)
-			if !strings.EqualFold(sni, host) && !(sni == "" && isIP == nil) {
+			_, notIP := netip.ParseAddr(host)
+			// A client sends no server name for an IP literal (RFC 6066).
+			if !strings.EqualFold(sni, host) && !(sni == "" && notIP == nil) {
 				return nil, fmt.Errorf("server name %q is not %s", sni, host)
 			}
 			return b.leaf(host)
@@ -102,11 +103,14 @@ type brokerRelay struct {
 	up  *tls.Conn // nil until the first forwarded request
 	uin *brokerLimitReader
 	ur  *bufio.Reader
+
+	head bool // the request being answered is a HEAD: answers have no body
 }
 
 // serve relays requests until either side closes or one cannot go on.
 func (r *brokerRelay) serve() error {
 	for {
+		r.head = false
 		r.cin.n = brokerMaxHeader + brokerBufSize
 		req, err := http.ReadRequest(r.cr)
 		if err != nil {
@@ -121,6 +125,7 @@ func (r *brokerRelay) serve() error {
 			return fmt.Errorf("broker read request for %s: %w", r.host, err)
 		}
 		r.cin.n = -1
+		r.head = req.Method == http.MethodHead
 		more, err := r.one(req)
 		if err != nil || !more {
 			return err
@@ -187,7 +192,10 @@ func (r *brokerRelay) reply(code int, tag, msg string, closeAfter bool) error {
 	if closeAfter {
 		r.cw.WriteString("Connection: close\r\n")
 	}
-	r.cw.WriteString("\r\n" + body)
+	r.cw.WriteString("\r\n")
+	if !r.head {
+		r.cw.WriteString(body)
+	}
 	return r.cw.Flush()
 }
 

@@ -466,6 +466,28 @@ func TestBrokerRestrictsMethods(t *testing.T) {
 	}
 }
 
+// TestBrokerRefusesHead: a refused HEAD gets no body, so the connection
+// goes on in step.
+func TestBrokerRefusesHead(t *testing.T) {
+	f := newBrokerFixture(t, brokerOpts{
+		decide:  func(string, string) Decision { return Decision{Reason: "no"} },
+		handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("forwarded") }),
+	})
+	for _, m := range []string{"HEAD", "GET", "HEAD", "GET"} {
+		resp, body := f.do(t, m, "/x", nil, nil)
+		want := "agentbox egress proxy: refused api.test: no\n"
+		if m == "HEAD" {
+			want = ""
+		}
+		if resp.StatusCode != 403 || body != want {
+			t.Errorf("%s: %d %q", m, resp.StatusCode, body)
+		}
+	}
+	if f.dials != 1 {
+		t.Errorf("%d connections, want 1", f.dials)
+	}
+}
+
 func TestBrokerValueSources(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {
