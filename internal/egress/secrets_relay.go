@@ -294,6 +294,12 @@ func (r *brokerRelay) forward(req *http.Request, inj brokerInjection) (bool, err
 		abort()
 		return false, err
 	}
+	if !keep || req.Close {
+		// The answer is out and the connection ends with it: an upload
+		// the upstream did not read to the end is no error.
+		abort()
+		return false, nil
+	}
 	grace := time.NewTimer(brokerWriteGrace)
 	defer grace.Stop()
 	select {
@@ -305,7 +311,7 @@ func (r *brokerRelay) forward(req *http.Request, inj brokerInjection) (bool, err
 		abort()
 		return false, nil
 	}
-	return keep && !req.Close, nil
+	return true, nil
 }
 
 // response reads the upstream's answer to req (1xx answers passed on) and

@@ -599,6 +599,34 @@ func TestBrokerStreamsChunkedUpload(t *testing.T) {
 	}
 }
 
+// TestBrokerEarlyAnswer: an upstream that answers before reading an upload
+// gets its answer to the sandbox, and the connection ends without hanging.
+func TestBrokerEarlyAnswer(t *testing.T) {
+	f := newBrokerFixture(t, brokerOpts{handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+	})})
+	pr, pw := io.Pipe()
+	go func() {
+		for range 256 {
+			if _, err := pw.Write(bytes.Repeat([]byte("u"), 16<<10)); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	defer pr.Close()
+	resp, _ := f.do(t, "PUT", "/big", pr, nil)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("got %d", resp.StatusCode)
+	}
+	pr.Close()
+	f.wg.Wait()
+	if len(f.termErrs) != 1 || f.termErrs[0] != nil {
+		t.Errorf("Terminate returned %v", f.termErrs)
+	}
+}
+
 // brokerRaw opens one connection to the broker and returns the sandbox's
 // TLS end, for requests an http.Client would not send.
 func brokerRaw(t *testing.T, f *brokerFixture) (*tls.Conn, *bufio.Reader) {
