@@ -248,12 +248,15 @@ type brokerInjection struct {
 	placeholder string
 }
 
-// injection is the header for secret name, reading the value on first use.
-func (b *Broker) injection(name string) (brokerInjection, error) {
+// injection is the header for secret name on a request to host:port,
+// reading the value on first use. The secret must be bound to host now (a
+// PATCH may have unbound it since the connection began), whatever the
+// caller thought.
+func (b *Broker) injection(name, host string, port int) (brokerInjection, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s, ok := b.secrets[name]
-	if !ok {
+	if !ok || !brokerBound(s, host, port) {
 		return brokerInjection{}, errBrokerUnavailable{name}
 	}
 	hname, tmpl, ok := strings.Cut(s.Header, ":")
@@ -277,6 +280,15 @@ func (b *Broker) injection(name string) (brokerInjection, error) {
 		value:       v,
 		placeholder: b.placeholders[name],
 	}, nil
+}
+
+func brokerBound(s Secret, host string, port int) bool {
+	for _, h := range s.Hosts {
+		if r, err := ParseRule(h); err == nil && r.Matches(host, netip.Addr{}, port) {
+			return true
+		}
+	}
+	return false
 }
 
 // brokerReadValue reads s's value from the server's environment variable

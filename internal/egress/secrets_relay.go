@@ -8,6 +8,7 @@ package egress
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -145,12 +146,15 @@ func (r *brokerRelay) one(req *http.Request) (more bool, err error) {
 	if path == "" {
 		path = "/"
 	}
+	if r.t.Decide == nil { // the proxy allowed the connection and restricts nothing
+		r.t.Decide = func(string, string) Decision { return Decision{Allowed: true} }
+	}
 	if d := r.t.Decide(req.Method, path); !d.Allowed {
 		return r.refuse(req, http.StatusForbidden, "denied", "refused "+r.host+": "+d.Reason)
 	}
 	var inj brokerInjection
 	if r.t.Secret != "" {
-		if inj, err = r.b.injection(r.t.Secret); err != nil {
+		if inj, err = r.b.injection(r.t.Secret, r.host, cmp.Or(r.t.Port, 443)); err != nil {
 			return r.refuse(req, http.StatusBadGateway, "error", err.Error())
 		}
 	}

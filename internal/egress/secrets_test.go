@@ -560,8 +560,15 @@ func TestBrokerReadsValueLazily(t *testing.T) {
 	t.Setenv("AGENTBOX_TEST_LAZY2", "third-value")
 	f.b.SetSecrets(brokerGitHub("AGENTBOX_TEST_LAZY2"))
 	f.do(t, "GET", "/", nil, nil)
-	if strings.Join(hits, ",") != "Bearer first-value,Bearer first-value,Bearer third-value" {
-		t.Errorf("upstream saw %q", hits)
+	// A PATCH that binds it elsewhere stops it on a connection already open.
+	moved := brokerGitHub("AGENTBOX_TEST_LAZY2")
+	moved["github"] = Secret{Hosts: []string{"elsewhere.test"}, Header: moved["github"].Header, Env: "AGENTBOX_TEST_LAZY2"}
+	f.b.SetSecrets(moved)
+	if resp, _ := f.do(t, "GET", "/", nil, nil); resp.StatusCode != 502 {
+		t.Errorf("a secret no longer bound to the host: %d", resp.StatusCode)
+	}
+	if strings.Join(hits, ",") != "Bearer first-value,Bearer first-value,Bearer third-value" || f.dials != 1 {
+		t.Errorf("upstream saw %q over %d connections", hits, f.dials)
 	}
 }
 
