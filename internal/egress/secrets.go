@@ -4,7 +4,8 @@ package egress
 // sandbox trusts, leaf certificates for the hosts the proxy terminates, the
 // placeholders the sandbox holds instead of the secrets, and the values,
 // read on the server when a job first needs them. secrets_relay.go is the
-// HTTP/1.1 relay inside a terminated connection.
+// HTTP/1.1 relay inside a terminated connection, secrets_scrub.go what
+// keeps the value out of its answers.
 
 import (
 	"crypto/ecdsa"
