@@ -302,11 +302,16 @@ func pipe(dst net.Conn, src io.Reader, srcConn net.Conn) {
 	}
 }
 
-// trackUpgraded records connections Serve must close at shutdown.
+// trackUpgraded records connections Serve must close at shutdown, or
+// closes them if it has already closed the others.
 func (s *Server) trackUpgraded(cs ...net.Conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range cs {
+		if s.upgradedClosed {
+			c.Close()
+			continue
+		}
 		s.upgraded[c] = struct{}{}
 	}
 }

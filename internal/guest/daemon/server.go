@@ -100,6 +100,8 @@ type Server struct {
 	proxies  sync.WaitGroup
 	tr       *http.Transport
 	upgraded map[net.Conn]struct{} // proxied WebSockets and egress relays, guarded by mu
+	// upgradedClosed says Serve has closed upgraded (guarded by mu).
+	upgradedClosed bool
 	// egress pairs local connections with the host's accepts; egressLoop
 	// owns the goroutine accepting on cfg.Egress.
 	egress     *egressQueue
