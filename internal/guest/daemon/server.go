@@ -2,7 +2,10 @@
 // (`agentbox guest`): the server of the protocol package guest defines. It
 // executes commands and file operations for the host, confines every path
 // to the workspace, caps every output, and proxies the sandbox's web
-// services (the desktop's noVNC, Jupyter) after starting them on demand.
+// services (the desktop's noVNC, Jupyter) after starting them on demand,
+// and relays the connections the sandbox's processes make to its egress
+// listener (127.0.0.1:guest.EgressPort), the sandbox's only way out, to
+// the host's proxy (egress.go).
 // It listens on a unix socket, a vsock port or TCP (Listen); on TCP every
 // request must carry the sandbox's secret. It is not a privilege boundary:
 // it runs with the agent's uid, and the host treats all it returns as
