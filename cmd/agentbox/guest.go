@@ -52,8 +52,15 @@ by hand.`,
 			if err != nil {
 				return err
 			}
+			// The sandbox's only way out; without it the sandbox still
+			// serves the host, it just reaches nothing.
+			egress, err := daemon.ListenEgress()
+			if err != nil {
+				log.Warn("no egress listener", "err", err)
+			}
 			srv, err := daemon.New(daemon.Config{Workspace: workspace, Version: version, Log: log,
-				DisplayWidth: w, DisplayHeight: h, WebBase: webBase, ServiceTimeout: serviceTimeout, Secret: secret})
+				DisplayWidth: w, DisplayHeight: h, WebBase: webBase, ServiceTimeout: serviceTimeout, Secret: secret,
+				Egress: egress})
 			if err != nil {
 				return err
 			}

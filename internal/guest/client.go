@@ -25,6 +25,10 @@ type Client struct {
 	// MaxResponseBytes caps a JSON answer (default 16 MiB plus twice the
 	// largest exec output asked for).
 	MaxResponseBytes int64
+	// dial and secret open raw connections (Egress); dial is nil for a
+	// client made by NewWithTransport.
+	dial   Dialer
+	secret string
 }
 
 // New returns a client of the guest that dial reaches. A non-empty secret
@@ -44,7 +48,8 @@ func New(dial Dialer, secret string) *Client {
 	if secret != "" {
 		tr, probe = withSecret{tr, secret}, withSecret{probe, secret}
 	}
-	return &Client{http: &http.Client{Transport: tr}, probe: &http.Client{Transport: probe}, MaxResponseBytes: 16 << 20}
+	return &Client{http: &http.Client{Transport: tr}, probe: &http.Client{Transport: probe}, MaxResponseBytes: 16 << 20,
+		dial: dial, secret: secret}
 }
 
 // MaxResponseHeaderBytes bounds the headers of one answer from a guest,

@@ -78,9 +78,7 @@ func (w *trackedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err == nil {
 		w.conn = c
-		w.s.mu.Lock()
-		w.s.upgraded[c] = struct{}{}
-		w.s.mu.Unlock()
+		w.s.trackUpgraded(c)
 	}
 	return c, rw, err
 }
@@ -97,10 +95,13 @@ func (w *trackedWriter) untrack() {
 	w.s.mu.Unlock()
 }
 
-// closeUpgraded ends the proxied WebSocket connections.
+// closeUpgraded ends the proxied WebSocket connections and the egress
+// relays, and any upgraded later (trackUpgraded): http.Server's shutdown
+// may return while a handler is between its hijack and its tracking.
 func (s *Server) closeUpgraded() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.upgradedClosed = true
 	for c := range s.upgraded {
 		c.Close()
 	}

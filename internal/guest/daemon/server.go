@@ -2,7 +2,10 @@
 // (`agentbox guest`): the server of the protocol package guest defines. It
 // executes commands and file operations for the host, confines every path
 // to the workspace, caps every output, and proxies the sandbox's web
-// services (the desktop's noVNC, Jupyter) after starting them on demand.
+// services (the desktop's noVNC, Jupyter) after starting them on demand,
+// and relays the connections the sandbox's processes make to its egress
+// listener (127.0.0.1:guest.EgressPort), the sandbox's only way out, to
+// the host's proxy (egress.go).
 // It listens on a unix socket, a vsock port or TCP (Listen); on TCP every
 // request must carry the sandbox's secret. It is not a privilege boundary:
 // it runs with the agent's uid, and the host treats all it returns as
@@ -64,7 +67,18 @@ type Config struct {
 	// Secret, when set, must come with every request (in guest.SecretHeader);
 	// others are answered 401. It is required on a network listener.
 	Secret string
-	Log    *slog.Logger
+	// Egress is the listener on the sandbox's loopback through which its
+	// processes reach the host's egress proxy (ListenEgress); nil means
+	// none, and GET /egress is answered 503. Serve closes it.
+	Egress net.Listener
+	// EgressWait is how long a connection to Egress waits for an accept the
+	// host posted before it is closed (default 10s).
+	EgressWait time.Duration
+	// EgressCABundle is where PUT /egress/ca writes the sandbox's trust
+	// bundle (default guest.EgressCABundle); SystemCABundle is the image's
+	// bundle it begins with (default /etc/ssl/certs/ca-certificates.crt).
+	EgressCABundle, SystemCABundle string
+	Log                            *slog.Logger
 }
 
 // Server is the guest daemon.
@@ -88,7 +102,13 @@ type Server struct {
 	targets  map[string]proxyTarget
 	proxies  sync.WaitGroup
 	tr       *http.Transport
-	upgraded map[net.Conn]struct{} // proxied WebSockets, guarded by mu
+	upgraded map[net.Conn]struct{} // proxied WebSockets and egress relays, guarded by mu
+	// upgradedClosed says Serve has closed upgraded (guarded by mu).
+	upgradedClosed bool
+	// egress pairs local connections with the host's accepts; egressLoop
+	// owns the goroutine accepting on cfg.Egress.
+	egress     *egressQueue
+	egressLoop sync.WaitGroup
 }
 
 // New opens the workspace and returns a daemon ready to serve.
@@ -107,7 +127,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.defaults()
 	s := &Server{cfg: cfg, root: root, log: cfg.Log, pipes: map[*os.File]struct{}{},
-		tr: newProxyTransport(), upgraded: map[net.Conn]struct{}{}}
+		tr: newProxyTransport(), upgraded: map[net.Conn]struct{}{}, egress: &egressQueue{wait: cfg.EgressWait}}
 	s.targets = s.defaultTargets()
 	s.sup = s.newSupervisor()
 	s.desktop = desktop.New(desktop.Config{Width: cfg.DisplayWidth, Height: cfg.DisplayHeight,
@@ -133,6 +153,15 @@ func (cfg *Config) defaults() {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.EgressWait <= 0 {
+		cfg.EgressWait = defaultEgressWait
+	}
+	if cfg.EgressCABundle == "" {
+		cfg.EgressCABundle = guest.EgressCABundle
+	}
+	if cfg.SystemCABundle == "" {
+		cfg.SystemCABundle = defaultSystemCABundle
+	}
 }
 
 // Handler returns the daemon's HTTP routes.
@@ -153,6 +182,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /desktop/action", s.desktopAction)
 	mux.HandleFunc("POST /kernel/execute", s.kernelExecute)
 	mux.HandleFunc("/proxy/{service}/{path...}", s.proxy)
+	mux.HandleFunc("GET /egress", s.egressAccept)
+	mux.HandleFunc("PUT /egress/ca", s.egressCA)
 	if s.cfg.Secret != "" {
 		return requireSecret(s.cfg.Secret, mux)
 	}
@@ -166,14 +197,18 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
+	s.startEgress()
 	select {
 	case err := <-errc:
+		s.stopEgress()
 		s.sup.Stop()
 		return fmt.Errorf("guest: serve: %w", err)
 	case <-ctx.Done():
 	}
-	// Starting services would only hold up the shutdown: abort them.
+	// Starting services would only hold up the shutdown: abort them; the
+	// host's egress accepts would too: end them.
 	s.sup.BeginStop()
+	s.stopEgress()
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	err := srv.Shutdown(shutCtx)

@@ -50,8 +50,30 @@ func Listen(path string) (net.Listener, error) {
 		f.Close()
 		return nil, fmt.Errorf("serial port %s: %w", path, err)
 	}
-	return s, nil
+	return listener{s}, nil
 }
+
+// listener hands out the streams the host opens as streams with CloseWrite.
+type listener struct{ *yamux.Session }
+
+func (l listener) Accept() (net.Conn, error) {
+	c, err := l.Session.AcceptStream()
+	if err != nil {
+		return nil, err
+	}
+	return stream{c}, nil
+}
+
+// stream is a yamux stream that says it can be half-closed, as a TCP or
+// unix connection can: yamux's Close sends FIN and ends this end's
+// writing only; reading goes on until the peer closes its own (or
+// yamux's StreamCloseTimeout passes). A second Close does nothing. What
+// relays a process's connection (the guest's egress) needs the half-close
+// to pass EOF on without cutting the answer.
+type stream struct{ *yamux.Stream }
+
+// CloseWrite ends this end's writing; the peer reads EOF.
+func (s stream) CloseWrite() error { return s.Stream.Close() }
 
 // Session is the host's end of one guest's multiplexed port.
 type Session struct {
@@ -95,11 +117,11 @@ func (s *Session) Dial(ctx context.Context) (net.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, err := s.s.Open()
+	c, err := s.s.OpenStream()
 	if err != nil {
 		return nil, fmt.Errorf("guest serial stream: %w", err)
 	}
-	return c, nil
+	return stream{c}, nil
 }
 
 // Done is closed when the session has ended: closed, or the guest gone.

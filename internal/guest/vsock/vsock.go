@@ -96,6 +96,21 @@ type conn struct {
 func (c *conn) LocalAddr() net.Addr  { return c.local }
 func (c *conn) RemoteAddr() net.Addr { return c.remote }
 
+// CloseWrite shuts down the sending half: the peer reads EOF and may still
+// answer (a connection the guest carries for a process is half-closed like
+// TCP).
+func (c *conn) CloseWrite() error {
+	rc, err := c.File.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Shutdown(int(fd), unix.SHUT_WR) }); err != nil {
+		return err
+	}
+	return serr
+}
+
 // Listen listens on a vsock port of this virtual machine, any CID.
 func Listen(port uint32) (net.Listener, error) {
 	fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)

@@ -29,6 +29,7 @@ func Run(t *testing.T, d sandbox.Driver) {
 	t.Logf("driver: %+v", d.Capabilities())
 	run(t, d, "Identity", testIdentity)
 	run(t, d, "NoNetwork", testNoNetwork)
+	run(t, d, "Egress", testEgress)
 	run(t, d, "Filesystem", testFilesystem)
 	run(t, d, "Limits", testLimits)
 	run(t, d, "ForkBomb", testForkBomb)
