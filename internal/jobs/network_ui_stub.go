@@ -5,6 +5,8 @@ package jobs
 // egress.Config and the job's egress proxy. Only the signatures matter.
 
 import (
+	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/egress"
@@ -21,4 +23,18 @@ func (r *Run) EgressDenials() interface {
 	Denied(since time.Time) []event.Network
 } {
 	return nil
+}
+
+// SetNetwork puts p in force for job id and records who did (STUB: no
+// check, nothing stored but the network_policy event the real one emits
+// too, so that the job page and its tests see the change).
+func (s *Service) SetNetwork(ctx context.Context, id string, p egress.Policy, by string) (egress.Policy, error) {
+	if _, err := s.Get(ctx, id); err != nil {
+		return p, err
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return p, err
+	}
+	return p, s.emit(ctx, id, event.NetworkPolicy{By: by, Policy: b})
 }
