@@ -186,7 +186,7 @@ func TestAllowHostFromNone(t *testing.T) {
 	s := &netService{logService: newLog()}
 	s.add(deny("pypi.example", 443, "the job's network mode is none"))
 	u := New(Config{}, s, nil)
-	if b := get(t, u.Network, "/ui/jobs/j1/network").Body.String(); !strings.Contains(b, `data-host="pypi.example:443"`) || !strings.Contains(b, "no policy recorded") {
+	if b := get(t, u.Network, "/ui/jobs/j1/network").Body.String(); !strings.Contains(b, `data-host="pypi.example:443"`) || !strings.Contains(b, "no policy recorded in the job's log yet") {
 		t.Fatalf("section of a job without a policy event:\n%s", b)
 	}
 	if _, err := postAllow(t, u, "pypi.example:443"); err != nil {
