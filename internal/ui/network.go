@@ -217,7 +217,8 @@ func ruleStrings(rs []egress.Rule) []string {
 }
 
 // Network serves GET /ui/jobs/{id}/network: the job page's Network
-// section, for its live refresh.
+// section, for its live refresh; empty for a job whose mode is none and
+// that tried no connection (the page hides it).
 func (u *UI) Network(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	if _, err := u.svc.Get(r.Context(), id); err != nil {

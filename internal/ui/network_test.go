@@ -225,3 +225,21 @@ func TestAllowHostRefuses(t *testing.T) {
 		t.Errorf("another error: %v", err)
 	}
 }
+
+// TestNetworkSectionEmpty: a job without network that tried nothing has
+// an empty section (the page hides it), so it costs the page no room.
+func TestNetworkSectionEmpty(t *testing.T) {
+	s := &netService{logService: newLog()}
+	u := New(Config{}, s, nil)
+	if b := strings.TrimSpace(get(t, u.Network, "/ui/jobs/j1/network").Body.String()); b != "" {
+		t.Errorf("section of a job without network:\n%s", b)
+	}
+	s.add(policyEvent(t, "submit", `{"mode":"none"}`))
+	if b := strings.TrimSpace(get(t, u.Network, "/ui/jobs/j1/network").Body.String()); b != "" {
+		t.Errorf("section of a job with mode none:\n%s", b)
+	}
+	s.add(policyEvent(t, "bob", `{"mode":"open"}`))
+	if b := get(t, u.Network, "/ui/jobs/j1/network").Body.String(); !strings.Contains(b, `<strong class="net-mode">open</strong>`) {
+		t.Errorf("section of a job with mode open:\n%s", b)
+	}
+}

@@ -76,7 +76,13 @@ function start() {
     if (!network) return;
     const resp = await api(network.dataset.url);
     if (!resp.ok) throw await apiError(resp);
-    network.replaceChildren(fragment(await resp.text()));
+    showNetwork(await resp.text());
+  }
+  // showNetwork puts the section's HTML in place; a job that has no
+  // network and tried none has an empty section, hidden.
+  function showNetwork(html) {
+    network.replaceChildren(fragment(html));
+    network.hidden = !network.querySelector("h2");
   }
   network?.addEventListener("click", async (e) => {
     const btn = e.target.closest("button.allow-host");
@@ -94,7 +100,7 @@ function start() {
       btn.disabled = false;
       return;
     }
-    network.replaceChildren(fragment(await resp.text()));
+    showNetwork(await resp.text());
   });
 
   // flush runs pull, once at a time: a call during one runs it again
