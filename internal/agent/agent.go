@@ -68,8 +68,8 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 		return jobs.Outcome{Status: store.StatusError, Error: err.Error()}, nil
 	}
 	l := &Loop{
-		Model: model, Tools: a.cfg.Tools, System: SystemPrompt(),
-		Env:   &tools.Env{Guest: r.Sandbox.Guest(), Timeout: a.cfg.ToolTimeout, SpillDir: SpillDir},
+		Model: model, Tools: a.cfg.Tools, System: SystemPrompt(r.EgressPolicy()),
+		Env:   &tools.Env{Guest: r.Sandbox.Guest(), Timeout: a.cfg.ToolTimeout, SpillDir: SpillDir, Network: r.EgressDenials()},
 		Emit:  func(p event.Payload) { r.Emit(context.WithoutCancel(ctx), p) },
 		Media: r,
 	}

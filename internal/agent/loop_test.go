@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/agent/tools"
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/llm"
@@ -189,7 +190,7 @@ func TestSmallWindowLeavesOutTheGUITools(t *testing.T) {
 	} {
 		l, _, _ := newLoop(t, llmtest.Script{})
 		l.Tools = append(tools.Default(), l.Tools[len(l.Tools)-1:]...)
-		l.System = SystemPrompt()
+		l.System = SystemPrompt(egress.Effective{})
 		if err := EnableMemory(l, tt.window); err != nil {
 			t.Fatalf("window %d: %v", tt.window, err)
 		}

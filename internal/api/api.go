@@ -311,6 +311,8 @@ func (s *server) uiRoutes() []route {
 		{"GET /ui/jobs/{id}/diff", authBearer, s.fragment(s.ui.Diff)},
 		{"GET /ui/jobs/{id}/timeline", authBearer, s.fragment(s.ui.Timeline)},
 		{"GET /ui/jobs/{id}/header", authBearer, s.fragment(s.ui.JobHeader)},
+		{"GET /ui/jobs/{id}/network", authBearer, s.fragment(s.ui.Network)},
+		{"POST /ui/jobs/{id}/network/allow", authBearer, s.fragment(s.ui.AllowHost)},
 		{"POST /ui/login", authNone, s.login},
 		{"POST /ui/logout", authNone, s.logout},
 		{"GET /ui/static/{file...}", authNone, s.ui.Static},

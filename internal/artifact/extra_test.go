@@ -38,3 +38,25 @@ func TestExtraFiles(t *testing.T) {
 		t.Errorf("report: %+v", rep)
 	}
 }
+
+// TestExtraNoneOrCut: an extra the job has nothing for is left out without
+// a note, and the workspace keeps its own file of that name; an extra cut
+// short is stored and the manifest says why.
+func TestExtraNoneOrCut(t *testing.T) {
+	ws := t.TempDir()
+	write(t, ws, map[string]string{"network.jsonl": "the agent's own"})
+	z, rep := zipOf(t, ws, artifact.Options{Extra: []artifact.Extra{
+		{Name: "network.jsonl", Open: func() (io.ReadCloser, error) { return nil, artifact.ErrNoExtra }},
+		{Name: "log.jsonl", Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("{}\n")), nil },
+			Cut: func() string { return "cut after 1 line" }},
+	}})
+	if got := z.entries["network.jsonl"].body; got != "the agent's own" {
+		t.Errorf("network.jsonl = %q (entries %v)", got, z.order)
+	}
+	if got := z.entries["log.jsonl"].body; got != "{}\n" {
+		t.Errorf("log.jsonl = %q", got)
+	}
+	if want := `changed "log.jsonl": cut after 1 line`; !strings.Contains(z.manifest, want) || rep.Len() != 1 {
+		t.Errorf("manifest lacks %q (report %+v):\n%s", want, rep, z.manifest)
+	}
+}

@@ -153,6 +153,7 @@ type zipper struct {
 	namesLeft   int64 // of Options.MaxNameBytes
 	links       deferredLinks
 	report      Report
+	noExtra     map[string]bool // extras whose Open returned ErrNoExtra
 }
 
 func newZipper(o Options, root *os.Root, w io.Writer) *zipper {

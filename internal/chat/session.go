@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/agent"
 	"github.com/agentbox/agentbox/internal/agent/tools"
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/lockfile"
@@ -140,7 +141,7 @@ func load(dir, name string) (history, error) {
 
 // start makes the agent loop of the session's sandbox, going on from h.
 func (s *Session) start(ctx context.Context, h history) error {
-	s.loop = &agent.Loop{Model: s.cfg.Model, Tools: s.cfg.Tools, System: agent.SystemPrompt() + chatPrompt,
+	s.loop = &agent.Loop{Model: s.cfg.Model, Tools: s.cfg.Tools, System: agent.SystemPrompt(egress.Effective{}) + chatPrompt,
 		Env: &tools.Env{Guest: s.sb.Guest(), SpillDir: agent.SpillDir}, Emit: s.emit, OnText: func(d string) { _ = s.steps.Text(d) },
 		Messages: agent.CloseDangling(h.Messages, "interrupted before it finished"), Usage: h.Usage, Steps: h.Steps}
 	if err := agent.EnableMemory(s.loop, s.cfg.ContextWindow); err != nil {

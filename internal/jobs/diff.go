@@ -133,8 +133,9 @@ func patchMessage(j store.Job) string {
 }
 
 // Artifacts writes ended job id's workspace to w as a zip bounded by
-// opts, with its diff (Diff) at its root as DiffName; the manifest says
-// why when there is none.
+// opts, with its diff (Diff) at its root as DiffName (the manifest says
+// why when there is none) and, when the job's sandbox reached out, its
+// network events as NetworkLogName.
 func (s *Service) Artifacts(ctx context.Context, id string, w io.Writer, opts artifact.Options) (artifact.Report, error) {
 	ws, err := s.Workspace(ctx, id)
 	if err != nil {
@@ -143,5 +144,6 @@ func (s *Service) Artifacts(ctx context.Context, id string, w io.Writer, opts ar
 	if s.repos != nil {
 		opts.Extra = append(opts.Extra, artifact.Extra{Name: DiffName, Open: func() (io.ReadCloser, error) { return s.diffFile(ctx, id, false) }})
 	}
+	opts.Extra = append(opts.Extra, s.networkExtra(ctx, id))
 	return ws.Zip(ctx, id, w, opts)
 }

@@ -66,6 +66,10 @@ func (s *Steps) Show(typ string, payload json.RawMessage) error {
 		_, err = fmt.Fprintln(s.errw, gitLine(ev))
 	case event.Checkpoint:
 		err = s.line("%s", checkpointLine(ev))
+	case event.Network:
+		err = s.showNetwork(ev)
+	case event.NetworkPolicy:
+		err = s.line("%s", policyLine(ev))
 	default:
 		err = s.line("[%s] %s", typ, firstLine(string(payload), 200))
 	}

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -38,6 +43,8 @@ type item struct {
 	Long   bool
 	Cut    bool // the text was cut at maxShown
 	Error  bool
+	// Denied marks a connection the egress proxy refused.
+	Denied bool
 	// Media are the URLs of a tool result's images.
 	Media []string
 }
@@ -98,6 +105,13 @@ func toItem(ev store.Event) item {
 	case event.Checkpoint:
 		it.Title, it.Step, it.Error = "checkpoint", p.Step, p.Error != ""
 		it.Text = checkpointText(p)
+	case event.Network:
+		it.Kind, it.Title = "net", "network"
+		it.Denied = p.Decision != "allow"
+		it.Error = it.Denied || p.Error != ""
+		it.Text = networkText(p)
+	case event.NetworkPolicy:
+		it.Title, it.Text = "network policy", policyText(p)
 	}
 	return it
 }
@@ -205,4 +219,44 @@ func exitText(p event.Exit) string {
 		s += " Output truncated."
 	}
 	return s
+}
+
+// networkText is a connection through the egress proxy on one line:
+// "GET pypi.example:443 /simple/ · 12.3 KB in · 0.4 s · allowed by
+// pypi.example", or "evil.example:443 · not in the job's allow list".
+func networkText(p event.Network) string {
+	hp := net.JoinHostPort(p.Host, strconv.Itoa(p.Port))
+	if p.Decision != "allow" {
+		return strings.Join(nonEmpty(hp, strings.TrimPrefix(p.Reason, hp+" is ")), " · ")
+	}
+	where := strings.Join(nonEmpty(p.Method, hp, p.Path), " ")
+	parts := nonEmpty(where, render.Bytes(p.BytesIn)+" in")
+	if p.BytesOut > 0 {
+		parts = append(parts, render.Bytes(p.BytesOut)+" out")
+	}
+	parts = append(parts, strconv.FormatFloat(float64(p.DurationMS)/1000, 'f', 1, 64)+" s")
+	if p.Secret != "" {
+		parts = append(parts, "secret "+p.Secret+" added")
+	}
+	if p.Error != "" {
+		parts = append(parts, "failed: "+p.Error)
+	}
+	return strings.Join(append(parts, nonEmpty(p.Reason)...), " · ")
+}
+
+// policyText is a policy change: "Changed by alice: allow a.test".
+func policyText(p event.NetworkPolicy) string {
+	var pol egress.Policy
+	summary := "a policy this page cannot read"
+	if json.Unmarshal(p.Policy, &pol) == nil {
+		summary = render.PolicySummary(pol)
+	}
+	if p.By == "" || p.By == "submit" {
+		return "Set at submission: " + summary
+	}
+	return "Changed by " + p.By + ": " + summary
+}
+
+func nonEmpty(s ...string) []string {
+	return slices.DeleteFunc(s, func(x string) bool { return x == "" })
 }

@@ -113,15 +113,18 @@ func (u *UI) Job(w http.ResponseWriter, r *http.Request, s Session) error {
 	if d.Tabs, err = u.tabsData(r, j); err != nil {
 		return err
 	}
+	d.Network = u.networkLinks(j.ID) // the script loads the section: it reads the log
 	return u.render(w, http.StatusOK, "job", pageData{Title: firstLine(j.Task, 60), Session: s, Scripts: []string{"job.js", "tabs.js"}, Data: d})
 }
 
 // jobData is the job page's data: the job, and what its timeline
-// (timeline.go) and its other tabs (tabs.go) need.
+// (timeline.go), its other tabs (tabs.go) and its Network section
+// (network.go) need.
 type jobData struct {
 	Job      store.Job
 	Timeline any
 	Tabs     any
+	Network  networkView
 }
 
 // firstLine is s's first non-blank line, cut to n runes with an ellipsis.

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/llm"
@@ -26,7 +27,7 @@ const bashDescription = `Run a command with /bin/bash -c inside the sandbox (Deb
 - The command is killed after timeout_seconds (default 120, max 1800) together with every process it started.
 - Background processes are allowed and keep running between calls, e.g. a server: "python3 -m http.server 8000 > server.log 2>&1 &" returns at once. Always redirect a background process's output to a file (its output is otherwise discarded), then check it with a later call (curl -s localhost:8000, cat server.log).
 - Output is capped: each stream is cut in the middle past the limit. For long output, redirect to a file and use read_file or search_files.
-- The sandbox usually has no internet access; Python (pytest, flask, requests, numpy, pandas), Node.js with TypeScript, git, curl and build tools are installed.
+- The sandbox reaches only what the job's network policy allows, through the proxy set in the environment (often nothing); Python (pytest, flask, requests, numpy, pandas), Node.js with TypeScript, git, curl and build tools are installed.
 - Prefer read_file, write_file, edit_file, list_files and search_files over cat, echo >, sed, ls and grep for files.
 A non-zero exit code is reported as an error.`
 
@@ -54,10 +55,11 @@ func (BashTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 		return errorf("bash: command is empty"), nil
 	}
 	timeout := env.timeout(in.TimeoutSeconds)
+	since := time.Now()
 	res, err := run(ctx, g, guest.Shell(in.Command), timeout, env.captureMax())
 	if err != nil {
 		return failure(NameBash, err)
 	}
 	text := execTextSpill(res, timeout, env.maxOutput(), spillOutput(ctx, env, res))
-	return Result{Text: text, IsError: res.ExitCode != 0 || res.TimedOut}, nil
+	return env.withDenials(since, Result{Text: text, IsError: res.ExitCode != 0 || res.TimedOut}), nil
 }

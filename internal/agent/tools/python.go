@@ -63,6 +63,7 @@ func (PythonTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Res
 		return Result{}, err
 	}
 	timeout := env.timeout(in.TimeoutSeconds)
+	since := time.Now()
 	res, err := g.KernelExecute(ctx, guest.KernelRequest{Code: in.Code, TimeoutMS: timeout.Milliseconds()})
 	if err == nil {
 		err = canceled(ctx)
@@ -70,7 +71,7 @@ func (PythonTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Res
 	if err != nil {
 		return slowFailure(ctx, NamePython, err)
 	}
-	return kernelResult(res, timeout), nil
+	return env.withDenials(since, kernelResult(res, timeout)), nil
 }
 
 // kernelResult renders a kernel execution for the model as a notebook

@@ -59,10 +59,13 @@ func (RunCodeTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Re
 	s := &snippet{g: g, dir: "/tmp/agentbox-run-" + strings.ToLower(rand.Text()[:16]),
 		timeout: env.timeout(in.TimeoutSeconds), max: env.maxOutput()}
 	defer s.cleanup(ctx)
+	since := time.Now()
+	run := s.python
 	if in.Language == "typescript" {
-		return s.typescript(ctx, in.Code)
+		run = s.typescript
 	}
-	return s.python(ctx, in.Code)
+	r, err := run(ctx, in.Code)
+	return env.withDenials(since, r), err
 }
 
 // snippet is one run_code call's temporary directory in the sandbox.

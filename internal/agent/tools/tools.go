@@ -33,6 +33,10 @@ type Env struct {
 	// output too large to show is saved whole (up to SpillCapture bytes a
 	// stream), and the model is told the file's path.
 	SpillDir string
+	// Network, when the job can reach out through the egress proxy, says
+	// which connections the proxy refused, for the hint a failed command's
+	// result gets; nil means the job has no network.
+	Network NetworkDenials
 }
 
 // SpillCapture is how much of each output stream is captured for spilling.

@@ -20,6 +20,7 @@ function start() {
   let flushing = null;
   let again = false;
   let headerDirty = false;
+  let networkDirty = false;
   let timer = 0;
 
   const final = () => document.querySelector("#job-summary [data-final]")?.dataset.final === "true";
@@ -62,7 +63,45 @@ function start() {
       headerDirty = false;
       await refreshHeader();
     }
+    if (networkDirty) {
+      networkDirty = false;
+      await refreshNetwork();
+    }
   }
+
+  // The Network section: reloaded when a connection or a policy change
+  // comes, and replaced by the answer of "Allow for this job".
+  const network = document.getElementById("network");
+  async function refreshNetwork() {
+    if (!network) return;
+    const resp = await api(network.dataset.url);
+    if (!resp.ok) throw await apiError(resp);
+    showNetwork(await resp.text());
+  }
+  // showNetwork puts the section's HTML in place; a job that has no
+  // network and tried none has an empty section, hidden.
+  function showNetwork(html) {
+    network.replaceChildren(fragment(html));
+    network.hidden = !network.querySelector("h2");
+  }
+  network?.addEventListener("click", async (e) => {
+    const btn = e.target.closest("button.allow-host");
+    if (!btn) return;
+    btn.disabled = true;
+    const out = network.querySelector(".net-error");
+    const resp = await api(network.dataset.allow, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ host: btn.dataset.host }),
+    });
+    if (!resp.ok) {
+      out.textContent = (await apiError(resp)).message;
+      out.hidden = false;
+      btn.disabled = false;
+      return;
+    }
+    showNetwork(await resp.text());
+  });
 
   // flush runs pull, once at a time: a call during one runs it again
   // after it, so no event is left behind.
@@ -105,6 +144,7 @@ function start() {
             const seq = Number(ev.id);
             if (seq > seen) seen = seq;
             if (ev.event === "state" || ev.event === "model" || ev.event === "message" || ev.event === "git") headerDirty = true;
+            if (ev.event === "network" || ev.event === "network_policy") networkDirty = true;
             schedule();
             wait = 500;
           });
@@ -200,5 +240,6 @@ function start() {
     }
   });
 
+  refreshNetwork().catch(report);
   if (!final()) follow();
 }
