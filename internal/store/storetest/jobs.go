@@ -27,7 +27,7 @@ func fullJob(id string, b time.Time) store.Job {
 		CreatedAt: b, UpdatedAt: b.Add(time.Second), StartedAt: b.Add(2 * time.Second), EndedAt: b.Add(3 * time.Second),
 		DeletedAt: b.Add(4*time.Second + 567*time.Microsecond),
 		Image:     "agentbox-python:3.12", WorkspaceFrom: "job-before", Isolation: "gvisor",
-		Network:   json.RawMessage(`{"mode":"allow","allow":["pypi.org","*.example.org:8443"],"presets":["python"]}`),
+		Network: json.RawMessage(`{"mode":"allow","allow":["pypi.org","*.example.org:8443"],"presets":["python"]}`),
 		Repo: &store.Repo{URL: "ssh://git@example.com/o/r.git", Ref: "main", Branch: "agentbox/" + id, Push: true,
 			PullRequest: &store.PullRequest{Title: "Fix ✓", Body: "body\nlines", Draft: true}},
 		Git: store.Git{BaseCommit: "b0", Branch: "agentbox/" + id, Commit: "c1", Pushed: true,
