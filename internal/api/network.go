@@ -11,6 +11,13 @@ import (
 // entries of 300 bytes, with room for methods.
 const maxPolicyBytes = 256 << 10
 
+// networkChecker is an optional ability of a Service: it checks a job's
+// policy on its own, so that a multipart submission is refused before its
+// upload is read (Submit checks it anyway).
+type networkChecker interface {
+	CheckNetwork(p egress.Policy) (egress.Policy, error)
+}
+
 // network handles GET /v1/jobs/{id}/network: the policy in force and a
 // summary per host of the job's network events.
 func (s *server) network(w http.ResponseWriter, r *http.Request) error {

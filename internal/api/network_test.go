@@ -76,7 +76,8 @@ func TestSubmitNetworkPolicy(t *testing.T) {
 		resp, b := do(t, e, req{method: "POST", path: "/v1/jobs", body: `{"task": "x", "network": ` + tc.policy + `}`})
 		wantField(t, tc.name, resp, b, tc.field)
 	}
-	resp, b := postMultipart(t, e, "/v1/jobs", nil, jobPart(`{"task": "x", "network": {"presets": ["ruby"]}}`), workspacePart(zipOf(t, map[string]string{"a.txt": "a"})))
+	// Refused before the upload is read: its archive is never looked at.
+	resp, b := postMultipart(t, e, "/v1/jobs", nil, jobPart(`{"task": "x", "network": {"presets": ["ruby"]}}`), workspacePart([]byte("not an archive")))
 	wantField(t, "multipart", resp, b, "network.presets[0]")
 	resp, b = postMultipart(t, e, "/v1/jobs", nil, jobPart(`{"task": "x", "network": {"allow": ["bad host"]}}`), workspacePart(zipOf(t, map[string]string{"a.txt": "a"})))
 	wantField(t, "multipart entry", resp, b, "network.allow[0]")
