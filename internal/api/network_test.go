@@ -180,3 +180,20 @@ func TestNetworkSummary(t *testing.T) {
 	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/job_missing/network"})
 	wantError(t, resp, b, http.StatusNotFound, wire.CodeNotFound)
 }
+
+// TestNetworkIdempotency: the policy is part of what an Idempotency-Key
+// covers.
+func TestNetworkIdempotency(t *testing.T) {
+	e := netEnv(t)
+	key := map[string]string{"Idempotency-Key": "k1"}
+	body := `{"task": "x", "network": {"allow": ["pypi.org"]}}`
+	resp, b := do(t, e, req{method: "POST", path: "/v1/jobs", body: body, header: key})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	if resp, b := do(t, e, req{method: "POST", path: "/v1/jobs", body: body, header: key}); resp.StatusCode != http.StatusCreated || resp.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("replay: %d %s", resp.StatusCode, b)
+	}
+	resp, b = do(t, e, req{method: "POST", path: "/v1/jobs", body: `{"task": "x", "network": {"allow": ["evil.example"]}}`, header: key})
+	wantError(t, resp, b, http.StatusUnprocessableEntity, wire.CodeIdempotencyConflict)
+}
