@@ -178,8 +178,9 @@ type NetworkSummary struct {
 	Hosts  []HostSummary
 	// Connections counts the network events read.
 	Connections int
-	// Truncated says the summary stopped at MaxNetworkEvents events or
-	// MaxNetworkHosts hosts: it covers the job's first ones.
+	// Truncated says the log holds more than MaxNetworkEvents events (the
+	// summary covers the last ones) or the events name more than
+	// MaxNetworkHosts hosts (the first ones are listed).
 	Truncated bool
 }
 
@@ -193,34 +194,33 @@ type HostSummary struct {
 	LastDecision, LastReason string
 }
 
-// Network summarises job id's network events, reading at most
-// MaxNetworkEvents of its log's events; store.ErrNotFound for an unknown
-// job.
+// Network summarises job id's network events among the last
+// MaxNetworkEvents of its log (the latest are what a change of policy
+// answers to); store.ErrNotFound for an unknown job.
 func (s *Service) Network(ctx context.Context, id string) (NetworkSummary, error) {
 	j, err := s.store.GetJob(ctx, id)
 	if err != nil {
 		return NetworkSummary{}, err
 	}
 	sum := NetworkSummary{Policy: JobNetwork(j)}
+	last, err := s.store.LastSeq(ctx, id)
+	if err != nil {
+		return sum, fmt.Errorf("network of job %s: %w", id, err)
+	}
+	after := max(0, last-MaxNetworkEvents)
+	sum.Truncated = after > 0
 	hosts := map[string]*HostSummary{}
-	var after int64
-	for read := 0; read < MaxNetworkEvents; {
-		evs, err := s.store.Events(ctx, id, after, min(networkPage, MaxNetworkEvents-read))
+	for after < last {
+		evs, err := s.store.Events(ctx, id, after, networkPage)
 		if err != nil {
 			return sum, fmt.Errorf("network of job %s: %w", id, err)
 		}
 		if len(evs) == 0 {
 			break
 		}
-		read += len(evs)
 		after = evs[len(evs)-1].Seq
 		for _, e := range evs {
 			if e.Type == event.TypeNetwork && !sum.count(hosts, e.Payload) {
-				sum.Truncated = true
-			}
-		}
-		if read >= MaxNetworkEvents {
-			if more, _ := s.store.Events(ctx, id, after, 1); len(more) > 0 {
 				sum.Truncated = true
 			}
 		}

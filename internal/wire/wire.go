@@ -174,8 +174,8 @@ type NetworkSummary struct {
 	Hosts []NetworkHost `json:"hosts"`
 	// Connections counts the connection attempts summarised.
 	Connections int `json:"connections"`
-	// Truncated says the summary covers only the job's first 100,000
-	// events or 1000 hosts.
+	// Truncated says the summary covers only the last 100,000 events of
+	// the job's log, or lists only the first 1000 hosts.
 	Truncated bool `json:"truncated,omitempty"`
 }
 
