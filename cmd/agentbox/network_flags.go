@@ -13,15 +13,16 @@ import (
 const networkHelp = `
 
 The sandbox reaches the network only through agentbox's egress proxy, under
-the job's policy: --allow HOST lets it reach a host (a name, *.domain, an IP
-or CIDR, with an optional :port; 80 and 443 without one), --deny HOST refuses
-one whatever else allows it, --preset NAME adds a list of hosts the operator
-defines (AGENTBOX_EGRESS_PRESETS), --secret NAME lets the proxy add a
-credential the operator binds to its hosts (AGENTBOX_EGRESS_SECRETS; the
-sandbox sees only a placeholder). --network open reaches any public host but
-those denied; --network none nothing. Without any of them the operator's
-default applies (AGENTBOX_EGRESS_DEFAULT, else none). A policy the operator
-does not allow (an unknown preset or secret, a forbidden mode) is refused.`
+the policy these flags state: --allow HOST lets it reach a host (a name,
+*.domain, an IP or CIDR, with an optional :port; 80 and 443 without one),
+--deny HOST refuses one whatever else allows it, --preset NAME adds a list of
+hosts the operator defines (AGENTBOX_EGRESS_PRESETS), --secret NAME lets the
+proxy add a credential the operator binds to its hosts
+(AGENTBOX_EGRESS_SECRETS; the sandbox sees only a placeholder). --network
+open reaches any public host but those denied; --network none nothing.
+Without any of them the operator's default applies (AGENTBOX_EGRESS_DEFAULT,
+else none). A policy the operator does not allow (an unknown preset or
+secret, a forbidden mode) is refused.`
 
 // addNetworkFlags adds --allow, --deny, --preset and --secret, and with
 // mode --network none|open, to fl.
