@@ -177,3 +177,37 @@ func TestNetworkSummaryBounded(t *testing.T) {
 		t.Errorf("%d hosts, %d connections, truncated %v, %v", len(sum.Hosts), sum.Connections, sum.Truncated, err)
 	}
 }
+
+// TestNetworkSummaryWindow: a log longer than MaxNetworkEvents is
+// summarised over its last events: the latest connection is in, the
+// first is out, and the summary says so.
+func TestNetworkSummaryWindow(t *testing.T) {
+	svc, st := netService(t)
+	j, _, err := svc.Submit(bg, jobs.SubmitRequest{Task: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = st.UpdateJobLogged(bg, j.ID, func(*store.Job) ([]store.Entry, error) {
+		es := make([]store.Entry, 0, jobs.MaxNetworkEvents+2)
+		for i := range jobs.MaxNetworkEvents + 2 {
+			host := "middle.example"
+			switch i {
+			case 0:
+				host = "first.example"
+			case jobs.MaxNetworkEvents + 1:
+				host = "last.example"
+			}
+			typ, b, _ := event.Marshal(event.Network{Host: host, Port: 443, Decision: "deny"})
+			es = append(es, store.Entry{Type: typ, Payload: b})
+		}
+		return es, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := svc.Network(bg, j.ID)
+	if err != nil || !sum.Truncated || sum.Connections != jobs.MaxNetworkEvents || len(sum.Hosts) != 2 ||
+		sum.Hosts[0].Host != "last.example" || sum.Hosts[1].Host != "middle.example" {
+		t.Errorf("%+v, %v; want the last %d events: last.example and middle.example, truncated", sum.Hosts, err, jobs.MaxNetworkEvents)
+	}
+}
