@@ -11,11 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/chat"
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 func newChatCmd(a *app) *cobra.Command {
 	var session, model string
+	var nf wiring.NetworkFlags
 	cmd := &cobra.Command{
 		Use:   "chat",
 		Short: "Talk with the agent interactively in one sandbox; sessions are saved and resumable",
@@ -35,25 +37,39 @@ time elapsed, and each turn ends with a line of its steps, tokens, cost and
 context size. From a pipe or a script, messages are read a line at a time
 (a trailing \ continues one) with the same commands.
 
-` + chat.Help,
+` + chat.Help + networkHelp,
 		Example: `  agentbox chat
-  agentbox chat --session flask-api --model anthropic:claude-sonnet-4-5`,
+  agentbox chat --session flask-api --model anthropic:claude-sonnet-4-5
+  agentbox chat --preset python --allow api.example.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if session == "" {
 				session = time.Now().Format("20060102-150405")
 			}
-			return a.chat(cmd.Context(), session, model, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			network, err := nf.Policy(a.cfg.Egress.Policy)
+			if err != nil {
+				return err
+			}
+			return a.chat(cmd.Context(), chatOptions{session: session, model: model, network: network}, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "session to start or resume (default: a new one named by the time)")
 	cmd.Flags().StringVar(&model, "model", "", "model as provider:name (default AGENTBOX_MODEL)")
+	addNetworkFlags(cmd.Flags(), &nf, true)
 	a.driverFlag(cmd)
 	return cmd
 }
 
+// chatOptions are what `agentbox chat` was asked for.
+type chatOptions struct {
+	session, model string
+	// network is the egress policy, checked.
+	network egress.Policy
+}
+
 // chat runs one interactive session; an interrupted turn exits 130.
-func (a *app) chat(ctx context.Context, session, spec string, in io.Reader, out, errw io.Writer) error {
+func (a *app) chat(ctx context.Context, o chatOptions, in io.Reader, out, errw io.Writer) error {
+	session, spec := o.session, o.model
 	model, err := wiring.ModelResolver(a.cfg.Model)(spec)
 	if err != nil {
 		return err
@@ -64,7 +80,7 @@ func (a *app) chat(ctx context.Context, session, spec string, in io.Reader, out,
 	}
 	defer drv.Close()
 	s, err := chat.Open(ctx, chat.Config{Dir: filepath.Join(a.cfg.DataDir, "chats"), Driver: drv, Model: model, ModelSpec: spec,
-		Tools: wiring.Tools(a.cfg.Sandbox), ContextWindow: a.cfg.Agent.ContextWindow, Out: out, Err: errw}, session)
+		Tools: wiring.Tools(a.cfg.Sandbox), ContextWindow: a.cfg.Agent.ContextWindow, Network: o.network, Out: out, Err: errw}, session)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/wire"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 // newClientCmds returns the commands that talk to a running server.
@@ -96,6 +97,7 @@ type submitFlags struct {
 	handBack                          handBackFlags
 	workspace, workspaceFrom          string
 	exclude                           []string
+	network                           wiring.NetworkFlags
 }
 
 func newSubmitCmd(a *app) *cobra.Command {
@@ -116,13 +118,15 @@ into the job's /workspace before the job exists. Symlinks are kept as
 symlinks; FIFOs, sockets, devices and symlinks leading out of DIR are refused
 before anything is sent (leave them out with --exclude; no .gitignore is
 read). --workspace-from JOB starts from a copy of an ended job's workspace
-instead.` + clientEnvHelp,
+instead.` + networkHelp + `
+The server checks the policy against its own settings.` + clientEnvHelp,
 		Example: `  agentbox submit "Write a Flask app with a /health route and tests"
   agentbox submit --follow --timeout 20m --memory 4g "Fix the failing tests"
   id=$(agentbox submit --meta ticket=OPS-12 "Summarize README.md")
   agentbox submit - < task.txt
   agentbox submit --workspace . --exclude .venv --exclude node_modules "Fix the failing test"
-  agentbox submit --workspace-from job_0193b2c4d5e6f7a8b9c "Now add a test for the empty case"`,
+  agentbox submit --workspace-from job_0193b2c4d5e6f7a8b9c "Now add a test for the empty case"
+  agentbox submit --preset python "Build a Flask API with /health that installs flask"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.submit(cmd, f, args[0]) },
 	}
@@ -146,6 +150,7 @@ instead.` + clientEnvHelp,
 	fl.StringVar(&f.workspace, "workspace", "", "start from this directory's files (packed and uploaded)")
 	fl.StringArrayVar(&f.exclude, "exclude", nil, "with --workspace: leave out paths or names matching this pattern, e.g. .venv or '*.log' (repeatable)")
 	fl.StringVar(&f.workspaceFrom, "workspace-from", "", "start from a copy of this ended job's workspace")
+	addNetworkFlags(fl, &f.network, true)
 	return cmd
 }
 
@@ -218,6 +223,11 @@ func (f submitFlags) request(stdin io.Reader, task string) (wire.SubmitRequest, 
 	}
 	f.handBack.toWire(req.Repo)
 	errs = append(errs, f.handBack.check(f.repo))
+	if !f.network.IsZero() {
+		p, err := f.network.Parse()
+		req.Network = &p
+		errs = append(errs, err)
+	}
 	return req, errors.Join(errs...)
 }
 

@@ -19,6 +19,9 @@ import (
 type execFlags struct {
 	wiring.SandboxFlags
 	quiet, raw bool
+	// network is --network as typed; egress the other network flags.
+	network string
+	egress  wiring.NetworkFlags
 }
 
 func newExecCmd(a *app) *cobra.Command {
@@ -42,12 +45,20 @@ characters and escape sequences but colours are shown (as ^[, ^G, ^M,
 <U+009B>) instead of acting, so it cannot set the clipboard or the title,
 clear the screen or write over a line; progress bars drawn with a carriage
 return show it as ^M. --raw passes the bytes as 'docker exec' does (for a
-command you trust); a pipe or a file always gets them unchanged.`,
+command you trust); a pipe or a file always gets them unchanged.
+
+--network bridge (or a named network) gives the sandbox a container network
+of its own instead, as 'docker run --network' does, outside the proxy.` + networkHelp,
 		Example: `  agentbox exec 'python3 -c "print(6*7)"'
   agentbox exec --memory 512m --timeout 30s -- python3 script.py
-  agentbox exec --workspace ./proj 'pytest -q'`,
+  agentbox exec --workspace ./proj 'pytest -q'
+  agentbox exec --preset python 'pip install flask'
+  agentbox exec --allow example.com 'curl -sI https://example.com'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.execPolicy(&f); err != nil {
+				return err
+			}
 			spec, err := f.Spec()
 			if err != nil {
 				return err
@@ -62,7 +73,8 @@ command you trust); a pipe or a file always gets them unchanged.`,
 	fl.Int64Var(&f.Pids, "pids", 0, "process limit (default from AGENTBOX_SANDBOX_PIDS, else 512)")
 	fl.StringVar(&f.Disk, "disk", "", "disk quota on what the sandbox writes to the host, workspace included, e.g. 1g (default from AGENTBOX_SANDBOX_DISK, else 10g)")
 	fl.StringVar(&f.Isolation, "isolation", "", isolationUsage)
-	fl.StringVar(&f.Network, "network", "", "sandbox network: none (the default), bridge or a named network; host is refused")
+	fl.StringVar(&f.network, "network", "", "none (the default: no network), open (any public host through the egress proxy), or a container network: bridge or a named one; host is refused")
+	addNetworkFlags(fl, &f.egress, false)
 	fl.StringVar(&f.Workspace, "workspace", "", "host directory to mount at /workspace (kept afterwards)")
 	fl.DurationVar(&f.Timeout, "timeout", 10*time.Minute, "kill the command and its children after this long")
 	fl.StringArrayVarP(&f.Env, "env", "e", nil, "set an environment variable KEY=VALUE (repeatable)")
@@ -70,6 +82,18 @@ command you trust); a pipe or a file always gets them unchanged.`,
 	fl.BoolVar(&f.raw, "raw", false, "print the command's bytes as they are, escape sequences included, on a terminal too")
 	a.driverFlag(cmd)
 	return cmd
+}
+
+// execPolicy reads exec's network flags into f: the container network, or
+// the egress policy checked against the operator's settings.
+func (a *app) execPolicy(f *execFlags) error {
+	container, err := execNetwork(f.network, &f.egress)
+	if err != nil {
+		return err
+	}
+	f.SandboxNetwork = container
+	f.Network, err = f.egress.Policy(a.cfg.Egress.Policy)
+	return err
 }
 
 // execOnce runs req in a fresh sandbox, streaming output, and returns the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/client"
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/drivers"
 	"github.com/agentbox/agentbox/internal/wire"
@@ -128,10 +129,11 @@ const isolationUsage = "isolation tier: container, gvisor (gVisor's runsc) or mi
 
 // exitCodeOf is the exit status of a command that failed with err: 2 for
 // a request the host cannot serve as asked (an isolation tier missing
-// here, locally or on the server), else 1.
+// here, locally or on the server; a network policy the operator does not
+// allow, checked here), else 1.
 func exitCodeOf(err error) int {
 	var ce *client.Error
-	if errors.Is(err, sandbox.ErrIsolationUnavailable) || errors.As(err, &ce) && ce.Code == wire.CodeIsolation {
+	if errors.Is(err, sandbox.ErrIsolationUnavailable) || errors.As(err, &ce) && ce.Code == wire.CodeIsolation || errors.Is(err, jobs.ErrBadNetwork) {
 		return 2
 	}
 	return 1

@@ -19,6 +19,7 @@ import (
 func newRunCmd(a *app) *cobra.Command {
 	var f wiring.RunRequest
 	var hb handBackFlags
+	var nf wiring.NetworkFlags
 	cmd := &cobra.Command{
 		Use:   "run [flags] TASK",
 		Short: "Do one task end to end in the foreground, showing each step, without a server",
@@ -43,12 +44,14 @@ without any, run says what to set. AGENTBOX_AGENT=shell runs the task as a
 bash script instead. Ctrl-C cancels the job and removes its sandbox.
 
 Exit status: 0 when the job completed, 1 when it ended in error, 130 when
-it was canceled.`,
+it was canceled; 2 when it cannot run here as asked (an isolation tier
+missing, a network policy the operator does not allow).` + networkHelp,
 		Example: `  agentbox run "Create a Python script that prints Hello, World! and run it"
   agentbox run --model openai:llama3.1 --max-steps 30 "Write a CSV filter with tests"
   echo "Build a Flask API with /health and tests" | agentbox run -
   agentbox run --workspace . "Make the failing test pass"
-  sudo agentbox run --workspace ~/proj --in-place "Add type hints to utils.py"`,
+  sudo agentbox run --workspace ~/proj --in-place "Add type hints to utils.py"
+  agentbox run --preset python --allow news.ycombinator.com "Scrape the titles of the top 10 Hacker News articles"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Task, f.Stdin = args[0], cmd.InOrStdin()
@@ -56,6 +59,10 @@ it was canceled.`,
 				return err
 			}
 			hb.toRun(&f)
+			var err error
+			if f.Network, err = nf.Policy(a.cfg.Egress.Policy); err != nil {
+				return err
+			}
 			return exitWith(a.runTask(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
 	}
@@ -73,6 +80,7 @@ it was canceled.`,
 	hb.add(fl)
 	fl.StringVar(&f.Workspace, "workspace", "", "start from a copy of this directory's files (DIR is not modified)")
 	fl.BoolVar(&f.InPlace, "in-place", false, "with --workspace: work in DIR itself, changing it (needs root)")
+	addNetworkFlags(fl, &nf, true)
 	a.driverFlag(cmd)
 	return cmd
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbox/agentbox/internal/artifact"
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
@@ -139,6 +140,10 @@ type Service interface {
 	Diff(ctx context.Context, id string, patch bool, w io.Writer) error
 	QueuePosition(ctx context.Context, id string) (int, error)
 	Workers(ctx context.Context) ([]jobs.WorkerStatus, error)
+	// SetNetwork and Network are a job's egress policy and what its
+	// sandbox did on the network.
+	SetNetwork(ctx context.Context, id string, p egress.Policy, by string) (egress.Policy, error)
+	Network(ctx context.Context, id string) (jobs.NetworkSummary, error)
 	Sandboxes
 }
 
@@ -283,6 +288,8 @@ func (s *server) routes() []route {
 		{"GET /v1/jobs/{id}/diff", authBearer, s.diff},
 		{"GET /v1/jobs/{id}/media/{name}", authImage, s.media},
 		{"POST /v1/jobs/{id}/viewer", authBearer, s.viewer},
+		{"GET /v1/jobs/{id}/network", authBearer, s.network},
+		{"PATCH /v1/jobs/{id}/network", authBearer, s.setNetwork},
 		{"GET /v1/workers", authBearer, s.workers},
 		{"POST /schedule", authBearer, s.legacySubmit},
 		{"POST /submit", authBearer, s.legacySubmit},

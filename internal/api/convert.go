@@ -17,6 +17,9 @@ import (
 func submitRequest(in wire.SubmitRequest, key string) jobs.SubmitRequest {
 	req := jobs.SubmitRequest{Task: in.Task, Model: in.Model, Metadata: in.Metadata, IdempotencyKey: key,
 		Image: in.Image, WorkspaceFrom: in.WorkspaceFrom, Isolation: in.Isolation}
+	if in.Network != nil {
+		req.Network = *in.Network
+	}
 	if r := in.Repo; r != nil {
 		req.Repo = &store.Repo{URL: r.URL, Ref: r.Ref, Branch: r.Branch, Push: r.Push}
 		if pr := r.PullRequest; pr != nil {
@@ -31,6 +34,7 @@ func submitRequest(in wire.SubmitRequest, key string) jobs.SubmitRequest {
 			NanoCPUs:      nanoCPUs(in.Limits.CPUs),
 			DiskBytes:     int64(in.Limits.Disk),
 			ContextWindow: in.Limits.ContextWindow,
+			EgressBytes:   int64(in.Limits.Egress),
 		}
 	}
 	return req
@@ -56,6 +60,7 @@ func limitsDTO(l store.Limits) wire.Limits {
 		CPUs:          float64(l.NanoCPUs) / 1e9,
 		Disk:          wire.ByteSize(l.DiskBytes),
 		ContextWindow: l.ContextWindow,
+		Egress:        wire.ByteSize(l.EgressBytes),
 	}
 }
 
@@ -72,6 +77,7 @@ func (s *server) jobDTO(j store.Job) wire.Job {
 		Image: j.Image, WorkspaceFrom: j.WorkspaceFrom, Repo: repoDTO(j.Repo), Git: gitDTO(j.Git),
 		Turn: max(j.Turn, 1), Worker: runningOn(j), Links: s.links(j.ID),
 		Isolation: cmp.Or(j.Isolation, sandbox.IsolationContainer),
+		Network:   jobs.JobNetwork(j),
 	}
 }
 
@@ -118,6 +124,15 @@ func (s *server) links(id string) wire.Links {
 	self := s.cfg.BaseURL + "/v1/jobs/" + url.PathEscape(id)
 	return wire.Links{Self: self, Events: self + "/events", Artifacts: self + "/artifacts.zip", Files: self + "/files/",
 		Diff: self + "/diff", Messages: self + "/messages"}
+}
+
+func networkDTO(n jobs.NetworkSummary) wire.NetworkSummary {
+	out := wire.NetworkSummary{Policy: n.Policy, Hosts: make([]wire.NetworkHost, 0, len(n.Hosts)), Connections: n.Connections, Truncated: n.Truncated}
+	for _, h := range n.Hosts {
+		out.Hosts = append(out.Hosts, wire.NetworkHost{Host: h.Host, Port: h.Port, Allowed: h.Allowed, Denied: h.Denied,
+			BytesIn: h.BytesIn, BytesOut: h.BytesOut, LastDecision: h.LastDecision, LastReason: h.LastReason})
+	}
+	return out
 }
 
 func eventDTO(e store.Event) wire.Event {

@@ -12,6 +12,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/wire"
 	"reflect"
 )
@@ -109,9 +110,12 @@ func hexRune(h []byte) rune {
 func decodeError(err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
+	var fe *egress.FieldError
 	switch {
 	case bodyFailure(err):
 		return err
+	case errors.As(err, &fe):
+		return policyError(fe)
 	case errors.Is(err, io.EOF):
 		return badRequest("request body is empty; want a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):

@@ -70,7 +70,7 @@ func errorStatus(err error) (status int, code, msg string, internal bool) {
 		return http.StatusRequestEntityTooLarge, wire.CodeTooLarge, err.Error(), false
 	case errors.Is(err, jobs.ErrNoMedia):
 		return http.StatusNotFound, wire.CodeNotFound, err.Error(), false
-	case errors.Is(err, jobs.ErrBadMessage), errors.Is(err, workspace.ErrBadArchive), errors.Is(err, jobs.ErrBadStart),
+	case errors.Is(err, jobs.ErrBadMessage), errors.Is(err, workspace.ErrBadArchive), errors.Is(err, jobs.ErrBadStart), errors.Is(err, jobs.ErrBadNetwork),
 		errors.Is(err, jobs.ErrBadMediaName):
 		return http.StatusBadRequest, wire.CodeBadRequest, err.Error(), false
 	case errors.Is(err, jobs.ErrOverCeiling):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/artifact"
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
@@ -52,6 +53,12 @@ func (f fakeService) Artifacts(context.Context, string, io.Writer, artifact.Opti
 	panic("not used")
 }
 func (f fakeService) Diff(context.Context, string, bool, io.Writer) error { panic("not used") }
+func (f fakeService) SetNetwork(context.Context, string, egress.Policy, string) (egress.Policy, error) {
+	panic("not used")
+}
+func (f fakeService) Network(context.Context, string) (jobs.NetworkSummary, error) {
+	panic("not used")
+}
 
 func TestServerFaultsAreGenericLogged500s(t *testing.T) {
 	var logs testenv.Buffer

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/memory"
@@ -89,6 +90,8 @@ func TestOpenAPISchemasMatchDTOs(t *testing.T) {
 		"Repo": reflect.TypeFor[wire.Repo](), "PullRequest": reflect.TypeFor[wire.PullRequest](),
 		"Git": reflect.TypeFor[wire.Git](), "MessageRequest": reflect.TypeFor[wire.MessageRequest](),
 		"Worker": reflect.TypeFor[wire.Worker](), "WorkerList": reflect.TypeFor[wire.WorkerList](),
+		"Policy": reflect.TypeFor[egress.Policy](), "NetworkSummary": reflect.TypeFor[wire.NetworkSummary](),
+		"NetworkHost": reflect.TypeFor[wire.NetworkHost](),
 	}
 	maps.Copy(dtos, eventSchemas())
 	notDTOs := []string{"Status"} // an enum, not a struct

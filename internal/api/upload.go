@@ -120,6 +120,11 @@ func (m *multipartSubmit) job(p *multipart.Part) error {
 	if err := m.up.Check(req, m.staged != nil); err != nil {
 		return err
 	}
+	if nc, ok := m.s.svc.(networkChecker); ok {
+		if _, err := nc.CheckNetwork(req.Network); err != nil {
+			return err // before the upload is read, as the other fields
+		}
+	}
 	m.req = &req
 	return nil
 }

@@ -45,6 +45,9 @@ type Config struct {
 	// ContextWindow overrides the model's context window, in tokens (0:
 	// the model's own).
 	ContextWindow int
+	// Network is the session's egress policy, checked against the
+	// operator's settings (chat --allow, --preset, ...).
+	Network egress.Policy
 	// Out gets the model's answers and what the tools did; Err the steps'
 	// bookkeeping, the session's notes and the help.
 	Out, Err io.Writer

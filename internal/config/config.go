@@ -43,6 +43,7 @@ type Config struct {
 	Client  Client
 	Agent   Agent
 	Git     Git
+	Egress  Egress
 }
 
 // Agent configures how jobs are worked on.
@@ -240,6 +241,7 @@ func Default() Config {
 		Client: Client{URL: "http://127.0.0.1:8080"},
 		Agent:  Agent{Kind: "model", MaxSteps: 100},
 		Git:    defaultGit(),
+		Egress: defaultEgress(),
 	}
 }
 
@@ -309,6 +311,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	errs = append(errs, sandboxEnv(lookup, &c.Sandbox)...)
 	errs = append(errs, httpEnv(lookup, &c.Server.HTTP)...)
 	errs = append(errs, gitEnv(lookup, &c.Git)...)
+	errs = append(errs, egressEnv(lookup, &c.Egress)...)
 	str("AGENTBOX_AGENT", &c.Agent.Kind)
 	errs = append(errs, intEnv(lookup, "AGENTBOX_MAX_STEPS", &c.Agent.MaxSteps),
 		intEnv(lookup, "AGENTBOX_CONTEXT_WINDOW", &c.Agent.ContextWindow))
@@ -394,7 +397,7 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir: empty (set AGENTBOX_DATA_DIR)"))
 	}
-	errs = append(errs, validStore(c.Store), c.validRole(), c.validBlobs(), c.Sandbox.Validate(), c.Server.Validate(), c.Agent.Validate(), c.Git.Validate())
+	errs = append(errs, validStore(c.Store), c.validRole(), c.validBlobs(), c.Sandbox.Validate(), c.Server.Validate(), c.Agent.Validate(), c.Git.Validate(), c.Egress.Validate())
 	return errors.Join(errs...)
 }
 

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/sandbox"
@@ -61,6 +62,9 @@ type SubmitRequest struct {
 	// Isolation is the tier the job runs under; empty for the server's
 	// default.
 	Isolation string
+	// Network is the job's egress policy as asked; zero for the
+	// operator's default (AGENTBOX_EGRESS_DEFAULT).
+	Network egress.Policy
 	// Staged is the workspace made for the job (Stage, StageCopy); Submit
 	// makes the job on it, or removes it.
 	Staged *Staged
@@ -89,6 +93,10 @@ type Service struct {
 	// set, refuses a tier that cannot run here.
 	isolation      string
 	checkIsolation func(ctx context.Context, iso string) error
+	// egress is what jobs' network policies are checked against
+	// (SetEgress); netWatch the local watchers of their changes.
+	egress   *egress.Config
+	netWatch netWatchers
 }
 
 // SetIsolation sets the tier of a job that names none (def, "" for
@@ -170,6 +178,10 @@ func (s *Service) submit(ctx context.Context, req *SubmitRequest) (store.Job, bo
 	if err != nil {
 		return store.Job{}, false, err
 	}
+	network, err := s.submitNetwork(*req)
+	if err != nil {
+		return store.Job{}, false, err
+	}
 	id, err := s.startWorkspace(ctx, req)
 	if err != nil {
 		return store.Job{}, false, err
@@ -177,7 +189,7 @@ func (s *Service) submit(ctx context.Context, req *SubmitRequest) (store.Job, bo
 	now := time.Now().UTC()
 	j := store.Job{
 		ID: id, Task: req.Task, Model: req.Model, Limits: req.Limits, Metadata: req.Metadata,
-		Image: req.Image, WorkspaceFrom: req.WorkspaceFrom, Repo: req.Repo, Turn: 1, Isolation: iso,
+		Image: req.Image, WorkspaceFrom: req.WorkspaceFrom, Repo: req.Repo, Turn: 1, Isolation: iso, Network: network,
 		Status: store.StatusPending, MaxAttempts: s.maxAtt, IdempotencyKey: req.IdempotencyKey,
 		RequestHash: requestHash(*req), CreatedAt: now, UpdatedAt: now,
 	}
@@ -237,6 +249,9 @@ func validate(req SubmitRequest) error {
 	if l.NanoCPUs < 0 {
 		p.Add("limits.cpus", "limits.cpus must not be negative")
 	}
+	if l.EgressBytes != 0 && l.EgressBytes < 1<<20 || l.EgressBytes < 0 {
+		p.Add("limits.egress", "limits.egress must be at least 1MiB")
+	}
 	size := 0
 	for k, v := range req.Metadata {
 		size += len(k) + len(v)
@@ -257,6 +272,10 @@ func validate(req SubmitRequest) error {
 
 // requestHash fingerprints the parts of a submission an Idempotency-Key covers.
 func requestHash(req SubmitRequest) string {
+	var network *egress.Policy
+	if !req.Network.IsZero() {
+		network = &req.Network
+	}
 	upload := ""
 	if req.Staged != nil {
 		upload = req.Staged.digest
@@ -269,7 +288,10 @@ func requestHash(req SubmitRequest) string {
 		Repo                 *store.Repo `json:",omitempty"`
 		Upload               string      `json:",omitempty"`
 		Isolation            string      `json:",omitempty"`
-	}{req.Task, req.Model, req.Limits, req.Metadata, req.Image, req.WorkspaceFrom, req.Repo, upload, req.Isolation})
+		// Network is omitted when zero, so the hashes of earlier
+		// submissions stay as they were.
+		Network *egress.Policy `json:",omitempty"`
+	}{req.Task, req.Model, req.Limits, req.Metadata, req.Image, req.WorkspaceFrom, req.Repo, upload, req.Isolation, network})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

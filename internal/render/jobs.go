@@ -33,6 +33,7 @@ func Job(w io.Writer, j wire.Job) error {
 	row("model", j.Model)
 	row("image", j.Image)
 	row("isolation", j.Isolation)
+	row("network", PolicyLine(j.Network))
 	row("created", stamp(j.CreatedAt))
 	row("started", stamp(j.StartedAt))
 	row("ended", stamp(j.EndedAt))

@@ -63,6 +63,9 @@ type Limits struct {
 	DiskBytes int64 `json:"disk_bytes,omitempty"`
 	// ContextWindow overrides the model's context window, in tokens.
 	ContextWindow int `json:"context_window,omitempty"`
+	// EgressBytes bounds the bytes the job's sandbox moves through the
+	// egress proxy, in and out together.
+	EgressBytes int64 `json:"egress_bytes,omitempty"`
 }
 
 // Usage is what a job consumed from its model.
@@ -129,6 +132,10 @@ type Job struct {
 	// resolved when it was submitted and never changed; empty for jobs
 	// from before tiers, which ran as containers.
 	Isolation string
+	// Network is the egress policy in force for the job, as egress.Policy
+	// JSON (store does not import egress); nil for none stated, or for jobs
+	// from before policies. PATCH /v1/jobs/{id}/network changes it.
+	Network json.RawMessage
 	// WorkspaceFrom is the job whose final workspace this one starts from.
 	WorkspaceFrom string
 	// Repo is the repository the job starts from; nil for none.

@@ -10,6 +10,8 @@ package wire
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/egress"
 )
 
 // SubmitRequest is the body of POST /v1/jobs (and of the /schedule and
@@ -30,6 +32,9 @@ type SubmitRequest struct {
 	// gvisor or microvm; empty for the server's default
 	// (AGENTBOX_ISOLATION).
 	Isolation string `json:"isolation,omitempty"`
+	// Network is the job's egress policy; absent for the server's default
+	// (AGENTBOX_EGRESS_DEFAULT).
+	Network *egress.Policy `json:"network,omitempty"`
 }
 
 // Repo is a repository job's code: where the host clones it from with its
@@ -89,6 +94,9 @@ type Limits struct {
 	Disk ByteSize `json:"disk,omitzero"`
 	// ContextWindow overrides the model's context window, in tokens.
 	ContextWindow int `json:"context_window,omitzero"`
+	// Egress bounds the bytes the job's sandbox moves through the egress
+	// proxy, in and out together. Same forms as Memory.
+	Egress ByteSize `json:"egress,omitzero"`
 }
 
 // SubmitResponse is the answer to POST /v1/jobs.
@@ -144,6 +152,9 @@ type Job struct {
 	// Isolation is the tier the job's sandboxes run under (container,
 	// gvisor, microvm).
 	Isolation string `json:"isolation"`
+	// Network is the egress policy in force, its mode always given
+	// (PATCH /v1/jobs/{id}/network changes it).
+	Network egress.Policy `json:"network"`
 	// Worker is the ID of the worker running the job (GET /v1/workers);
 	// empty unless it is running.
 	Worker string `json:"worker,omitempty"`
@@ -152,6 +163,34 @@ type Job struct {
 	// /v1/jobs/{id} fills it in.
 	QueuePosition int   `json:"queue_position,omitempty"`
 	Links         Links `json:"links"`
+}
+
+// NetworkSummary is GET /v1/jobs/{id}/network: the policy in force and
+// what the job's sandbox did on the network, per host and port, from its
+// network events.
+type NetworkSummary struct {
+	Policy egress.Policy `json:"policy"`
+	// Hosts are by host, then port.
+	Hosts []NetworkHost `json:"hosts"`
+	// Connections counts the connection attempts summarised.
+	Connections int `json:"connections"`
+	// Truncated says the summary covers only the last 100,000 events of
+	// the job's log, or lists only the first 1000 hosts.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// NetworkHost is one host and port's connection attempts.
+type NetworkHost struct {
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	Allowed  int    `json:"allowed"`
+	Denied   int    `json:"denied"`
+	BytesIn  int64  `json:"bytes_in"`
+	BytesOut int64  `json:"bytes_out"`
+	// LastDecision ("allow" or "deny") and LastReason are the latest
+	// attempt's.
+	LastDecision string `json:"last_decision"`
+	LastReason   string `json:"last_reason,omitempty"`
 }
 
 // Worker is a process that claims and runs jobs, as GET /v1/workers lists

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/egress"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
@@ -16,7 +18,14 @@ import (
 // `agentbox exec` or `run`: sizes such as 512m, CPUs such as 1.5, a host
 // directory, KEY=VALUE pairs. Empty means the configured default.
 type SandboxFlags struct {
-	Memory, CPUs, Disk, Network, Workspace string
+	Memory, CPUs, Disk, Workspace string
+	// SandboxNetwork is the container network (exec --network bridge or a
+	// named network); "" for AGENTBOX_SANDBOX_NETWORK's.
+	SandboxNetwork string
+	// Network is the egress policy the sandbox runs with, as
+	// NetworkFlags.Policy checked it (exec's --allow, --deny, --preset,
+	// --secret, --network none|open).
+	Network egress.Policy
 	// Isolation is the tier (--isolation); "" for AGENTBOX_ISOLATION's.
 	Isolation string
 	Pids      int64
@@ -31,7 +40,7 @@ func (f SandboxFlags) Spec() (sandbox.Spec, error) {
 	if spec.Limits, err = f.limits(); err != nil {
 		return spec, err
 	}
-	spec.Network, spec.Isolation = f.Network, f.Isolation
+	spec.Network, spec.Isolation = f.SandboxNetwork, f.Isolation
 	if f.Workspace != "" {
 		fi, err := os.Stat(f.Workspace)
 		if err != nil || !fi.IsDir() {
@@ -79,4 +88,80 @@ func (f SandboxFlags) limits() (sandbox.Limits, error) {
 	}
 	l.PidsLimit = f.Pids
 	return l, nil
+}
+
+// NetworkFlags are an egress policy as a person types it after `agentbox
+// submit`, `run`, `exec` or `chat`: --allow and --deny entries, --preset
+// and --secret names, --network none|open.
+type NetworkFlags struct {
+	Allow, Deny, Presets, Secrets []string
+	// Mode is none or open (--network); "" for allow when anything is
+	// named, else the operator's default.
+	Mode string
+}
+
+// IsZero says no network flag was given.
+func (f NetworkFlags) IsZero() bool {
+	return f.Mode == "" && len(f.Allow) == 0 && len(f.Deny) == 0 && len(f.Presets) == 0 && len(f.Secrets) == 0
+}
+
+// Parse reads the flags into a policy, unchecked against the operator's
+// settings (a server checks it); an error names the flag.
+func (f NetworkFlags) Parse() (egress.Policy, error) {
+	p := egress.Policy{Mode: f.Mode, Presets: f.Presets, Secrets: f.Secrets}
+	if f.Mode != "" && f.Mode != egress.ModeNone && f.Mode != egress.ModeOpen {
+		return p, fmt.Errorf("%w: --network %q: want none or open (--allow, --preset and --secret imply allow)", jobs.ErrBadNetwork, f.Mode)
+	}
+	var err error
+	if p.Allow, err = parseRules("--allow", f.Allow); err != nil {
+		return p, err
+	}
+	p.Deny, err = parseRules("--deny", f.Deny)
+	return p, err
+}
+
+func parseRules(flag string, entries []string) ([]egress.Rule, error) {
+	var out []egress.Rule
+	for _, e := range entries {
+		r, err := egress.ParseRule(e)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", jobs.ErrBadNetwork, flag, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Policy is the policy the flags ask for as a sandbox or job runs with
+// it: checked against c (the operator's presets, secrets and modes), the
+// operator's default when no flag is given. An error names the flag and
+// wraps jobs.ErrBadNetwork.
+func (f NetworkFlags) Policy(c *egress.Config) (egress.Policy, error) {
+	p, err := f.Parse()
+	if err != nil {
+		return p, err
+	}
+	if c == nil {
+		c = &egress.Config{}
+	}
+	checked, err := c.Check(p)
+	var fe *egress.FieldError
+	if errors.As(err, &fe) {
+		return checked, fmt.Errorf("%w: %s: %w", jobs.ErrBadNetwork, flagOf(fe.Field), fe.Err)
+	}
+	return checked, err
+}
+
+// flagOf is the flag that sets a policy's field ("presets[0]").
+func flagOf(field string) string {
+	name, _, _ := strings.Cut(field, "[")
+	switch name {
+	case "allow", "deny":
+		return "--" + name
+	case "presets":
+		return "--preset"
+	case "secrets":
+		return "--secret"
+	}
+	return "--network"
 }

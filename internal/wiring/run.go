@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/artifact"
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -65,6 +66,9 @@ type RunRequest struct {
 	Image string
 	// Isolation is the sandbox's tier; "" for AGENTBOX_ISOLATION's.
 	Isolation string
+	// Network is the job's egress policy (NetworkFlags.Policy); zero for
+	// the operator's default.
+	Network egress.Policy
 	// Repo and Ref start the job from a clone of a git repository.
 	Repo, Ref string
 	// Branch, Push and PullRequest are the repository's hand-back (store.Repo).
@@ -90,7 +94,7 @@ func (r RunRequest) submitRequest(cfg config.Config) (jobs.SubmitRequest, error)
 		}
 	}
 	req := jobs.SubmitRequest{Task: task, Model: r.Model, Limits: store.Limits{MaxSteps: r.MaxSteps, Timeout: r.Timeout}}
-	req.Image, req.Isolation = r.Image, r.Isolation
+	req.Image, req.Isolation, req.Network = r.Image, r.Isolation, r.Network
 	if r.Repo != "" || r.Ref != "" {
 		if r.Repo == "" {
 			return jobs.SubmitRequest{}, errors.New("--ref needs --repo")

@@ -144,6 +144,7 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 	}
 	j.service.SetImages(cfg.Sandbox.AllowedImages())
 	j.service.SetIsolation(cfg.Sandbox.Isolation, j.checkIsolation)
+	j.service.SetEgress(cfg.Egress.Policy)
 	if cfg.Agent.Kind == "shell" {
 		j.service.RefuseMessages("follow-up messages need the model agent; this server runs the shell agent (AGENTBOX_AGENT=shell), which runs the task as a script")
 	}

@@ -23,7 +23,8 @@ var Columns = []string{
 	"error", "result", "context_tokens", "cancel_requested", "lease_owner",
 	"lease_until", "sandbox", "updated_at", "started_at", "ended_at",
 	"limit_context_window", "deleted_at", "limit_disk_bytes", "image", "workspace_from",
-	"repo", "git", "turn", "isolation",
+	"repo", "git", "turn", "isolation", "network",
+	"limit_egress_bytes",
 }
 
 // Immutable is how many of Columns never change after CreateJob.
@@ -46,6 +47,9 @@ func Args(j *store.Job) ([]any, error) {
 	if len(j.Sandbox) > 0 && !json.Valid(j.Sandbox) {
 		return nil, fmt.Errorf("sandbox handle is not valid JSON")
 	}
+	if len(j.Network) > 0 && !json.Valid(j.Network) {
+		return nil, fmt.Errorf("network policy is not valid JSON")
+	}
 	l, u := j.Limits, j.Usage
 	return []any{
 		j.ID, Nanos(j.CreatedAt), j.IdempotencyKey, j.RequestHash, j.Task,
@@ -55,7 +59,8 @@ func Args(j *store.Job) ([]any, error) {
 		j.Error, j.Result, j.ContextTokens, j.CancelRequested, j.LeaseOwner,
 		Nanos(j.LeaseUntil), string(j.Sandbox), Nanos(j.UpdatedAt), Nanos(j.StartedAt), Nanos(j.EndedAt),
 		int64(l.ContextWindow), Nanos(j.DeletedAt), l.DiskBytes, j.Image, j.WorkspaceFrom,
-		repo, git, int64(max(j.Turn, 1)), j.Isolation,
+		repo, git, int64(max(j.Turn, 1)), j.Isolation, string(j.Network),
+		l.EgressBytes,
 	}, nil
 }
 
@@ -80,6 +85,7 @@ func Scan(sc Scanner) (store.Job, error) {
 		ended, timeout, maxSteps, att, maxAtt int64
 		steps, window, deleted, turn          int64
 		meta, status, sandbox, repo, git      string
+		network                               string
 		l                                     = &j.Limits
 		u                                     = &j.Usage
 	)
@@ -91,7 +97,8 @@ func Scan(sc Scanner) (store.Job, error) {
 		&j.Error, &j.Result, &j.ContextTokens, &j.CancelRequested, &j.LeaseOwner,
 		&leaseUntil, &sandbox, &updated, &started, &ended,
 		&window, &deleted, &l.DiskBytes, &j.Image, &j.WorkspaceFrom,
-		&repo, &git, &turn, &j.Isolation,
+		&repo, &git, &turn, &j.Isolation, &network,
+		&l.EgressBytes,
 	)
 	if err != nil {
 		return j, err
@@ -103,6 +110,9 @@ func Scan(sc Scanner) (store.Job, error) {
 	j.DeletedAt, j.Turn = FromNanos(deleted), int(turn)
 	if sandbox != "" {
 		j.Sandbox = json.RawMessage(sandbox)
+	}
+	if network != "" {
+		j.Network = json.RawMessage(network)
 	}
 	if err := decodeJSON(meta, &j.Metadata); err != nil {
 		return j, fmt.Errorf("job %s: metadata: %w", j.ID, err)
@@ -166,6 +176,9 @@ func Normalize(j *store.Job) {
 	}
 	if len(j.Sandbox) == 0 {
 		j.Sandbox = nil
+	}
+	if len(j.Network) == 0 {
+		j.Network = nil
 	}
 	j.Turn = max(j.Turn, 1)
 }

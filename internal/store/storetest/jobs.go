@@ -16,7 +16,7 @@ import (
 func fullJob(id string, b time.Time) store.Job {
 	return store.Job{
 		ID: id, Task: "write a haiku\nabout ünïcode ✓", Model: "claude-x",
-		Limits:   store.Limits{Timeout: 90 * time.Second, MaxSteps: 40, MemoryBytes: 1 << 30, NanoCPUs: 1.5e9, ContextWindow: 16000, DiskBytes: 5 << 30},
+		Limits:   store.Limits{Timeout: 90 * time.Second, MaxSteps: 40, MemoryBytes: 1 << 30, NanoCPUs: 1.5e9, ContextWindow: 16000, DiskBytes: 5 << 30, EgressBytes: 3 << 30},
 		Metadata: map[string]string{"team": "infra", "ticket": "A-1", "empty": ""},
 		Status:   store.StatusRunning, Attempts: 2, MaxAttempts: 5, Steps: 17,
 		Usage: store.Usage{InputTokens: 1e6, OutputTokens: 2e5, CacheReadTokens: 3, CacheWriteTokens: 4, CostUSD: 1.2345},
@@ -27,6 +27,7 @@ func fullJob(id string, b time.Time) store.Job {
 		CreatedAt: b, UpdatedAt: b.Add(time.Second), StartedAt: b.Add(2 * time.Second), EndedAt: b.Add(3 * time.Second),
 		DeletedAt: b.Add(4*time.Second + 567*time.Microsecond),
 		Image:     "agentbox-python:3.12", WorkspaceFrom: "job-before", Isolation: "gvisor",
+		Network: json.RawMessage(`{"mode":"allow","allow":["pypi.org","*.example.org:8443"],"presets":["python"]}`),
 		Repo: &store.Repo{URL: "ssh://git@example.com/o/r.git", Ref: "main", Branch: "agentbox/" + id, Push: true,
 			PullRequest: &store.PullRequest{Title: "Fix ✓", Body: "body\nlines", Draft: true}},
 		Git: store.Git{BaseCommit: "b0", Branch: "agentbox/" + id, Commit: "c1", Pushed: true,
