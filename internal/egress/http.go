@@ -1,0 +1,309 @@
+package egress
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// helloTimeout bounds reading a TLS ClientHello once its first byte came.
+const helloTimeout = 10 * time.Second
+
+// serveHTTP serves s as an HTTP proxy: plain requests in absolute form,
+// each decided and forwarded, until one is a CONNECT or s ends.
+func (p *Proxy) serveHTTP(s *stream) {
+	var upr *bufio.Reader // reads s.up, while it serves s's requests
+	var uphead *headLimit
+	for {
+		s.head.n = maxHead
+		req, err := http.ReadRequest(s.br)
+		s.head.n = -1
+		if err != nil {
+			p.badRequest(s, err)
+			return
+		}
+		if req.Method == http.MethodConnect {
+			p.serveCONNECT(s, req)
+			return
+		}
+		if s.up != nil && !p.reusable(s.up, req) {
+			s.dropUpstream()
+			upr = nil
+		}
+		var keep bool
+		keep, upr, uphead = p.forward(s, req, upr, uphead)
+		if !keep {
+			return
+		}
+	}
+}
+
+// badRequest answers a request the proxy cannot read, and records it.
+func (p *Proxy) badRequest(s *stream, err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || s.idled.Load() {
+		return // the client is done
+	}
+	status, why := 400, "malformed request"
+	if errors.Is(err, errHeadTooLarge) {
+		status, why = 431, "request header block over 64 KiB"
+	}
+	a := p.begin("http", "", 0)
+	r := denied("", why)
+	r.status = status
+	a.deny(r)
+	writeRefusal(s.tc, "", r)
+}
+
+// reusable says up may carry req: same host and port as before.
+func (p *Proxy) reusable(up *upstream, req *http.Request) bool {
+	host, port, err := requestTarget(req)
+	return err == nil && host == up.host && port == up.port
+}
+
+// requestTarget is a plain request's host and port; only absolute http://
+// URIs are proxied.
+func requestTarget(req *http.Request) (string, int, error) {
+	if !req.URL.IsAbs() || req.URL.Scheme != "http" || req.URL.Host == "" {
+		return "", 0, errors.New("only absolute http:// URIs are proxied (use CONNECT for https)")
+	}
+	port := 80
+	if ps := req.URL.Port(); ps != "" {
+		n, err := strconv.Atoi(ps)
+		if err != nil || n < 1 || n > 65535 {
+			return "", 0, fmt.Errorf("bad port %q", capString(ps, 8))
+		}
+		port = n
+	}
+	return normHost(req.URL.Hostname()), port, nil
+}
+
+// forward decides one plain request and, when allowed, sends it upstream
+// and its response back. keep says s may carry another request.
+func (p *Proxy) forward(s *stream, req *http.Request, upr *bufio.Reader, uphead *headLimit) (keep bool, _ *bufio.Reader, _ *headLimit) {
+	host, port, err := requestTarget(req)
+	a := p.begin("http", host, port)
+	a.ev.Method, a.ev.Path = capString(req.Method, 16), capString(req.URL.Path, maxPath)
+	if err != nil {
+		r := denied("", err.Error())
+		r.status = 400
+		a.deny(r)
+		writeRefusal(s.tc, "", r)
+		return false, nil, nil
+	}
+	target := net.JoinHostPort(host, strconv.Itoa(port))
+	up := s.up
+	if up != nil {
+		d := p.effective().Decide(host, up.addr, port, req.Method)
+		a.ev.Addr = up.addr.String()
+		if p.spent.Load() {
+			d = Decision{Reason: p.bytesReason()}
+		}
+		if !d.Allowed {
+			r := denied(d.Rule, d.Reason)
+			a.deny(r)
+			writeRefusal(s.tc, target, r)
+			return false, nil, nil
+		}
+		a.ev.Rule, a.ev.Reason = d.Rule, d.Reason
+		up.a.Store(a)
+	} else {
+		var r *refusal
+		up, _, _, r = p.open(s, a, host, port, req.Method)
+		if r != nil {
+			a.deny(r)
+			writeRefusal(s.tc, target, r)
+			return false, nil, nil
+		}
+		uphead = &headLimit{r: up, n: -1}
+		upr = bufio.NewReaderSize(uphead, 4096)
+	}
+	err = p.roundTrip(s, up, upr, uphead, req)
+	a.end(err)
+	return err == nil && !req.Close, upr, uphead
+}
+
+// errClose ends a stream after a response that is delimited by closing.
+var errClose = errors.New("close")
+
+// roundTrip writes req to up and its response to the client.
+func (p *Proxy) roundTrip(s *stream, up *upstream, upr *bufio.Reader, uphead *headLimit, req *http.Request) error {
+	stripHop(req.Header)
+	req.RequestURI = ""
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = []string{""} // Write would add Go's
+	}
+	if err := req.Write(up); err != nil {
+		return fmt.Errorf("send request: %w", err)
+	}
+	for {
+		uphead.n = maxHead + int64(upr.Size())
+		resp, err := http.ReadResponse(upr, req)
+		uphead.n = -1
+		if err != nil {
+			if errors.Is(err, errHeadTooLarge) {
+				writeRefusal(s.tc, "", &refusal{status: 502, reason: "response header block over 64 KiB"})
+			}
+			return fmt.Errorf("read response: %w", err)
+		}
+		stripHop(resp.Header)
+		err = resp.Write(s.tc)
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("send response: %w", err)
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != 101 {
+			continue
+		}
+		if resp.Close || resp.StatusCode == 101 {
+			return errCloseQuiet
+		}
+		return nil
+	}
+}
+
+// errCloseQuiet ends a stream without an error in the event.
+var errCloseQuiet = io.EOF
+
+// hopHeaders are the hop-by-hop headers a proxy drops.
+var hopHeaders = []string{"Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// stripHop removes the hop-by-hop headers, those Connection names, and
+// every Proxy-* header.
+func stripHop(h http.Header) {
+	for _, v := range h["Connection"] {
+		for _, f := range strings.Split(v, ",") {
+			h.Del(textproto.TrimString(f))
+		}
+	}
+	for _, k := range hopHeaders {
+		delete(h, k)
+	}
+	for k := range h {
+		if strings.HasPrefix(k, "Proxy-") {
+			delete(h, k)
+		}
+	}
+}
+
+// writeRefusal tells the sandbox why: a short text body naming target.
+func writeRefusal(w io.Writer, target string, r *refusal) {
+	body := "agentbox egress proxy: refused " + target + ": " + r.reason + "\n"
+	if target == "" {
+		body = "agentbox egress proxy: refused: " + r.reason + "\n"
+	}
+	how := "denied"
+	if r.allowed {
+		how = "failed"
+	}
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Agentbox-Egress: %s\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		r.status, http.StatusText(r.status), how, len(body), body)
+}
+
+// serveCONNECT opens a tunnel: checked, dialed, answered 200, then either
+// handed to the Terminator or copied both ways once the client's TLS
+// server name, if any, matches.
+func (p *Proxy) serveCONNECT(s *stream, req *http.Request) {
+	hostport := req.RequestURI
+	h, ps, err := net.SplitHostPort(hostport)
+	port, perr := strconv.Atoi(ps)
+	host := normHost(h)
+	a := p.begin("connect", host, port)
+	if err != nil || perr != nil || port < 1 || port > 65535 {
+		r := denied("", "CONNECT wants host:port")
+		r.status = 400
+		a.deny(r)
+		writeRefusal(s.tc, "", r)
+		return
+	}
+	target := net.JoinHostPort(host, strconv.Itoa(port))
+	up, secret, term, r := p.open(s, a, host, port, "")
+	if r != nil {
+		a.deny(r)
+		writeRefusal(s.tc, target, r)
+		return
+	}
+	if _, err := io.WriteString(s.tc, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		a.end(err)
+		return
+	}
+	p.tunnel(s, a, up, host, port, secret, term)
+}
+
+// tunnel carries an opened connection (CONNECT or SOCKS5) to its end.
+func (p *Proxy) tunnel(s *stream, a *attempt, up *upstream, host string, port int, secret string, term bool) {
+	if term {
+		a.ev.Secret = secret
+		addr := up.addr
+		err := p.o.Terminator.Terminate(p.ctx, s.client(), Termination{
+			Host: host, Port: port, Secret: secret, Upstream: up,
+			Decide: func(method, path string) Decision {
+				if p.spent.Load() {
+					return Decision{Reason: p.bytesReason()}
+				}
+				return p.effective().Decide(host, addr, port, method)
+			},
+			Seen: a.seen,
+		})
+		a.end(err)
+		return
+	}
+	// The server may speak first; the client's bytes wait for the check.
+	var clean atomic.Bool
+	down := make(chan error, 1)
+	client := s.client()
+	go func() { down <- copyHalf(client, up, &clean) }()
+	err := p.checkHello(s, up, host)
+	if err == nil {
+		err = copyHalf(up, client, &clean)
+	} else {
+		client.Close()
+		up.Close()
+	}
+	err = errors.Join(err, <-down)
+	if s.idled.Load() && err != nil {
+		err = fmt.Errorf("idle for %s", p.o.Idle)
+	}
+	if r, ok := errors.AsType[*helloRefusal](err); ok {
+		a.deny(denied("", r.reason))
+		return
+	}
+	a.end(err)
+}
+
+// helloRefusal is a tunnel refused for its TLS ClientHello.
+type helloRefusal struct{ reason string }
+
+func (r *helloRefusal) Error() string { return r.reason }
+
+// checkHello reads the client's TLS ClientHello, if its first bytes are
+// one, refuses a server name other than host, and sends what it read on
+// to up. Bytes that are not TLS go through unread.
+func (p *Proxy) checkHello(s *stream, up *upstream, host string) error {
+	first, err := s.br.Peek(1)
+	if err != nil || first[0] != 0x16 {
+		return nil // the copy sees the same end, or the same bytes
+	}
+	s.c.SetReadDeadline(time.Now().Add(helloTimeout))
+	raw, sni, err := readHello(s.br)
+	s.c.SetReadDeadline(time.Time{})
+	if err != nil {
+		return &helloRefusal{"TLS ClientHello unreadable or incomplete within " + helloTimeout.String()}
+	}
+	if sni != "" && normHost(sni) != host {
+		name := normHost(sni)
+		if !validHost(name) {
+			name = strconv.Quote(capString(sni, 64))
+		}
+		return &helloRefusal{fmt.Sprintf("TLS server name %s differs from the host asked for %s", name, host)}
+	}
+	_, err = up.Write(raw)
+	return err
+}
