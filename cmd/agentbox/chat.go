@@ -79,8 +79,12 @@ func (a *app) chat(ctx context.Context, o chatOptions, in io.Reader, out, errw i
 		return err
 	}
 	defer drv.Close()
+	proxy, err := wiring.NewLocalEgress(a.cfg, "chat", o.network, errw, a.log)
+	if err != nil {
+		return err
+	}
 	s, err := chat.Open(ctx, chat.Config{Dir: filepath.Join(a.cfg.DataDir, "chats"), Driver: drv, Model: model, ModelSpec: spec,
-		Tools: wiring.Tools(a.cfg.Sandbox), ContextWindow: a.cfg.Agent.ContextWindow, Network: o.network, Out: out, Err: errw}, session)
+		Tools: wiring.Tools(a.cfg.Sandbox), ContextWindow: a.cfg.Agent.ContextWindow, Network: o.network, Egress: proxy, Out: out, Err: errw}, session)
 	if err != nil {
 		return err
 	}

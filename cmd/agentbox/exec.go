@@ -100,7 +100,11 @@ func (a *app) execPolicy(f *execFlags) error {
 // command's exit code. The sandbox is removed whatever happens.
 func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecRequest, stdout, stderr io.Writer, f execFlags) (int, error) {
 	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
-	s, err := wiring.NewScratch(ctx, a.cfg, a.log, spec, timeout)
+	network := wiring.ScratchNetwork{Proxy: f.SandboxNetwork == "" || f.SandboxNetwork == "none", Policy: f.Network}
+	if !f.quiet {
+		network.Say = stderr
+	}
+	s, err := wiring.NewScratch(ctx, a.cfg, a.log, spec, timeout, network)
 	if err != nil {
 		return 0, err
 	}

@@ -16,11 +16,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/agent"
 	"github.com/agentbox/agentbox/internal/agent/tools"
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/lockfile"
 	"github.com/agentbox/agentbox/internal/render"
@@ -48,6 +50,8 @@ type Config struct {
 	// Network is the session's egress policy, checked against the
 	// operator's settings (chat --allow, --preset, ...).
 	Network egress.Policy
+	// Egress is the sandbox's way out under Network (nil: none at all).
+	Egress Egress
 	// Out gets the model's answers and what the tools did; Err the steps'
 	// bookkeeping, the session's notes and the help.
 	Out, Err io.Writer
@@ -122,10 +126,24 @@ func (s *Session) open(ctx context.Context, name string) error {
 		unlock()
 		return err
 	}
-	sb, err := s.cfg.Driver.Create(ctx, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true})
+	spec := sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true}
+	if s.cfg.Egress != nil {
+		if spec.Env, err = s.cfg.Egress.Prepare(); err != nil {
+			unlock()
+			return err
+		}
+	}
+	sb, err := s.cfg.Driver.Create(ctx, spec)
 	if err != nil {
 		unlock()
 		return err
+	}
+	if s.cfg.Egress != nil {
+		if err := s.cfg.Egress.Start(ctx, sb.Guest()); err != nil {
+			_ = sb.Destroy(context.WithoutCancel(ctx))
+			unlock()
+			return err
+		}
 	}
 	s.name, s.dir, s.sb, s.unlock = name, dir, sb, unlock
 	return s.start(ctx, h)
@@ -144,8 +162,8 @@ func load(dir, name string) (history, error) {
 
 // start makes the agent loop of the session's sandbox, going on from h.
 func (s *Session) start(ctx context.Context, h history) error {
-	s.loop = &agent.Loop{Model: s.cfg.Model, Tools: s.cfg.Tools, System: agent.SystemPrompt(egress.Effective{}) + chatPrompt,
-		Env: &tools.Env{Guest: s.sb.Guest(), SpillDir: agent.SpillDir}, Emit: s.emit, OnText: func(d string) { _ = s.steps.Text(d) },
+	s.loop = &agent.Loop{Model: s.cfg.Model, Tools: s.cfg.Tools, System: agent.SystemPrompt(s.effective()) + chatPrompt,
+		Env: &tools.Env{Guest: s.sb.Guest(), SpillDir: agent.SpillDir, Network: s.denials()}, Emit: s.emit, OnText: func(d string) { _ = s.steps.Text(d) },
 		Messages: agent.CloseDangling(h.Messages, "interrupted before it finished"), Usage: h.Usage, Steps: h.Steps}
 	if err := agent.EnableMemory(s.loop, s.cfg.ContextWindow); err != nil {
 		_ = s.sb.Destroy(context.WithoutCancel(ctx))
@@ -161,9 +179,39 @@ func (s *Session) start(ctx context.Context, h history) error {
 	return nil
 }
 
+// Egress is a session sandbox's way out: Prepare gives the environment
+// its sandbox is made with, Start serves it once it runs, Stop ends it.
+type Egress interface {
+	Prepare() (map[string]string, error)
+	Start(ctx context.Context, g *guest.Client) error
+	Effective() egress.Effective
+	Denied(since time.Time) []event.Network
+	Stop() error
+}
+
+// effective is the session's policy as the prompt states it.
+func (s *Session) effective() egress.Effective {
+	if s.cfg.Egress == nil {
+		return egress.Effective{Mode: egress.ModeNone}
+	}
+	return s.cfg.Egress.Effective()
+}
+
+// denials is what the tools ask about refused connections; nil without
+// a proxy.
+func (s *Session) denials() tools.NetworkDenials {
+	if s.cfg.Egress == nil {
+		return nil
+	}
+	return s.cfg.Egress
+}
+
 // Close saves the session, removes its sandbox and releases its lock.
 func (s *Session) Close(ctx context.Context) {
 	s.save()
+	if s.cfg.Egress != nil {
+		_ = s.cfg.Egress.Stop()
+	}
 	if s.sb != nil {
 		if err := s.sb.Destroy(ctx); err != nil {
 			fmt.Fprintln(s.cfg.Err, "agentbox: removing the sandbox:", err)

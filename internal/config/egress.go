@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,10 @@ type Egress struct {
 	// verifies the upstream certificate of a host it terminates: the
 	// system's plus AGENTBOX_EGRESS_CA's. Nil: the system's alone.
 	Roots *x509.CertPool
+	// RootsPEM are AGENTBOX_EGRESS_CA's certificates alone, as PEM: every
+	// sandbox's trust bundle holds them too, so that its tools trust a
+	// private mirror the proxy tunnels to.
+	RootsPEM []byte
 	// Bytes is a job's bound on the bytes its sandbox moves through the
 	// proxy, in and out together, when it sets no limits.egress
 	// (AGENTBOX_EGRESS_BYTES, default 10 GiB).
@@ -94,7 +99,7 @@ func egressEnv(lookup func(string) (string, bool), e *Egress) []error {
 		errs = append(errs, wrapEnv("AGENTBOX_EGRESS_RESOLVE", err))
 	}
 	if v := env("AGENTBOX_EGRESS_CA"); v != "" {
-		e.Roots, err = readRoots(v)
+		e.Roots, e.RootsPEM, err = readRoots(v)
 		errs = append(errs, wrapEnv("AGENTBOX_EGRESS_CA", err))
 	}
 	if v := env("AGENTBOX_EGRESS_DEFAULT"); v != "" && errors.Join(errs...) == nil {
@@ -288,20 +293,32 @@ func ParseResolve(v string) (map[string][]netip.Addr, error) {
 	return out, nil
 }
 
-// readRoots is the system's roots plus the PEM certificates in path.
-func readRoots(path string) (*x509.CertPool, error) {
+// readRoots is the system's roots plus the PEM certificates in path, and
+// those certificates alone, re-encoded (nothing else of the file's).
+func readRoots(path string) (*x509.CertPool, []byte, error) {
 	b, err := readLimited(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil {
 		pool = x509.NewCertPool()
 	}
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("%s: no PEM certificate in it", path)
+	var certs []byte
+	for rest := b; ; {
+		var blk *pem.Block
+		if blk, rest = pem.Decode(rest); blk == nil {
+			break
+		}
+		if c, err := x509.ParseCertificate(blk.Bytes); blk.Type == "CERTIFICATE" && err == nil {
+			pool.AddCert(c)
+			certs = append(certs, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: blk.Bytes})...)
+		}
 	}
-	return pool, nil
+	if len(certs) == 0 {
+		return nil, nil, fmt.Errorf("%s: no PEM certificate in it", path)
+	}
+	return pool, certs, nil
 }
 
 // readDefault reads AGENTBOX_EGRESS_DEFAULT (inline JSON or @path), checks

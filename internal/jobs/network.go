@@ -131,6 +131,9 @@ func (s *Service) SetNetwork(ctx context.Context, id string, p egress.Policy, by
 	for _, fn := range s.netWatch.of(id) {
 		fn(p)
 	}
+	if s.sched != nil {
+		s.sched.applyNetwork(id, p)
+	}
 	return p, nil
 }
 

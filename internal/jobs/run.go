@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentbox/agentbox/internal/egress"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/event"
@@ -33,6 +34,8 @@ type Run struct {
 	events func(ctx context.Context, after int64, limit int) ([]store.Event, error)
 	// keep keeps an image of a tool result (nil: none is kept).
 	keep func(step int, data []byte) string
+	// network is the job's egress proxy (nil: the sandbox has no way out).
+	network *jobEgress
 	// Recovered is true when the sandbox outlived an earlier attempt (a
 	// restart): its processes and files are as that attempt left them.
 	Recovered bool
@@ -48,6 +51,26 @@ type Restored struct {
 	// Step is the job's step the checkpoint was taken after (0: before
 	// any, as an upload staged by an API replica is).
 	Step int
+}
+
+// EgressPolicy is the job's egress policy in force as the attempt
+// starts, presets and secrets expanded: what the system prompt states.
+func (r *Run) EgressPolicy() egress.Effective {
+	if r.network == nil {
+		return egress.Effective{Mode: egress.ModeNone}
+	}
+	return r.network.cfg.Effective(JobNetwork(r.Job))
+}
+
+// EgressDenials is what the job's egress proxy refused, for a failed
+// tool's result; nil when the job has no proxy.
+func (r *Run) EgressDenials() interface {
+	Denied(since time.Time) []event.Network
+} {
+	if r.network == nil {
+		return nil
+	}
+	return r.network
 }
 
 // History returns the job's whole event log so far, from earlier attempts
@@ -200,7 +223,16 @@ func (s *Scheduler) heartbeat(ctx context.Context, cancel context.CancelCauseFun
 // it had when the agent returned: read before the teardown, so a job that
 // completed is not reported as timed out while its sandbox was removed.
 func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc, j store.Job) (out Outcome, err, cause error) {
-	at, err := s.setUp(ctx, j)
+	var (
+		je  *jobEgress
+		env map[string]string
+	)
+	if s.cfg.Egress != nil {
+		if je, env, err = s.prepareEgress(j); err != nil {
+			return Outcome{}, err, context.Cause(ctx)
+		}
+	}
+	at, err := s.setUp(ctx, j, env)
 	if err != nil {
 		if errors.Is(err, sandbox.ErrEngineUnavailable) {
 			return Outcome{}, err, fmt.Errorf("%w: %w", errEngineDown, err)
@@ -221,6 +253,12 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		return Outcome{}, err, context.Cause(ctx)
 	}
 	s.emit(ctx, j.ID, event.Sandbox{SandboxID: sb.Handle().ID, ReadyMS: time.Since(begin).Milliseconds(), Recovered: at.recovered})
+	if je != nil {
+		if err := s.startEgress(ctx, j, sb, je); err != nil {
+			return Outcome{}, err, context.Cause(ctx)
+		}
+		defer je.stop()
+	}
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
@@ -245,7 +283,8 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		events: func(ctx context.Context, after int64, limit int) ([]store.Event, error) {
 			return s.store.Events(ctx, j.ID, after, limit)
 		},
-		keep: s.keepImage(j.ID),
+		keep:    s.keepImage(j.ID),
+		network: je,
 	})
 	if why := stoppedBy(sb); why != nil {
 		cancel(why)

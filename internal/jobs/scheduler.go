@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentbox/agentbox/internal/egress"
 	"log/slog"
 	"sync"
 	"time"
@@ -77,7 +78,10 @@ type SchedulerConfig struct {
 	// with Concurrency 0 does not register.
 	Address  string
 	Register time.Duration
-	Log      *slog.Logger
+	// Egress gives each job's sandbox its way out through the egress
+	// proxy; nil: sandboxes have no way out at all.
+	Egress *Egress
+	Log    *slog.Logger
 }
 
 func (c *SchedulerConfig) defaults() {
@@ -120,8 +124,9 @@ type Scheduler struct {
 
 	mu         sync.Mutex
 	running    map[string]context.CancelCauseFunc
-	sandboxes  map[string]sandbox.Sandbox // of running jobs, for Service.Guest
-	pauseUntil time.Time                  // no claims before this (engine outage)
+	sandboxes  map[string]sandbox.Sandbox     // of running jobs, for Service.Guest
+	pauseUntil time.Time                      // no claims before this (engine outage)
+	netWatch   map[string]func(egress.Policy) // of running jobs: applies a policy change made here
 	jobs       sync.WaitGroup
 }
 

@@ -27,7 +27,7 @@ type attempt struct {
 // earlier attempt left running, or else a new one, made once the
 // workspace is restored from the job's checkpoint if it ran elsewhere
 // since and its start is recorded (startFrom).
-func (s *Scheduler) setUp(ctx context.Context, j store.Job) (attempt, error) {
+func (s *Scheduler) setUp(ctx context.Context, j store.Job, env map[string]string) (attempt, error) {
 	ws, err := s.cfg.Workspaces.Prepare(ctx, j.ID)
 	if err != nil {
 		return attempt{}, err
@@ -50,7 +50,7 @@ func (s *Scheduler) setUp(ctx context.Context, j store.Job) (attempt, error) {
 	}
 	if !at.recovered {
 		at.begin = time.Now()
-		if at.sb, err = s.createSandbox(ctx, at.j, ws); err != nil {
+		if at.sb, err = s.createSandbox(ctx, at.j, ws, env); err != nil {
 			return attempt{}, fmt.Errorf("start sandbox: %w", err)
 		}
 	}
@@ -80,10 +80,11 @@ func (s *Scheduler) recoverSandbox(ctx context.Context, j store.Job) sandbox.San
 	return nil
 }
 
-// createSandbox creates a new sandbox on the job's workspace.
-func (s *Scheduler) createSandbox(ctx context.Context, j store.Job, ws string) (sandbox.Sandbox, error) {
+// createSandbox creates a new sandbox on the job's workspace, with env in
+// every command's environment.
+func (s *Scheduler) createSandbox(ctx context.Context, j store.Job, ws string, env map[string]string) (sandbox.Sandbox, error) {
 	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, Owner: s.cfg.WorkerID, WorkspaceDir: ws, ManagedWorkspace: true,
-		Image: j.Image, Isolation: j.Isolation,
+		Image: j.Image, Isolation: j.Isolation, Env: env,
 		Limits:  sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs, DiskBytes: j.Limits.DiskBytes},
 		WebBase: WebBase(j.ID)})
 	return sb, err

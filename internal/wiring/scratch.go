@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
 )
@@ -34,7 +36,11 @@ func (e *StoppedError) Unwrap() error { return e.Err }
 // ceilings, as the API refuses a job's, fits the open-files limit to the
 // processes asked for, and creates the sandbox. log receives the driver's
 // warnings.
-func NewScratch(ctx context.Context, cfg config.Config, log *slog.Logger, spec sandbox.Spec, timeout time.Duration) (*Scratch, error) {
+//
+// With network.Proxy, the sandbox's only way out is an egress proxy of
+// its own under network.Policy (as a job's is), which says each refused
+// connection on network.Say as it happens.
+func NewScratch(ctx context.Context, cfg config.Config, log *slog.Logger, spec sandbox.Spec, timeout time.Duration, network ScratchNetwork) (*Scratch, error) {
 	if err := checkCeilings(cfg, log, &spec.Limits, timeout); err != nil {
 		return nil, err
 	}
@@ -53,6 +59,21 @@ func NewScratch(ctx context.Context, cfg config.Config, log *slog.Logger, spec s
 		s.Close()
 		return nil, fmt.Errorf("--network: %w", err)
 	}
+	var proxy *LocalEgress
+	if network.Proxy {
+		env, err := func() (map[string]string, error) {
+			if proxy, err = NewLocalEgress(cfg, "exec", network.Policy, network.Say, log); err != nil {
+				return nil, err
+			}
+			return proxy.Prepare()
+		}()
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		maps.Copy(env, spec.Env) // the person's own -e wins
+		spec.Env = env
+	}
 	begin := time.Now()
 	if s.sb, err = d.Create(ctx, spec); err != nil {
 		s.Close()
@@ -60,7 +81,24 @@ func NewScratch(ctx context.Context, cfg config.Config, log *slog.Logger, spec s
 	}
 	s.Took, s.ID = time.Since(begin), s.sb.Handle().ID
 	s.add(func() error { return s.sb.Destroy(context.WithoutCancel(ctx)) })
+	if proxy != nil {
+		if err := proxy.Start(ctx, s.sb.Guest()); err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.add(proxy.Stop)
+	}
 	return s, nil
+}
+
+// ScratchNetwork is a Scratch's way out: none without Proxy (and then
+// the container network the spec names, if any), else its own egress
+// proxy under Policy (checked), saying each refusal on Say (nil: not
+// said).
+type ScratchNetwork struct {
+	Proxy  bool
+	Policy egress.Policy
+	Say    io.Writer
 }
 
 // Command is the request to run args, killed after timeout: a single

@@ -187,6 +187,9 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 		m = jobs.NewMetrics(jc.metrics, j.store)
 	}
 	jc.sched.Workspaces, jc.sched.Repos, jc.sched.Media = j.workspaces, j.repos, j.media
+	if !jc.noDriver {
+		jc.sched.Egress = newEgress(cfg, jc.metrics)
+	}
 	if jc.inPlace != "" {
 		d = personalWorkspaces{d}
 	}

@@ -1,0 +1,249 @@
+package jobs
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/egress"
+	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// Egress is what a worker needs to give each job's sandbox its only way
+// out: the operator's policy settings and the proxy's options (the job's
+// own bytes bound, recorder and broker are added per job).
+type Egress struct {
+	Config *egress.Config
+	// Options is the template of each job's proxy: AllowPrivate,
+	// Resolve, Resolver, Conns, Idle, Metrics.
+	Options egress.Options
+	// UpstreamRoots verify the certificates of the hosts the proxy
+	// terminates; nil: the system's. RootsPEM are the operator's own
+	// among them (AGENTBOX_EGRESS_CA), which sandboxes trust too.
+	UpstreamRoots *x509.CertPool
+	RootsPEM      []byte
+}
+
+// jobEgress is one attempt's proxy and what follows its policy.
+type jobEgress struct {
+	*egress.Attached
+	cfg    *egress.Config
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+// prepareEgress makes the job's broker, so that the sandbox's environment
+// (the proxy, the trust bundle, the secrets' placeholders) is known before
+// the sandbox is made.
+func (s *Scheduler) prepareEgress(j store.Job) (*jobEgress, map[string]string, error) {
+	pol := JobNetwork(j)
+	a, env, err := egress.Prepare(j.ID, s.cfg.Egress.Config, pol, s.cfg.Egress.UpstreamRoots, s.cfg.Egress.RootsPEM)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &jobEgress{Attached: a, cfg: s.cfg.Egress.Config}, env, nil
+}
+
+// startEgress starts the job's proxy on sb: each connection is recorded
+// as a network event, and the job's policy changes are followed, until
+// stop.
+func (s *Scheduler) startEgress(ctx context.Context, j store.Job, sb sandbox.Sandbox, je *jobEgress) error {
+	pol := JobNetwork(j)
+	o := s.cfg.Egress.Options
+	if j.Limits.EgressBytes > 0 {
+		o.Bytes = j.Limits.EgressBytes
+	}
+	rec := newNetRecorder(func(ev event.Network) { s.emit(context.WithoutCancel(ctx), j.ID, ev) })
+	o.Record = rec.record
+	if err := je.Start(ctx, sb.Guest(), j.ID, pol, o, s.log); err != nil {
+		return err
+	}
+	ectx, cancel := context.WithCancel(ctx)
+	je.cancel = cancel
+	stopLocal := s.watchNetwork(j.ID, je.SetPolicy)
+	je.done.Add(2)
+	go func() {
+		defer je.done.Done()
+		defer stopLocal()
+		s.followPolicy(ectx, j.ID, je.SetPolicy)
+	}()
+	go func() {
+		defer je.done.Done()
+		rec.run(ectx)
+	}()
+	if j.Attempts <= 1 && j.Turn <= 1 {
+		if b, err := json.Marshal(pol); err == nil {
+			s.emit(ctx, j.ID, event.NetworkPolicy{By: "submit", Policy: b})
+		}
+	}
+	return nil
+}
+
+// stop ends the proxy, its connections and the followers, and waits.
+func (je *jobEgress) stop() {
+	if je == nil {
+		return
+	}
+	je.Attached.Stop()
+	if je.cancel != nil {
+		je.cancel()
+		je.done.Wait()
+	}
+}
+
+// Denied returns the connections the job's proxy refused since t, for a
+// tool's result; nil when the job has no proxy.
+func (je *jobEgress) Denied(since time.Time) []event.Network {
+	if je == nil {
+		return nil
+	}
+	return je.Attached.Denied(since)
+}
+
+// followPolicy applies the policy changes another process (an API
+// replica) appended to the job's log: the local ones were applied when
+// they were made (watchNetwork). It reads only what is new.
+func (s *Scheduler) followPolicy(ctx context.Context, id string, apply func(egress.Policy)) {
+	ch, unsub := s.hub.subscribe(id)
+	defer unsub()
+	after, err := s.store.LastSeq(ctx, id)
+	if err != nil {
+		s.log.Warn("follow network policy", "job_id", id, "err", err)
+	}
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		case <-tick.C:
+		}
+		for {
+			evs, err := s.store.Events(ctx, id, after, 500)
+			if err != nil || len(evs) == 0 {
+				break
+			}
+			for _, ev := range evs {
+				after = ev.Seq
+				if pe, ok := event.As[event.NetworkPolicy](ev.Type, ev.Payload); ok && pe.By != "submit" {
+					var p egress.Policy
+					if json.Unmarshal(pe.Policy, &p) == nil {
+						apply(p)
+					}
+				}
+			}
+		}
+	}
+}
+
+// watchNetwork registers fn as the applier of job id's policy changes
+// made in this process (Service.SetNetwork calls it before answering, so
+// the next connection already sees the change).
+func (s *Scheduler) watchNetwork(id string, fn func(egress.Policy)) (stop func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.netWatch == nil {
+		s.netWatch = map[string]func(egress.Policy){}
+	}
+	s.netWatch[id] = fn
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.netWatch, id)
+	}
+}
+
+// applyNetwork hands job id's new policy to its proxy if it runs here.
+func (s *Scheduler) applyNetwork(id string, p egress.Policy) {
+	s.mu.Lock()
+	fn := s.netWatch[id]
+	s.mu.Unlock()
+	if fn != nil {
+		fn(p)
+	}
+}
+
+// netRecorder writes a job's network events, at most netBurst at once and
+// netRate a second after that; past it, attempts alike (host, port,
+// decision) are counted and written once a second as one event with
+// Repeats, so a sandbox's flood of attempts costs the store a bounded
+// number of rows.
+type netRecorder struct {
+	write func(event.Network)
+
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time
+	pending map[netKey]*event.Network
+}
+
+type netKey struct {
+	host     string
+	port     int
+	decision string
+}
+
+const (
+	netRate  = 20
+	netBurst = 200
+	// netPending bounds the kinds of attempt held for the next summary.
+	netPending = 256
+)
+
+func newNetRecorder(write func(event.Network)) *netRecorder {
+	return &netRecorder{write: write, tokens: netBurst, last: time.Now(), pending: map[netKey]*event.Network{}}
+}
+
+func (r *netRecorder) record(ev event.Network) {
+	r.mu.Lock()
+	now := time.Now()
+	r.tokens = min(netBurst, r.tokens+now.Sub(r.last).Seconds()*netRate)
+	r.last = now
+	if r.tokens >= 1 {
+		r.tokens--
+		r.mu.Unlock()
+		r.write(ev)
+		return
+	}
+	k := netKey{ev.Host, ev.Port, ev.Decision}
+	if p := r.pending[k]; p != nil {
+		p.Repeats++
+		p.BytesIn += ev.BytesIn
+		p.BytesOut += ev.BytesOut
+	} else if len(r.pending) < netPending {
+		ev.Repeats = 1
+		r.pending[k] = &ev
+	}
+	r.mu.Unlock()
+}
+
+// run writes the held summaries once a second until ctx ends, then once
+// more.
+func (r *netRecorder) run(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			r.flush()
+			return
+		case <-t.C:
+			r.flush()
+		}
+	}
+}
+
+func (r *netRecorder) flush() {
+	r.mu.Lock()
+	held := r.pending
+	r.pending = map[netKey]*event.Network{}
+	r.mu.Unlock()
+	for _, ev := range held {
+		r.write(*ev)
+	}
+}

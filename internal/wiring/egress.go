@@ -1,0 +1,105 @@
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+	"strings"
+	"unicode"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/egress"
+	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/render"
+)
+
+// newEgress is the workers' egress settings from cfg; reg, if set,
+// receives the proxies' metrics.
+func newEgress(cfg config.Config, reg prometheus.Registerer) *jobs.Egress {
+	e := &jobs.Egress{Config: cfg.Egress.Policy, Options: egressOptions(cfg),
+		UpstreamRoots: cfg.Egress.Roots, RootsPEM: cfg.Egress.RootsPEM}
+	if reg != nil {
+		e.Options.Metrics = egress.NewMetrics(reg)
+	}
+	return e
+}
+
+// egressOptions are the proxy's options from cfg, without the recorder.
+func egressOptions(cfg config.Config) egress.Options {
+	e := cfg.Egress
+	return egress.Options{AllowPrivate: e.AllowPrivate, Resolve: e.Resolve, Bytes: e.Bytes, Conns: e.Conns, Idle: e.Idle}
+}
+
+// LocalEgress is the way out of a sandbox agentbox makes outside a job
+// (exec, chat): its own egress proxy under a checked policy. Prepare
+// before the sandbox is made, Start once it runs, Stop at the end.
+type LocalEgress struct {
+	cfg  config.Config
+	pol  egress.Policy
+	name string
+	say  io.Writer
+	log  *slog.Logger
+	a    *egress.Attached
+}
+
+// NewLocalEgress checks pol against cfg's settings. Each refused
+// connection is said on say as it happens (nil: not said); name names
+// the proxy in log's messages.
+func NewLocalEgress(cfg config.Config, name string, pol egress.Policy, say io.Writer, log *slog.Logger) (*LocalEgress, error) {
+	pol, err := cfg.Egress.Policy.Check(pol)
+	if err != nil {
+		return nil, err
+	}
+	return &LocalEgress{cfg: cfg, pol: pol, name: name, say: say, log: log}, nil
+}
+
+// Prepare returns what the sandbox's environment needs: the proxy's
+// variables, the trust bundle's, the secrets' placeholders.
+func (l *LocalEgress) Prepare() (map[string]string, error) {
+	a, env, err := egress.Prepare(l.name, l.cfg.Egress.Policy, l.pol, l.cfg.Egress.Roots, l.cfg.Egress.RootsPEM)
+	if err != nil {
+		return nil, err
+	}
+	l.a = a
+	return env, nil
+}
+
+// Start serves the sandbox's connections through g.
+func (l *LocalEgress) Start(ctx context.Context, g *guest.Client) error {
+	o := egressOptions(l.cfg)
+	if w := l.say; w != nil {
+		o.Record = func(ev event.Network) {
+			if ev.Decision == "deny" || ev.Error != "" {
+				line := strings.Map(func(r rune) rune {
+					if unicode.IsControl(r) {
+						return -1
+					}
+					return r
+				}, render.NetworkLine(ev))
+				fmt.Fprintln(w, "agentbox: "+line)
+			}
+		}
+	}
+	return l.a.Start(ctx, g, l.name, l.pol, o, l.log)
+}
+
+// Effective is the policy with its presets and secrets expanded, for the
+// system prompt.
+func (l *LocalEgress) Effective() egress.Effective { return l.cfg.Egress.Policy.Effective(l.pol) }
+
+// Denied returns the connections refused since t.
+func (l *LocalEgress) Denied(since time.Time) []event.Network { return l.a.Denied(since) }
+
+// Stop ends the proxy; it never fails.
+func (l *LocalEgress) Stop() error {
+	if l != nil {
+		l.a.Stop()
+	}
+	return nil
+}
