@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
