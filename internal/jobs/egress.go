@@ -191,8 +191,10 @@ type netKey struct {
 const (
 	netRate  = 20
 	netBurst = 200
-	// netPending bounds the kinds of attempt held for the next summary.
+	// netPending bounds the kinds of attempt held for the next summary;
+	// the rest are counted under otherHosts.
 	netPending = 256
+	otherHosts = "(other hosts)"
 )
 
 func newNetRecorder(write func(event.Network)) *netRecorder {
@@ -211,11 +213,17 @@ func (r *netRecorder) record(ev event.Network) {
 		return
 	}
 	k := netKey{ev.Host, ev.Port, ev.Decision}
+	if r.pending[k] == nil && len(r.pending) >= netPending {
+		// Past netPending kinds, the rest are counted together.
+		k = netKey{otherHosts, 0, ev.Decision}
+		ev = event.Network{Host: otherHosts, Decision: ev.Decision, Protocol: ev.Protocol,
+			Reason: "attempts to more hosts than the summary names"}
+	}
 	if p := r.pending[k]; p != nil {
 		p.Repeats++
 		p.BytesIn += ev.BytesIn
 		p.BytesOut += ev.BytesOut
-	} else if len(r.pending) < netPending {
+	} else {
 		ev.Repeats = 1
 		r.pending[k] = &ev
 	}
