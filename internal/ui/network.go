@@ -38,7 +38,8 @@ type networkSetter interface {
 }
 
 // networkView is the job page's Network section: the policy in force, as
-// the job's last network_policy event recorded it, and the hosts the
+// the job records it (who changed it last from its network_policy
+// events), and the hosts the
 // proxy refused that the policy still refuses.
 type networkView struct {
 	JobID string
@@ -95,6 +96,14 @@ func (u *UI) networkData(ctx context.Context, id string, override *egress.Policy
 	denied, pSeq, err := u.scanNetwork(ctx, id, after, &v)
 	if err != nil {
 		return v, err
+	}
+	// The policy in force is the job's own record, whatever the events
+	// read: the last change may be older than they are.
+	if j, err := u.svc.Get(ctx, id); err == nil && len(j.Network) > 0 {
+		var p egress.Policy
+		if json.Unmarshal(j.Network, &p) == nil {
+			v.Policy, v.Known = p, true
+		}
 	}
 	if override != nil {
 		v.Policy, v.Known, v.ChangedBy, pSeq = *override, true, ByUI, 1<<62
