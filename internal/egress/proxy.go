@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -322,10 +323,11 @@ func (p *Proxy) budget(b []byte) ([]byte, error) {
 	return b, nil
 }
 
-// record sends ev to Record and the metrics, and keeps a denial.
+// record sends ev to Record and the metrics, and keeps a denial, or a
+// connection a bound closed, for Denials.
 func (p *Proxy) record(ev event.Network, a *attempt) {
 	p.o.Metrics.attempt(ev.Decision)
-	if ev.Decision == "deny" {
+	if ev.Decision == "deny" || (ev.Error != "" && strings.Contains(ev.Error, "bound")) {
 		p.dmu.Lock()
 		d := denial{at: time.Now(), ev: ev}
 		if len(p.denials) < maxDenials {

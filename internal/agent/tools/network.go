@@ -22,7 +22,7 @@ const maxDenialHosts = 5
 
 // withDenials adds to a failed result (a non-zero exit, a timeout, an
 // exception) which hosts the egress proxy refused since the call began
-// and why, so that the model changes course instead of retrying a
+// (or whose connection a bound of the job's closed) and why, so that the model changes course instead of retrying a
 // connection that can never succeed. A result that did not fail, or a job
 // without network (env.Network nil), is returned as it is.
 func (env *Env) withDenials(since time.Time, r Result) Result {
@@ -43,7 +43,7 @@ func denialNote(evs []event.Network) string {
 	var hosts []string
 	more := 0
 	for _, ev := range evs {
-		if ev.Decision == "allow" {
+		if ev.Decision == "allow" && ev.Error == "" {
 			continue
 		}
 		hp := net.JoinHostPort(cut(ev.Host, 255), strconv.Itoa(ev.Port))
@@ -56,6 +56,9 @@ func denialNote(evs []event.Network) string {
 			continue
 		}
 		reason := cut(strings.TrimPrefix(ev.Reason, hp+" is "), 200)
+		if ev.Decision == "allow" {
+			reason = "closed: " + cut(ev.Error, 200) // a bound the job reached
+		}
 		if reason != "" {
 			hp += " (" + reason + ")"
 		}
@@ -68,7 +71,7 @@ func denialNote(evs []event.Network) string {
 	if more > 0 {
 		note += fmt.Sprintf(" and %d more", more)
 	}
-	return note + ". Only the job's network policy can let these through; do not retry them."
+	return note + ". Only the job's network policy (or its limits) can let these through; do not retry them."
 }
 
 // cut returns s's first line, at most n bytes of it.
