@@ -89,6 +89,11 @@ type Proxy struct {
 	in, out atomic.Int64
 	spent   atomic.Bool // the bytes bound was reached
 
+	// flood counts the attempts refused unread since the last one
+	// recorded: a flood is recorded ten times a second at most.
+	flood     int
+	floodTime time.Time
+
 	dmu     sync.Mutex
 	denials []denial // a ring of the last maxDenials
 	dnext   int
@@ -206,7 +211,7 @@ func (p *Proxy) Serve(c net.Conn) {
 		p.refuseBusy(c, errClosed.Error())
 		return
 	default: // too busy even to answer
-		p.record(event.Network{Decision: "deny", Protocol: "unknown", Reason: fmt.Sprintf("more than %d connections at once", p.o.Conns)}, nil)
+		p.overflow()
 		return
 	}
 	s := p.newStream(c)
@@ -286,6 +291,27 @@ func (p *Proxy) leave(s *stream) {
 	p.o.Metrics.addActive(-1)
 	p.mu.Unlock()
 	p.wg.Done()
+}
+
+// overflow records a stream closed unread, past both the connection bound
+// and the streams being told so: at most one event per 100 ms, naming how
+// many went unrecorded before it (the metrics count each).
+func (p *Proxy) overflow() {
+	p.mu.Lock()
+	if time.Since(p.floodTime) < 100*time.Millisecond {
+		p.flood++
+		p.mu.Unlock()
+		p.o.Metrics.attempt("deny")
+		return
+	}
+	n := p.flood
+	p.flood, p.floodTime = 0, time.Now()
+	p.mu.Unlock()
+	reason := fmt.Sprintf("more than %d connections at once", p.o.Conns)
+	if n > 0 {
+		reason += fmt.Sprintf(" (and %d more attempts refused unrecorded)", n)
+	}
+	p.record(event.Network{Decision: "deny", Protocol: "unknown", Reason: reason}, nil)
 }
 
 // bytesReason is why the job's connections were closed and further ones
