@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // fakeTerminator keeps what it was handed, checks two requests against
@@ -162,4 +164,42 @@ func TestFlood(t *testing.T) {
 		t.Fatalf("last event %+v", evs[len(evs)-1])
 	}
 	await(t, "goroutines back to their number before", func() bool { return runtime.NumGoroutine() <= base+2 })
+}
+
+func TestMetrics(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(hello))
+	defer srv.Close()
+	p := port(t, srv)
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	h := newHarness(t, policy(t, `{"allow": ["example.com:`+p+`"]}`), Options{Metrics: m})
+	c := h.client(nil)
+	get(t, c, "GET", "http://example.com:"+p+"/")
+	get(t, c, "GET", "http://late.test:"+p+"/")
+	h.exactly(2)
+	in, out := h.p.Bytes()
+	want := map[string]float64{
+		`agentbox_egress_connections_total{decision="allow"}`: 1,
+		`agentbox_egress_connections_total{decision="deny"}`:  1,
+		`agentbox_egress_bytes_total{direction="in"}`:         float64(in),
+		`agentbox_egress_bytes_total{direction="out"}`:        float64(out),
+		`agentbox_egress_active_connections`:                  0,
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "{" + l.GetName() + "=\"" + l.GetValue() + "\"}"
+			}
+			got[name] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	if in == 0 || out == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("metrics %v, want %v", got, want)
+	}
 }
