@@ -203,3 +203,60 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("metrics %v, want %v", got, want)
 	}
 }
+
+// TestCloseEndsTunnels: Close ends an open tunnel, whose event says so,
+// and Denials keeps only what was refused since the time asked.
+func TestCloseEndsTunnels(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		b := make([]byte, 7)
+		io.ReadFull(c, b)
+		got <- string(b)
+		io.Copy(io.Discard, c)
+		c.Close()
+	}()
+	_, p, _ := net.SplitHostPort(ln.Addr().String())
+	h := newHarness(t, policy(t, `{"allow": ["example.com:`+p+`"]}`), Options{})
+	c := h.client(nil)
+	get(t, c, "GET", "http://first.test/")
+	mid := time.Now()
+	get(t, c, "GET", "http://second.test/")
+	if ds := h.p.Denials(mid); len(ds) != 1 || ds[0].Host != "second.test" {
+		t.Fatalf("denials since: %+v", ds)
+	}
+	if ds := h.p.Denials(time.Time{}); len(ds) != 2 {
+		t.Fatalf("all denials: %+v", ds)
+	}
+	conn, err := net.Dial("tcp", h.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "CONNECT example.com:%s HTTP/1.1\r\nHost: example.com:%s\r\n\r\n", p, p)
+	br := bufio.NewReader(conn)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	io.WriteString(conn, "not TLS")
+	if s := <-got; s != "not TLS" {
+		t.Fatalf("upstream got %q", s)
+	}
+	h.p.Close()
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("after Close: %v", err)
+	}
+	evs := h.exactly(3)
+	if ev := evs[2]; ev.Decision != "allow" || ev.Error != errClosed.Error() || ev.BytesOut != int64(len("not TLS")) {
+		t.Fatalf("event %+v", ev)
+	}
+}

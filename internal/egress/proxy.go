@@ -404,6 +404,8 @@ func (a *attempt) end(err error) {
 		switch {
 		case a.p.spent.Load():
 			a.ev.Error = a.p.bytesReason()
+		case a.p.ctx.Err() != nil:
+			a.ev.Error = errClosed.Error()
 		case err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
 			a.ev.Error = err.Error()
 		}
