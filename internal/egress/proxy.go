@@ -337,15 +337,19 @@ var errBytes = errors.New("egress bytes bound reached")
 
 // budget trims b to the bytes the job may still move; an error when none.
 func (p *Proxy) budget(b []byte) ([]byte, error) {
+	n, err := p.allowance(int64(len(b)))
+	return b[:n], err
+}
+
+// allowance is up to want bytes the job may still move; an error when
+// none.
+func (p *Proxy) allowance(want int64) (int64, error) {
 	left := p.o.Bytes - p.in.Load() - p.out.Load()
 	if left <= 0 {
 		p.exhaust()
-		return nil, errBytes
+		return 0, errBytes
 	}
-	if int64(len(b)) > left {
-		b = b[:left]
-	}
-	return b, nil
+	return min(want, left), nil
 }
 
 // record sends ev to Record and the metrics, and keeps a denial.
@@ -404,7 +408,7 @@ func (a *attempt) end(err error) {
 		switch {
 		case a.p.spent.Load():
 			a.ev.Error = a.p.bytesReason()
-		case a.p.ctx.Err() != nil:
+		case err != nil && a.p.ctx.Err() != nil:
 			a.ev.Error = errClosed.Error()
 		case err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
 			a.ev.Error = err.Error()

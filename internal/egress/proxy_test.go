@@ -161,6 +161,7 @@ func (h *harness) wait(n int) []event.Network {
 // exactly closes the proxy and checks it recorded exactly n events.
 func (h *harness) exactly(n int) []event.Network {
 	h.t.Helper()
+	h.wait(n) // the last connections end on their own, not by Close
 	h.close()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -557,10 +558,12 @@ func TestBytesBound(t *testing.T) {
 		t.Fatalf("the download was not cut: %d, %d bytes", status, len(body))
 	}
 	evs := h.wait(1)
-	if ev := evs[0]; ev.Decision != "allow" || ev.Error != "egress bytes bound (1048576) reached" || ev.BytesIn+ev.BytesOut != bound {
+	// Past the bound by at most what the other direction moved while a
+	// read was under way (the TLS handshake's bytes, here).
+	if ev := evs[0]; ev.Decision != "allow" || ev.Error != "egress bytes bound (1048576) reached" || ev.BytesIn+ev.BytesOut < bound || ev.BytesIn+ev.BytesOut > bound+16<<10 {
 		t.Fatalf("event %+v", ev)
 	}
-	if in, out := h.p.Bytes(); in+out != bound {
+	if in, out := h.p.Bytes(); in+out < bound || in+out > bound+16<<10 {
 		t.Fatalf("bytes %d+%d, bound %d", in, out, bound)
 	}
 	status, body, _ = get(t, h.client(nil), "GET", "http://example.com:"+p+"/")
