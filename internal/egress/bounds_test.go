@@ -260,3 +260,79 @@ func TestCloseEndsTunnels(t *testing.T) {
 		t.Fatalf("event %+v", ev)
 	}
 }
+
+// TestStreamedResponse: a response's parts reach the client as the
+// server sends them, not when a buffer fills; a request's body follows
+// the proxy's own 100 Continue.
+func TestStreamedResponse(t *testing.T) {
+	next := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" {
+			b, _ := io.ReadAll(r.Body)
+			fmt.Fprintf(w, "got %s, expect %q", b, r.Header.Get("Expect"))
+			return
+		}
+		io.WriteString(w, "first;")
+		w.(http.Flusher).Flush()
+		<-next
+		io.WriteString(w, "second")
+	}))
+	defer srv.Close()
+	p := port(t, srv)
+	h := newHarness(t, policy(t, `{"allow": ["example.com:`+p+`"]}`), Options{})
+	resp, err := h.client(nil).Get("http://example.com:" + p + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, len("first;"))
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "first;" {
+		t.Fatalf("first part %q %v", first, err)
+	}
+	close(next)
+	if rest, _ := io.ReadAll(resp.Body); string(rest) != "second" {
+		t.Fatalf("rest %q", rest)
+	}
+
+	c, err := net.Dial("tcp", h.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST http://example.com:%s/ HTTP/1.1\r\nHost: example.com\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n", p)
+	br := bufio.NewReader(c)
+	if line, _ := br.ReadString('\n'); line != "HTTP/1.1 100 Continue\r\n" {
+		t.Fatalf("before the body: %q", line)
+	}
+	br.ReadString('\n')
+	io.WriteString(c, "body")
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(resp.Body); string(b) != `got body, expect ""` {
+		t.Fatalf("POST: %q", b)
+	}
+}
+
+// TestHostHeaderIgnored: the server sees the authority the proxy checked,
+// not a Host header that names another site.
+func TestHostHeaderIgnored(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Host) }))
+	defer srv.Close()
+	p := port(t, srv)
+	h := newHarness(t, policy(t, `{"allow": ["example.com:`+p+`"]}`), Options{})
+	c, err := net.Dial("tcp", h.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET http://example.com:%s/ HTTP/1.1\r\nHost: fronted.test\r\nConnection: close\r\n\r\n", p)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(resp.Body); string(b) != "example.com:"+p {
+		t.Fatalf("the server saw Host %q", b)
+	}
+}
