@@ -213,4 +213,3 @@ func TestResolverFlipNeverReachesSecondAddress(t *testing.T) {
 		t.Fatalf("127.0.0.2 reached %d times", n)
 	}
 }
-
