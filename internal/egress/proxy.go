@@ -70,7 +70,7 @@ const (
 // Proxy is one job's egress proxy: Serve handles each stream the sandbox
 // opens to it, under the job's policy and bounds.
 type Proxy struct {
-	job      string
+	job      string // whose proxy, for a reader of a stack or a debugger
 	o        Options
 	guard    *addrGuard
 	resolver *net.Resolver
@@ -311,7 +311,7 @@ func (p *Proxy) overflow() {
 	if n > 0 {
 		reason += fmt.Sprintf(" (and %d more attempts refused unrecorded)", n)
 	}
-	p.record(event.Network{Decision: "deny", Protocol: "unknown", Reason: reason}, nil)
+	p.record(event.Network{Decision: "deny", Protocol: "unknown", Reason: reason})
 }
 
 // bytesReason is why the job's connections were closed and further ones
@@ -353,7 +353,7 @@ func (p *Proxy) allowance(want int64) (int64, error) {
 }
 
 // record sends ev to Record and the metrics, and keeps a denial.
-func (p *Proxy) record(ev event.Network, a *attempt) {
+func (p *Proxy) record(ev event.Network) {
 	p.o.Metrics.attempt(ev.Decision)
 	if ev.Decision == "deny" {
 		p.dmu.Lock()
@@ -423,7 +423,7 @@ func (a *attempt) emit() {
 	a.seenMu.Lock()
 	ev := a.ev
 	a.seenMu.Unlock()
-	a.p.record(ev, a)
+	a.p.record(ev)
 }
 
 // seen keeps the first request a Terminator reports.
