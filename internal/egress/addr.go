@@ -194,7 +194,8 @@ func (p *Proxy) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.o.DialTimeout)
 	defer cancel()
-	addrs, err := p.resolver.LookupNetIP(ctx, "ip", host)
+	// Fully qualified: no search domain of the host's makes it another name.
+	addrs, err := p.resolver.LookupNetIP(ctx, "ip", host+".")
 	if err != nil {
 		var de *net.DNSError
 		if errors.As(err, &de) && de.IsNotFound {

@@ -166,6 +166,9 @@ type upstream struct {
 	host string
 	port int
 	addr netip.Addr
+	// br and head read a plain HTTP upstream's responses.
+	br   *bufio.Reader
+	head *headLimit
 }
 
 func (u *upstream) Read(b []byte) (int, error) {

@@ -20,8 +20,7 @@ const helloTimeout = 10 * time.Second
 // serveHTTP serves s as an HTTP proxy: plain requests in absolute form,
 // each decided and forwarded, until one is a CONNECT or s ends.
 func (p *Proxy) serveHTTP(s *stream) {
-	var upr *bufio.Reader // reads s.up, while it serves s's requests
-	var uphead *headLimit
+	bw := bufio.NewWriterSize(s.tc, 8<<10)
 	for {
 		s.head.n = maxHead
 		req, err := http.ReadRequest(s.br)
@@ -36,11 +35,8 @@ func (p *Proxy) serveHTTP(s *stream) {
 		}
 		if s.up != nil && !p.reusable(s.up, req) {
 			s.dropUpstream()
-			upr = nil
 		}
-		var keep bool
-		keep, upr, uphead = p.forward(s, req, upr, uphead)
-		if !keep {
+		if !p.forward(s, bw, req) {
 			return
 		}
 	}
@@ -62,7 +58,8 @@ func (p *Proxy) badRequest(s *stream, err error) {
 	writeRefusal(s.tc, "", r)
 }
 
-// reusable says up may carry req: same host and port as before.
+// reusable says up may carry req: same host and port as before (the
+// policy is applied again by upstreamFor).
 func (p *Proxy) reusable(up *upstream, req *http.Request) bool {
 	host, port, err := requestTarget(req)
 	return err == nil && host == up.host && port == up.port
@@ -86,8 +83,9 @@ func requestTarget(req *http.Request) (string, int, error) {
 }
 
 // forward decides one plain request and, when allowed, sends it upstream
-// and its response back. keep says s may carry another request.
-func (p *Proxy) forward(s *stream, req *http.Request, upr *bufio.Reader, uphead *headLimit) (keep bool, _ *bufio.Reader, _ *headLimit) {
+// and its response back through bw. It says whether s may carry another
+// request.
+func (p *Proxy) forward(s *stream, bw *bufio.Writer, req *http.Request) bool {
 	host, port, err := requestTarget(req)
 	a := p.begin("http", host, port)
 	a.ev.Method, a.ev.Path = capString(req.Method, 16), capString(req.URL.Path, maxPath)
@@ -96,77 +94,136 @@ func (p *Proxy) forward(s *stream, req *http.Request, upr *bufio.Reader, uphead 
 		r.status = 400
 		a.deny(r)
 		writeRefusal(s.tc, "", r)
-		return false, nil, nil
+		return false
 	}
 	target := net.JoinHostPort(host, strconv.Itoa(port))
-	up := s.up
-	if up != nil {
-		d := p.effective().Decide(host, up.addr, port, req.Method)
-		a.ev.Addr = up.addr.String()
-		if p.spent.Load() {
-			d = Decision{Reason: p.bytesReason()}
-		}
-		if !d.Allowed {
-			r := denied(d.Rule, d.Reason)
-			a.deny(r)
-			writeRefusal(s.tc, target, r)
-			return false, nil, nil
-		}
-		a.ev.Rule, a.ev.Reason = d.Rule, d.Reason
-		up.a.Store(a)
-	} else {
-		var r *refusal
-		up, _, _, r = p.open(s, a, host, port, req.Method)
-		if r != nil {
-			a.deny(r)
-			writeRefusal(s.tc, target, r)
-			return false, nil, nil
-		}
-		uphead = &headLimit{r: up, n: -1}
-		upr = bufio.NewReaderSize(uphead, 4096)
+	reused := s.up != nil
+	up, r := p.upstreamFor(s, a, host, port, req.Method)
+	if r != nil {
+		a.deny(r)
+		writeRefusal(s.tc, target, r)
+		return false
 	}
-	err = p.roundTrip(s, up, upr, uphead, req)
+	// The checked authority, not the client's Host header, goes upstream:
+	// no fronting another site behind an allowed address.
+	req.Host = ""
+	prepare(req)
+	if req.Header.Get("Expect") == "100-continue" {
+		req.Header.Del("Expect")
+		io.WriteString(s.tc, "HTTP/1.1 100 Continue\r\n\r\n")
+	}
+	answered, err := p.roundTrip(s, bw, up, req)
+	if err != nil && reused && !answered && (req.Body == nil || req.Body == http.NoBody) {
+		// The kept upstream connection had gone; one fresh one.
+		s.dropUpstream()
+		if up, r = p.upstreamFor(s, a, host, port, req.Method); r != nil {
+			a.deny(r)
+			writeRefusal(s.tc, target, r)
+			return false
+		}
+		answered, err = p.roundTrip(s, bw, up, req)
+	}
 	a.end(err)
-	return err == nil && !req.Close, upr, uphead
+	return err == nil && !req.Close
 }
 
-// errClose ends a stream after a response that is delimited by closing.
-var errClose = errors.New("close")
+// upstreamFor is s's upstream for a request to host:port: the kept one,
+// decided again under the policy now in force, or a newly opened one.
+func (p *Proxy) upstreamFor(s *stream, a *attempt, host string, port int, method string) (*upstream, *refusal) {
+	up := s.up
+	if up == nil {
+		up, _, _, r := p.open(s, a, host, port, method)
+		if r != nil {
+			return nil, r
+		}
+		up.head = &headLimit{r: up, n: -1}
+		up.br = bufio.NewReaderSize(up.head, 4096)
+		return up, nil
+	}
+	a.ev.Addr = up.addr.String()
+	if p.spent.Load() {
+		return nil, denied("", p.bytesReason())
+	}
+	d := p.effective().Decide(host, up.addr, port, method)
+	if !d.Allowed {
+		return nil, denied(d.Rule, d.Reason)
+	}
+	a.ev.Rule, a.ev.Reason = d.Rule, d.Reason
+	up.a.Store(a)
+	return up, nil
+}
 
-// roundTrip writes req to up and its response to the client.
-func (p *Proxy) roundTrip(s *stream, up *upstream, upr *bufio.Reader, uphead *headLimit, req *http.Request) error {
+// prepare makes a client's request one to send upstream: no hop-by-hop
+// or Proxy-* header, and no User-Agent the client did not send.
+func prepare(req *http.Request) {
 	stripHop(req.Header)
 	req.RequestURI = ""
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = []string{""} // Write would add Go's
 	}
-	if err := req.Write(up); err != nil {
-		return fmt.Errorf("send request: %w", err)
+}
+
+// roundTrip writes req to up and its response to the client through bw.
+// answered says some of a response reached the client.
+func (p *Proxy) roundTrip(s *stream, bw *bufio.Writer, up *upstream, req *http.Request) (answered bool, _ error) {
+	uw := bufio.NewWriterSize(up, 8<<10)
+	if req.Body != nil && req.Body != http.NoBody {
+		req.Body = flushing{req.Body, s.br, uw}
+	}
+	err := req.Write(uw)
+	if err == nil {
+		err = uw.Flush()
+	}
+	if err != nil {
+		return false, fmt.Errorf("send request: %w", err)
 	}
 	for {
-		uphead.n = maxHead + int64(upr.Size())
-		resp, err := http.ReadResponse(upr, req)
-		uphead.n = -1
+		up.head.n = maxHead + int64(up.br.Size())
+		resp, err := http.ReadResponse(up.br, req)
+		up.head.n = -1
 		if err != nil {
 			if errors.Is(err, errHeadTooLarge) {
 				writeRefusal(s.tc, "", &refusal{status: 502, reason: "response header block over 64 KiB"})
+				return true, err
 			}
-			return fmt.Errorf("read response: %w", err)
+			return false, fmt.Errorf("read response: %w", err)
 		}
 		stripHop(resp.Header)
-		err = resp.Write(s.tc)
+		resp.Body = flushing{resp.Body, up.br, bw}
+		err = resp.Write(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
 		resp.Body.Close()
 		if err != nil {
-			return fmt.Errorf("send response: %w", err)
+			return true, fmt.Errorf("send response: %w", err)
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != 101 {
 			continue
 		}
 		if resp.Close || resp.StatusCode == 101 {
-			return errCloseQuiet
+			return true, errCloseQuiet
 		}
-		return nil
+		return true, nil
 	}
+}
+
+// flushing is a body copied through a buffered writer: before a read
+// that would wait for the network, what is buffered goes out, so a
+// streamed body is not held back.
+type flushing struct {
+	io.ReadCloser
+	src *bufio.Reader
+	w   *bufio.Writer
+}
+
+func (f flushing) Read(b []byte) (int, error) {
+	if f.src.Buffered() == 0 && f.w.Buffered() > 0 {
+		if err := f.w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return f.ReadCloser.Read(b)
 }
 
 // errCloseQuiet ends a stream without an error in the event.

@@ -9,6 +9,14 @@
 // policy.go is the policy: what a job asks for (Policy), its entries
 // (Rule), the operator's settings it is checked against (Config), and the
 // decision for one connection (Effective.Decide).
+//
+// proxy.go is a job's proxy (Proxy: Serve one sandbox stream, SetPolicy,
+// Denials, Close) and its events; http.go the HTTP side (plain requests
+// decided one by one, CONNECT), socks.go SOCKS5, dial.go the decision and
+// the dial of a checked address, addr.go the addresses refused whatever
+// the policy says and the resolving, sni.go the TLS ClientHello's server
+// name, conn.go the counted, bounded and watched connections, metrics.go
+// and env.go what the server and the sandbox are given.
 package egress
 
 import (

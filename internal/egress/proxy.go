@@ -71,7 +71,7 @@ const (
 // Proxy is one job's egress proxy: Serve handles each stream the sandbox
 // opens to it, under the job's policy and bounds.
 type Proxy struct {
-	job      string
+	job      string // whose proxy, for a reader of a stack or a debugger
 	o        Options
 	guard    *addrGuard
 	resolver *net.Resolver
@@ -89,6 +89,11 @@ type Proxy struct {
 
 	in, out atomic.Int64
 	spent   atomic.Bool // the bytes bound was reached
+
+	// flood counts the attempts refused unread since the last one
+	// recorded: a flood is recorded ten times a second at most.
+	flood     int
+	floodTime time.Time
 
 	dmu     sync.Mutex
 	denials []denial // a ring of the last maxDenials
@@ -207,7 +212,7 @@ func (p *Proxy) Serve(c net.Conn) {
 		p.refuseBusy(c, errClosed.Error())
 		return
 	default: // too busy even to answer
-		p.record(event.Network{Decision: "deny", Protocol: "unknown", Reason: fmt.Sprintf("more than %d connections at once", p.o.Conns)}, nil)
+		p.overflow()
 		return
 	}
 	s := p.newStream(c)
@@ -289,6 +294,27 @@ func (p *Proxy) leave(s *stream) {
 	p.wg.Done()
 }
 
+// overflow records a stream closed unread, past both the connection bound
+// and the streams being told so: at most one event per 100 ms, naming how
+// many went unrecorded before it (the metrics count each).
+func (p *Proxy) overflow() {
+	p.mu.Lock()
+	if time.Since(p.floodTime) < 100*time.Millisecond {
+		p.flood++
+		p.mu.Unlock()
+		p.o.Metrics.attempt("deny")
+		return
+	}
+	n := p.flood
+	p.flood, p.floodTime = 0, time.Now()
+	p.mu.Unlock()
+	reason := fmt.Sprintf("more than %d connections at once", p.o.Conns)
+	if n > 0 {
+		reason += fmt.Sprintf(" (and %d more attempts refused unrecorded)", n)
+	}
+	p.record(event.Network{Decision: "deny", Protocol: "unknown", Reason: reason})
+}
+
 // bytesReason is why the job's connections were closed and further ones
 // refused.
 func (p *Proxy) bytesReason() string {
@@ -312,20 +338,24 @@ var errBytes = errors.New("egress bytes bound reached")
 
 // budget trims b to the bytes the job may still move; an error when none.
 func (p *Proxy) budget(b []byte) ([]byte, error) {
+	n, err := p.allowance(int64(len(b)))
+	return b[:n], err
+}
+
+// allowance is up to want bytes the job may still move; an error when
+// none.
+func (p *Proxy) allowance(want int64) (int64, error) {
 	left := p.o.Bytes - p.in.Load() - p.out.Load()
 	if left <= 0 {
 		p.exhaust()
-		return nil, errBytes
+		return 0, errBytes
 	}
-	if int64(len(b)) > left {
-		b = b[:left]
-	}
-	return b, nil
+	return min(want, left), nil
 }
 
 // record sends ev to Record and the metrics, and keeps a denial, or a
 // connection a bound closed, for Denials.
-func (p *Proxy) record(ev event.Network, a *attempt) {
+func (p *Proxy) record(ev event.Network) {
 	p.o.Metrics.attempt(ev.Decision)
 	if ev.Decision == "deny" || (ev.Error != "" && strings.Contains(ev.Error, "bound")) {
 		p.dmu.Lock()
@@ -380,6 +410,8 @@ func (a *attempt) end(err error) {
 		switch {
 		case a.p.spent.Load():
 			a.ev.Error = a.p.bytesReason()
+		case err != nil && a.p.ctx.Err() != nil:
+			a.ev.Error = errClosed.Error()
 		case err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
 			a.ev.Error = err.Error()
 		}
@@ -393,7 +425,7 @@ func (a *attempt) emit() {
 	a.seenMu.Lock()
 	ev := a.ev
 	a.seenMu.Unlock()
-	a.p.record(ev, a)
+	a.p.record(ev)
 }
 
 // seen keeps the first request a Terminator reports.

@@ -19,8 +19,8 @@ func readHello(r io.Reader) (raw []byte, sni string, err error) {
 	var msg []byte // the handshake message, across records
 	for {
 		hdr := make([]byte, 5)
-		if _, err := io.ReadFull(r, hdr); err != nil {
-			return append(raw, hdr...), "", err
+		if n, err := io.ReadFull(r, hdr); err != nil {
+			return append(raw, hdr[:n]...), "", err
 		}
 		raw = append(raw, hdr...)
 		if hdr[0] != 0x16 || hdr[1] != 3 {
@@ -31,8 +31,8 @@ func readHello(r io.Reader) (raw []byte, sni string, err error) {
 			return raw, "", errNotHello
 		}
 		body := make([]byte, n)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return raw, "", err
+		if m, err := io.ReadFull(r, body); err != nil {
+			return append(raw, body[:m]...), "", err
 		}
 		raw = append(raw, body...)
 		msg = append(msg, body...)

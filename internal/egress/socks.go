@@ -141,7 +141,7 @@ func (p *Proxy) refuseBusy(c net.Conn, reason string) {
 	r.status = 429
 	var first [1]byte
 	if _, err := io.ReadFull(c, first[:]); err != nil {
-		p.record(event.Network{Decision: "deny", Protocol: "unknown", Reason: reason}, nil)
+		p.record(event.Network{Decision: "deny", Protocol: "unknown", Reason: reason})
 		return
 	}
 	src := io.MultiReader(bytes.NewReader(first[:]), io.LimitReader(c, 4096))
