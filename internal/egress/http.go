@@ -261,7 +261,14 @@ func (p *Proxy) tunnel(s *stream, a *attempt, up *upstream, host string, port in
 	client := s.client()
 	go func() { down <- copyHalf(client, up, &clean) }()
 	err := p.checkHello(s, up, host)
-	if err == nil {
+	if err == nil && p.looksHTTP(s) {
+		if err = p.copyHTTP(s, a, up, port); err == nil {
+			clean.Store(true)
+		} else {
+			client.Close()
+			up.Close()
+		}
+	} else if err == nil {
 		err = copyHalf(up, client, &clean)
 	} else {
 		client.Close()
