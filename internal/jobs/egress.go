@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -186,6 +187,7 @@ type netKey struct {
 	host     string
 	port     int
 	decision string
+	others   bool // the attempts past netPending kinds
 }
 
 const (
@@ -210,12 +212,21 @@ func (r *netRecorder) record(ev event.Network) {
 		r.write(ev)
 		return
 	}
-	k := netKey{ev.Host, ev.Port, ev.Decision}
+	k := netKey{host: ev.Host, port: ev.Port, decision: ev.Decision}
+	if r.pending[k] == nil && len(r.pending) >= netPending {
+		// A flood of distinct hosts: the rest are counted together, so
+		// that none goes unrecorded.
+		k = netKey{decision: ev.Decision, others: true}
+		if r.pending[k] == nil {
+			ev = event.Network{Decision: ev.Decision, Protocol: "unknown", BytesIn: ev.BytesIn, BytesOut: ev.BytesOut,
+				Reason: fmt.Sprintf("attempts to other hosts past %d kinds a second, counted together", netPending)}
+		}
+	}
 	if p := r.pending[k]; p != nil {
 		p.Repeats++
 		p.BytesIn += ev.BytesIn
 		p.BytesOut += ev.BytesOut
-	} else if len(r.pending) < netPending {
+	} else {
 		ev.Repeats = 1
 		r.pending[k] = &ev
 	}
