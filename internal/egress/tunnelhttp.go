@@ -24,9 +24,12 @@ import (
 const maxRequestLine = 4096
 
 // looksHTTP says whether the client's first bytes in a tunnel are (or may
-// be) an HTTP request: a line, leading blank lines skipped, whose last
-// word starts with "HTTP/"; or, when no line end comes within
-// maxRequestLine bytes or helloTimeout, a token followed by white space.
+// be) an HTTP request: blank lines, then a token (the method) and white
+// space, then a line whose last word starts with "HTTP/"; a line that
+// does not end within maxRequestLine bytes or helloTimeout counts too.
+// A byte that cannot begin a request line (TLS, a binary protocol's first
+// byte, SSH's banner's end) decides at once, so other protocols are not
+// held up.
 func (p *Proxy) looksHTTP(s *stream) bool {
 	first, err := s.br.Peek(1)
 	if err != nil || first[0] == 0x16 {
@@ -34,38 +37,35 @@ func (p *Proxy) looksHTTP(s *stream) bool {
 	}
 	s.c.SetReadDeadline(time.Now().Add(helloTimeout))
 	defer s.c.SetReadDeadline(time.Time{})
-	var b []byte
-	complete := false
-	for n := 1; n <= maxRequestLine; n = max(n+1, s.br.Buffered()) {
-		if b, err = s.br.Peek(n); err != nil {
-			break
+	const leading, method, rest = 0, 1, 2
+	state, i := leading, 0
+	for n := 1; ; n = max(n+1, s.br.Buffered()) {
+		b, err := s.br.Peek(n)
+		for ; i < len(b); i++ {
+			c := b[i]
+			switch {
+			case state == leading && (c == '\r' || c == '\n' || c == ' ' || c == '\t'):
+			case state != rest && isTokenByte(c):
+				state = method
+			case state == method && (c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r'):
+				state = rest
+			case state != rest:
+				return false
+			case c == '\n':
+				words := bytes.FieldsFunc(b[:i], func(r rune) bool {
+					return r == ' ' || r == '\t' || r == '\r' || r == '\v' || r == '\f' || r == '\n'
+				})
+				return bytes.HasPrefix(bytes.ToUpper(words[len(words)-1]), []byte("HTTP/"))
+			}
 		}
-		line := bytes.TrimLeft(b, "\r\n\t ")
-		if i := bytes.IndexByte(line, '\n'); i >= 0 {
-			b, complete = line[:i], true
-			break
-		}
-		if n == maxRequestLine {
-			break
+		if err != nil || n >= maxRequestLine {
+			return state == rest // an unfinished request line: read it as one
 		}
 	}
-	words := bytes.FieldsFunc(b, func(r rune) bool {
-		return r == ' ' || r == '\t' || r == '\r' || r == '\v' || r == '\f'
-	})
-	if complete {
-		return len(words) >= 2 && bytes.HasPrefix(bytes.ToUpper(words[len(words)-1]), []byte("HTTP/"))
-	}
-	line := bytes.TrimLeft(b, "\r\n\t ")
-	return len(words) >= 2 && len(line) > len(words[0]) && isToken(words[0])
 }
 
-func isToken(b []byte) bool {
-	for _, c := range b {
-		if c <= ' ' || c >= 0x7f || bytes.IndexByte([]byte(`"(),/:;<=>?@[\]{}`), c) >= 0 {
-			return false
-		}
-	}
-	return true
+func isTokenByte(c byte) bool {
+	return c > ' ' && c < 0x7f && bytes.IndexByte([]byte(`"(),/:;<=>?@[\]{}`), c) < 0
 }
 
 // copyHTTP carries the client's requests in a tunnel to up one by one,

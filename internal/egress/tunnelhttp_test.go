@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/net/proxy"
 )
@@ -107,5 +108,44 @@ func TestTunnelledHTTPFronting(t *testing.T) {
 	}
 	if allowed != 2 {
 		t.Fatalf("%d tunnels allowed, want 2: %+v", allowed, evs)
+	}
+}
+
+// TestTunnelledOtherProtocols: a tunnel whose client speaks first in
+// another protocol (a binary startup message, an SSH banner, a line that
+// is no request) is passed on at once, not held for a request line.
+func TestTunnelledOtherProtocols(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }()
+		}
+	}()
+	_, p, _ := net.SplitHostPort(ln.Addr().String())
+	h := newHarness(t, policy(t, `{"allow": ["example.com:`+p+`"]}`), Options{})
+	d, err := proxy.SOCKS5("tcp", h.ln.Addr().String(), nil, proxy.Direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, first := range []string{"\x00\x00\x00\x08\x04\xd2\x16\x2f", "SSH-2.0-OpenSSH_9.6 Debian\r\n", "PING\r\n", "hello world\n"} {
+		c, err := d.Dial("tcp", "example.com:"+p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(helloTimeout / 2))
+		io.WriteString(c, first)
+		got := make([]byte, len(first))
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != first {
+			t.Errorf("%q: echoed %q, %v", first, got, err)
+		}
+		c.Close()
 	}
 }
