@@ -353,8 +353,12 @@ type attempt struct {
 }
 
 func (p *Proxy) begin(protocol, host string, port int) *attempt {
-	return &attempt{p: p, start: time.Now(), ev: event.Network{Protocol: protocol, Host: host, Port: port}}
+	// A host that long is refused anyway; its event keeps a bounded part.
+	return &attempt{p: p, start: time.Now(), ev: event.Network{Protocol: protocol, Host: capString(host, maxHost), Port: port}}
 }
+
+// maxHost bounds an event's host: a name has at most 253 bytes.
+const maxHost = 255
 
 // deny records a as refused.
 func (a *attempt) deny(r *refusal) {

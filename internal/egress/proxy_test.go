@@ -720,3 +720,31 @@ func TestSandboxEnv(t *testing.T) {
 		t.Error("a CA variable without a bundle")
 	}
 }
+
+// TestHugeHostEventBounded: a host name of tens of kilobytes (the header
+// block allows 64 KiB) is refused, and its event does not carry it whole:
+// a flood of them would fill the job's log.
+func TestHugeHostEventBounded(t *testing.T) {
+	h := newHarness(t, policy(t, `{"mode": "open"}`), Options{})
+	huge := strings.Repeat("a", 40000) + ".test"
+	for _, req := range []string{
+		"CONNECT " + huge + ":443 HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET http://" + huge + "/ HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		c, err := net.Dial("tcp", h.ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, req)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != 403 {
+			t.Fatalf("%.20s…: %v %v", req, resp, err)
+		}
+		c.Close()
+	}
+	for _, ev := range h.exactly(2) {
+		if ev.Decision != "deny" || len(ev.Host) > 255 || len(ev.Reason) > 300 {
+			t.Errorf("event with a %d-byte host, %d-byte reason", len(ev.Host), len(ev.Reason))
+		}
+	}
+}
