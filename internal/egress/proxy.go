@@ -357,8 +357,12 @@ func (p *Proxy) begin(protocol, host string, port int) *attempt {
 	return &attempt{p: p, start: time.Now(), ev: event.Network{Protocol: protocol, Host: capString(host, maxHost), Port: port}}
 }
 
-// maxHost bounds an event's host: a name has at most 253 bytes.
-const maxHost = 255
+// maxHost bounds an event's host: a name has at most 253 bytes;
+// maxReason its reason and error.
+const (
+	maxHost   = 255
+	maxReason = 1000
+)
 
 // deny records a as refused.
 func (a *attempt) deny(r *refusal) {
@@ -395,6 +399,8 @@ func (a *attempt) emit() {
 	a.seenMu.Lock()
 	ev := a.ev
 	a.seenMu.Unlock()
+	// An error may quote the sandbox (a TLS server name of 64 KiB).
+	ev.Error, ev.Reason = capString(ev.Error, maxReason), capString(ev.Reason, maxReason)
 	a.p.record(ev, a)
 }
 
