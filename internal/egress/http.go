@@ -260,15 +260,15 @@ func (p *Proxy) tunnel(s *stream, a *attempt, up *upstream, host string, port in
 	down := make(chan error, 1)
 	client := s.client()
 	go func() { down <- copyHalf(client, up, &clean) }()
-	err := p.checkHello(s, up, host)
-	if err == nil && p.looksHTTP(s) {
+	var err error
+	if p.looksHTTP(s) {
 		if err = p.copyHTTP(s, a, up, port); err == nil {
 			clean.Store(true)
 		} else {
 			client.Close()
 			up.Close()
 		}
-	} else if err == nil {
+	} else if err = p.checkHello(s, up, host); err == nil {
 		err = copyHalf(up, client, &clean)
 	} else {
 		client.Close()
