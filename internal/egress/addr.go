@@ -101,6 +101,10 @@ func (g *addrGuard) refused(a netip.Addr, port int) string {
 	if g.isOwn(a.Unmap()) {
 		return "the host's own address " + a.Unmap().String()
 	}
+	// Through a NAT64 or 6to4 translator, the embedded address is the one reached.
+	if v4, ok := embeddedV4(a); ok && g.isOwn(v4) {
+		return "the host's own address " + v4.String()
+	}
 	return ""
 }
 

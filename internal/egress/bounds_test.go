@@ -218,7 +218,7 @@ func TestCloseEndsTunnels(t *testing.T) {
 		if err != nil {
 			return
 		}
-		b := make([]byte, 7)
+		b := make([]byte, 8)
 		io.ReadFull(c, b)
 		got <- string(b)
 		io.Copy(io.Discard, c)
@@ -246,8 +246,10 @@ func TestCloseEndsTunnels(t *testing.T) {
 	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("CONNECT: %v %v", resp, err)
 	}
-	io.WriteString(conn, "not TLS")
-	if s := <-got; s != "not TLS" {
+	// Neither TLS nor an HTTP request line (which the proxy would read
+	// as requests): a byte no request line starts with.
+	io.WriteString(conn, "\x00not TLS")
+	if s := <-got; s != "\x00not TLS" {
 		t.Fatalf("upstream got %q", s)
 	}
 	h.p.Close()
@@ -256,7 +258,7 @@ func TestCloseEndsTunnels(t *testing.T) {
 		t.Fatalf("after Close: %v", err)
 	}
 	evs := h.exactly(3)
-	if ev := evs[2]; ev.Decision != "allow" || ev.Error != errClosed.Error() || ev.BytesOut != int64(len("not TLS")) {
+	if ev := evs[2]; ev.Decision != "allow" || ev.Error != errClosed.Error() || ev.BytesOut != int64(len("\x00not TLS")) {
 		t.Fatalf("event %+v", ev)
 	}
 }

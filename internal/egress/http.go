@@ -313,13 +313,29 @@ func (p *Proxy) tunnel(s *stream, a *attempt, up *upstream, host string, port in
 		return
 	}
 	// The server may speak first; the client's bytes wait for the check.
-	var clean atomic.Bool
+	var clean, hello atomic.Bool
 	down := make(chan error, 1)
+	retry := make(chan bool, 1)
 	client := s.client()
-	go func() { down <- copyHalf(client, up, &clean) }()
-	err := p.checkHello(s, up, host)
-	if err == nil {
-		err = copyHalf(up, client, &clean)
+	go func() { down <- copyDown(client, up, &hello, retry, &clean) }()
+	var err error
+	if p.looksHTTP(s) {
+		if err = p.copyHTTP(s, a, up, port); err == nil {
+			clean.Store(true)
+		} else {
+			client.Close()
+			up.Close()
+		}
+	} else if err = p.checkHello(s, up, host, &hello); err == nil {
+		if hello.Load() && <-retry {
+			err = p.checkRetryHello(s, up, host)
+		}
+		if err == nil {
+			err = copyHalf(up, client, &clean)
+		} else {
+			client.Close()
+			up.Close()
+		}
 	} else {
 		client.Close()
 		up.Close()
@@ -343,7 +359,7 @@ func (r *helloRefusal) Error() string { return r.reason }
 // checkHello reads the client's TLS ClientHello, if its first bytes are
 // one, refuses a server name other than host, and sends what it read on
 // to up. Bytes that are not TLS go through unread.
-func (p *Proxy) checkHello(s *stream, up *upstream, host string) error {
+func (p *Proxy) checkHello(s *stream, up *upstream, host string, sent *atomic.Bool) error {
 	first, err := s.br.Peek(1)
 	if err != nil || first[0] != 0x16 {
 		return nil // the copy sees the same end, or the same bytes
@@ -361,6 +377,7 @@ func (p *Proxy) checkHello(s *stream, up *upstream, host string) error {
 		}
 		return &helloRefusal{fmt.Sprintf("TLS server name %s differs from the host asked for %s", name, host)}
 	}
+	sent.Store(true) // what the server sends now answers it
 	_, err = up.Write(raw)
 	return err
 }

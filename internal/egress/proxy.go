@@ -385,8 +385,16 @@ type attempt struct {
 }
 
 func (p *Proxy) begin(protocol, host string, port int) *attempt {
-	return &attempt{p: p, start: time.Now(), ev: event.Network{Protocol: protocol, Host: host, Port: port}}
+	// A host that long is refused anyway; its event keeps a bounded part.
+	return &attempt{p: p, start: time.Now(), ev: event.Network{Protocol: protocol, Host: capString(host, maxHost), Port: port}}
 }
+
+// maxHost bounds an event's host: a name has at most 253 bytes;
+// maxReason its reason and error.
+const (
+	maxHost   = 255
+	maxReason = 1000
+)
 
 // deny records a as refused.
 func (a *attempt) deny(r *refusal) {
@@ -425,6 +433,8 @@ func (a *attempt) emit() {
 	a.seenMu.Lock()
 	ev := a.ev
 	a.seenMu.Unlock()
+	// An error may quote the sandbox (a TLS server name of 64 KiB).
+	ev.Error, ev.Reason = capString(ev.Error, maxReason), capString(ev.Reason, maxReason)
 	a.p.record(ev)
 }
 

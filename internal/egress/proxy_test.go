@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -536,5 +537,76 @@ func TestSandboxEnv(t *testing.T) {
 	}
 	if _, ok := SandboxEnv("http://127.0.0.1:3128", "")["SSL_CERT_FILE"]; ok {
 		t.Error("a CA variable without a bundle")
+	}
+}
+
+// TestHugeHostEventBounded: a host name of tens of kilobytes (the header
+// block allows 64 KiB) is refused, and its event does not carry it whole:
+// a flood of them would fill the job's log.
+func TestHugeHostEventBounded(t *testing.T) {
+	h := newHarness(t, policy(t, `{"mode": "open"}`), Options{})
+	huge := strings.Repeat("a", 40000) + ".test"
+	for _, req := range []string{
+		"CONNECT " + huge + ":443 HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET http://" + huge + "/ HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		c, err := net.Dial("tcp", h.ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, req)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != 403 {
+			t.Fatalf("%.20s…: %v %v", req, resp, err)
+		}
+		c.Close()
+	}
+	for _, ev := range h.exactly(2) {
+		if ev.Decision != "deny" || len(ev.Host) > 255 || len(ev.Reason) > 300 {
+			t.Errorf("event with a %d-byte host, %d-byte reason", len(ev.Host), len(ev.Reason))
+		}
+	}
+}
+
+// TestHugeServerNameEventBounded: a terminated host's TLS server name of
+// tens of kilobytes fails the handshake, and the event's error does not
+// carry it whole.
+func TestHugeServerNameEventBounded(t *testing.T) {
+	b, err := NewBroker("job-1", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	_, p, _ := net.SplitHostPort(ln.Addr().String())
+	h := newHarness(t, policy(t, `{"allow": [{"host": "example.com:`+p+`", "methods": ["GET"]}]}`), Options{Terminator: b})
+	c, err := net.Dial("tcp", h.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "CONNECT example.com:"+p+" HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(c)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	tc := tls.Client(c, &tls.Config{ServerName: strings.Repeat("a", 30000) + ".test", InsecureSkipVerify: true})
+	if err := tc.Handshake(); err == nil {
+		t.Fatal("handshake with a foreign server name succeeded")
+	}
+	if ev := h.wait(1)[0]; len(ev.Error) > 1000 || len(ev.Reason) > 1000 {
+		t.Errorf("event with a %d-byte error, %d-byte reason", len(ev.Error), len(ev.Reason))
 	}
 }

@@ -356,9 +356,12 @@ func (r *brokerRelay) stream(req *http.Request, resp *http.Response, inj brokerI
 	hasBody := req.Method != http.MethodHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
 	scrub := inj.value != "" && hasBody
 	if scrub {
-		if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-			r.reply(http.StatusBadGateway, "error", "upstream "+r.host+" answered with Content-Encoding "+ce+", which the broker cannot scrub of the secret", true)
-			return false, nil
+		// Every Content-Encoding line counts: a client decodes them all.
+		for _, ce := range resp.Header.Values("Content-Encoding") {
+			if ce != "" && !strings.EqualFold(ce, "identity") {
+				r.reply(http.StatusBadGateway, "error", "upstream "+r.host+" answered with Content-Encoding "+ce+", which the broker cannot scrub of the secret", true)
+				return false, nil
+			}
 		}
 	}
 	brokerDropHop(resp.Header)

@@ -155,6 +155,7 @@ func (p *Proxy) refuseBusy(c net.Conn, reason string) {
 	a := p.begin("http", "", 0)
 	if req, err := http.ReadRequest(bufio.NewReaderSize(src, 4096)); err == nil {
 		a.ev.Host, a.ev.Port = targetOf(req)
+		a.ev.Host = capString(a.ev.Host, maxHost)
 		if req.Method == http.MethodConnect {
 			a.ev.Protocol = "connect"
 		} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -186,6 +187,7 @@ type netKey struct {
 	host     string
 	port     int
 	decision string
+	others   bool // the attempts past netPending kinds
 }
 
 const (
@@ -212,12 +214,15 @@ func (r *netRecorder) record(ev event.Network) {
 		r.write(ev)
 		return
 	}
-	k := netKey{ev.Host, ev.Port, ev.Decision}
+	k := netKey{host: ev.Host, port: ev.Port, decision: ev.Decision}
 	if r.pending[k] == nil && len(r.pending) >= netPending {
-		// Past netPending kinds, the rest are counted together.
-		k = netKey{otherHosts, 0, ev.Decision}
-		ev = event.Network{Host: otherHosts, Decision: ev.Decision, Protocol: ev.Protocol,
-			Reason: "attempts to more hosts than the summary names"}
+		// A flood of distinct hosts: the rest are counted together, so
+		// that none goes unrecorded.
+		k = netKey{decision: ev.Decision, others: true}
+		if r.pending[k] == nil {
+			ev = event.Network{Host: otherHosts, Decision: ev.Decision, Protocol: "unknown", BytesIn: ev.BytesIn, BytesOut: ev.BytesOut,
+				Reason: fmt.Sprintf("attempts to other hosts past %d kinds a second, counted together", netPending)}
+		}
 	}
 	if p := r.pending[k]; p != nil {
 		p.Repeats++

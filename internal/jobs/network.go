@@ -179,7 +179,7 @@ func (w *netWatchers) of(id string) []func(egress.Policy) {
 type NetworkSummary struct {
 	Policy egress.Policy
 	Hosts  []HostSummary
-	// Connections counts the network events read.
+	// Connections counts the attempts the network events read stand for.
 	Connections int
 	// Truncated says the log holds more than MaxNetworkEvents events (the
 	// summary covers the last ones) or the events name more than
@@ -244,7 +244,8 @@ func (sum *NetworkSummary) count(hosts map[string]*HostSummary, payload json.Raw
 	if json.Unmarshal(payload, &n) != nil {
 		return true
 	}
-	sum.Connections++
+	w := max(n.Repeats, 1) // an event may stand for a second's repeats
+	sum.Connections += w
 	key := fmt.Sprintf("%s\x00%d", n.Host, n.Port)
 	h := hosts[key]
 	if h == nil {
@@ -255,9 +256,9 @@ func (sum *NetworkSummary) count(hosts map[string]*HostSummary, payload json.Raw
 		hosts[key] = h
 	}
 	if n.Decision == "allow" {
-		h.Allowed++
+		h.Allowed += w
 	} else {
-		h.Denied++
+		h.Denied += w
 	}
 	h.BytesIn += n.BytesIn
 	h.BytesOut += n.BytesOut

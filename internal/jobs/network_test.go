@@ -136,16 +136,18 @@ func TestNetworkSummary(t *testing.T) {
 	add(event.Network{Host: "pypi.org", Port: 443, Decision: "allow", BytesIn: 50, BytesOut: 5, Reason: "allowed by pypi.org"})
 	add(event.Network{Host: "evil.example", Port: 443, Decision: "deny", Reason: "evil.example:443 is not in the job's allow list"})
 	add(event.Network{Host: "pypi.org", Port: 80, Decision: "deny", Reason: "x"})
+	// A flood's second of repeats, recorded as one event.
+	add(event.Network{Host: "evil.example", Port: 443, Decision: "deny", Repeats: 500, Reason: "evil.example:443 is not in the job's allow list"})
 	sum, err := svc.Network(bg, j.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []jobs.HostSummary{
-		{Host: "evil.example", Port: 443, Denied: 1, LastDecision: "deny", LastReason: "evil.example:443 is not in the job's allow list"},
+		{Host: "evil.example", Port: 443, Denied: 501, LastDecision: "deny", LastReason: "evil.example:443 is not in the job's allow list"},
 		{Host: "pypi.org", Port: 80, Denied: 1, LastDecision: "deny", LastReason: "x"},
 		{Host: "pypi.org", Port: 443, Allowed: 2, BytesIn: 150, BytesOut: 15, LastDecision: "allow", LastReason: "allowed by pypi.org"},
 	}
-	if fmt.Sprint(sum.Hosts) != fmt.Sprint(want) || sum.Connections != 4 || sum.Truncated || sum.Policy.Allow[0].Host != "pypi.org" {
+	if fmt.Sprint(sum.Hosts) != fmt.Sprint(want) || sum.Connections != 504 || sum.Truncated || sum.Policy.Allow[0].Host != "pypi.org" {
 		t.Errorf("summary %+v\nwant hosts %+v", sum, want)
 	}
 	if _, err := svc.Network(bg, "job-missing"); !errors.Is(err, store.ErrNotFound) {

@@ -171,7 +171,7 @@ func addDenial(denied map[string]*deniedHost, n event.Network, seq int64) {
 		d = &deniedHost{Host: hp, name: host, port: n.Port}
 		denied[hp] = d
 	}
-	d.Count++
+	d.Count += max(n.Repeats, 1)
 	d.seq, d.Reason = seq, strings.TrimPrefix(n.Reason, hp+" is ")
 	if ap, err := netip.ParseAddrPort(n.Addr); err == nil {
 		d.addr = ap.Addr()

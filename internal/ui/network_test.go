@@ -48,7 +48,7 @@ func deny(host string, port int, reason string) event.Network {
 }
 
 // newNetLog is a running job with a policy and some connections: two
-// denials of late.test, one of a host a deny entry covers, one of a name
+// denials of late.test, 40 of a host a deny entry covers (one event), one of a name
 // that is no valid entry, one of an allowed host at a private address.
 func newNetLog(t *testing.T) *netService {
 	s := &netService{logService: newLog()}
@@ -56,7 +56,9 @@ func newNetLog(t *testing.T) *netService {
 	s.add(event.Network{Decision: "allow", Host: "a.test", Port: 443, Method: "GET", Path: "/simple/", BytesIn: 12595, DurationMS: 400, Protocol: "http", Reason: "allowed by a.test"})
 	s.add(deny("late.test", 443, "late.test:443 is not in the job's allow list"))
 	s.add(deny("late.test", 443, "late.test:443 is not in the job's allow list"))
-	s.add(deny("evil.example", 443, "denied by evil.example"))
+	flood := deny("evil.example", 443, "denied by evil.example")
+	flood.Repeats = 40 // a second's repeats, recorded as one event
+	s.add(flood)
 	s.add(deny("x\"><script>", 443, "not a name "+hostile))
 	s.add(event.Network{Decision: "deny", Host: "a.test", Port: 443, Addr: "10.0.0.1:443", Protocol: "connect", Reason: "private address 10.0.0.1"})
 	return s
@@ -102,7 +104,7 @@ func TestNetworkSection(t *testing.T) {
 		"<caption>Hosts denied so far</caption>",
 		`<code>late.test:443</code></td><td class="num">2</td><td>not in the job&#39;s allow list</td>`,
 		`<button type="button" class="allow-host" data-host="late.test:443">Allow for this job</button>`,
-		`<code>evil.example:443</code></td><td class="num">1</td><td>denied by evil.example</td>`,
+		`<code>evil.example:443</code></td><td class="num">40</td><td>denied by evil.example</td>`,
 		`<code>a.test:443</code></td><td class="num">1</td><td>private address 10.0.0.1</td>`,
 	} {
 		if !strings.Contains(body, want) {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/guest"
@@ -25,6 +26,15 @@ import (
 // maxEgressWaiting is how many local connections may wait for an accept
 // from the host at once; one more is closed at once.
 const maxEgressWaiting = 256
+
+// maxEgressLive bounds the local connections the guest holds at once,
+// waiting or relayed; one more is closed at once. A relay costs the
+// daemon two descriptors, and lasts until the process closes its end (a
+// half-close from the host leaves it open): without a bound, a process
+// holding 150 connections took every descriptor of the daemon's
+// (RLIMIT_NOFILE, 1024 by default; a relay spliced cost six) and the host
+// could no longer reach it, so the sandbox was removed as unresponsive.
+const maxEgressLive = 320
 
 // defaultEgressWait is how long a local connection waits for an accept
 // before it is closed: a process whose sandbox gets no network (the host
@@ -49,6 +59,7 @@ var errEgressClosed = errors.New("the guest is shutting down")
 // at most maxEgressWaiting of them; no goroutine waits for one.
 type egressQueue struct {
 	wait    time.Duration
+	live    atomic.Int64 // local connections held, waiting or relayed
 	mu      sync.Mutex
 	closed  bool
 	conns   []*waitingConn  // oldest first
@@ -67,11 +78,35 @@ type waitingConn struct {
 func (q *egressQueue) offer(c net.Conn) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.closed || len(q.accepts) == 0 && len(q.conns) >= maxEgressWaiting {
+	if q.closed || len(q.accepts) == 0 && len(q.conns) >= maxEgressWaiting || q.live.Load() >= maxEgressLive {
 		c.Close()
 		return
 	}
-	q.putLocked(c, false)
+	q.live.Add(1)
+	q.putLocked(&egressConn{Conn: c, q: q}, false)
+}
+
+// egressConn is a local connection the queue counts: closing it gives
+// its place back. It hides the TCP connection's ReadFrom and WriteTo on
+// purpose: their splice holds a pipe (two descriptors) per direction for
+// as long as a relay waits, which tripled a relay's cost in descriptors.
+type egressConn struct {
+	net.Conn
+	q    *egressQueue
+	once sync.Once
+}
+
+func (c *egressConn) Close() error {
+	c.once.Do(func() { c.q.live.Add(-1) })
+	return c.Conn.Close()
+}
+
+// CloseWrite half-closes the connection, as the relay passes on an end.
+func (c *egressConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Close()
 }
 
 // giveBack returns a connection an accept took but could not use (its

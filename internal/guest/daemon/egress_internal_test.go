@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -107,4 +108,55 @@ func TestServeEgressKeepsAcceptsPostedAcrossARestart(t *testing.T) {
 		}
 	}
 	testenv.Await(t, 10*time.Second, "the host's accepts withdrawn", func() bool { return srv.postedAccepts() == 0 })
+}
+
+// TestEgressQueueBoundsLiveConnections: the guest holds at most
+// maxEgressLive local connections, waiting or taken by the host's
+// accepts; one more is closed at once, and a place comes back when one
+// held is closed. A process keeping hundreds of connections open cannot
+// take every descriptor of the daemon's.
+func TestEgressQueueBoundsLiveConnections(t *testing.T) {
+	q := &egressQueue{wait: time.Minute}
+	defer q.close()
+	var held []net.Conn
+	offer := func() net.Conn {
+		local, remote := net.Pipe()
+		t.Cleanup(func() { local.Close(); remote.Close() })
+		q.offer(remote)
+		return local
+	}
+	for range maxEgressLive {
+		offer()
+		c, err := q.take(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c) // relayed: no longer waiting, still held
+	}
+	closedAtOnce := func(local net.Conn) bool {
+		local.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err := local.Read(make([]byte, 1))
+		return errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe)
+	}
+	if !closedAtOnce(offer()) {
+		t.Fatalf("connection %d not closed at once", maxEgressLive+1)
+	}
+	held[0].Close()
+	extra := offer()
+	c, err := q.take(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go c.Write([]byte("x"))
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := extra.Read(make([]byte, 1)); err != nil {
+		t.Fatalf("after one closed, a new connection was not taken: %v", err)
+	}
+	for _, c := range held[1:] {
+		c.Close()
+	}
+	if n := q.live.Load(); n != 1 {
+		t.Fatalf("%d live after closing all but one", n)
+	}
 }
