@@ -99,4 +99,3 @@ func TestRunCodeNetworkDenials(t *testing.T) {
 	res := call(t, env, tools.RunCodeTool{}, obj{"language": "python", "code": "raise SystemExit(3)"})
 	wantText(t, res, true, "exit code: 3", "The egress proxy refused: pypi.example:443 (not in the job's allow list)")
 }
-
