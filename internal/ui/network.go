@@ -183,8 +183,8 @@ func stillDenied(denied map[string]*deniedHost, p egress.Policy, pSeq int64) ([]
 		if allowed && d.seq < pSeq {
 			continue
 		}
-		_, err := egress.ParseRule(d.Host)
-		d.CanAllow = !allowed && err == nil && !slices.ContainsFunc(p.Deny, func(r egress.Rule) bool { return r.Matches(d.name, d.addr, d.port) })
+		r, err := egress.ParseRule(d.Host)
+		d.CanAllow = !allowed && err == nil && oneHost(r) && !slices.ContainsFunc(p.Deny, func(r egress.Rule) bool { return r.Matches(d.name, d.addr, d.port) })
 		out = append(out, *d)
 	}
 	slices.SortFunc(out, func(a, b deniedHost) int { return cmp.Compare(b.seq, a.seq) })
@@ -193,6 +193,12 @@ func stillDenied(denied map[string]*deniedHost, p egress.Policy, pSeq int64) ([]
 	}
 	return out, 0
 }
+
+// oneHost says r names one host: a name or a single address, not a "*."
+// wildcard or a range. A denied host is the name the sandbox asked the
+// proxy for, anything it chose ("*.com", "0.0.0.0/0"); one click on it
+// must not allow a world of hosts.
+func oneHost(r egress.Rule) bool { return !strings.ContainsAny(r.Host, "*/") }
 
 // mode is p's mode as Check fills it in.
 func mode(p egress.Policy) string {
@@ -237,7 +243,7 @@ const maxAllowForm = 4 << 10
 // AllowHost serves POST /ui/jobs/{id}/network/allow, the "allow for this
 // job" button of a denied host: host (host:port) is parsed again as a
 // policy entry (the form is only the person's choice, never markup or a
-// rule as it stands), added to the allow list of the policy in force (mode
+// rule as it stands) that must name one host (no wildcard or range), added to the allow list of the policy in force (mode
 // none becomes allow) and put in force with SetNetwork, by ByUI. It
 // answers the section, re-rendered; a refusal is shown in it.
 func (u *UI) AllowHost(w http.ResponseWriter, r *http.Request) error {
@@ -253,6 +259,9 @@ func (u *UI) AllowHost(w http.ResponseWriter, r *http.Request) error {
 	rule, err := egress.ParseRule(r.PostForm.Get("host"))
 	if err != nil {
 		return fmt.Errorf("%w: host: %v", store.ErrInvalid, err)
+	}
+	if !oneHost(rule) {
+		return fmt.Errorf("%w: host: %s is not one host; allow a wildcard or a range with PATCH /v1/jobs/{id}/network", store.ErrInvalid, rule)
 	}
 	if _, err := u.svc.Get(r.Context(), id); err != nil {
 		return err

@@ -243,3 +243,37 @@ func TestNetworkSectionEmpty(t *testing.T) {
 		t.Errorf("section of a job with mode open:\n%s", b)
 	}
 }
+
+// TestAllowHostOneHost: a denied "host" is whatever name the sandbox
+// asked the proxy for (a SOCKS5 name is any 255 bytes), so one that reads
+// as a wildcard or a range ("*.com", "0.0.0.0/0") gets no "allow for this
+// job" button, and the form refuses it: one click from a name the sandbox
+// chose must allow that one host, not every .com name or every IPv4
+// address (which is mode open, whatever AGENTBOX_EGRESS_MODES says).
+func TestAllowHostOneHost(t *testing.T) {
+	s := &netService{logService: newLog()}
+	s.add(policyEvent(t, "submit", `{"allow":["a.test"]}`))
+	for _, h := range []string{"*.com", "0.0.0.0/0", "::/0", "10.0.0.0/8", "1.2.3.4", "late.test"} {
+		s.add(deny(h, 443, `"`+h+`" is not a host name`))
+	}
+	u := New(Config{}, s, nil)
+	body := get(t, u.Network, "/ui/jobs/j1/network").Body.String()
+	for _, h := range []string{"*.com:443", "0.0.0.0/0:443", "[::/0]:443", "10.0.0.0/8:443"} {
+		if strings.Contains(body, `data-host="`+h+`"`) {
+			t.Errorf("a button allows %s:\n%s", h, body)
+		}
+	}
+	for _, h := range []string{"1.2.3.4:443", "late.test:443"} {
+		if !strings.Contains(body, `data-host="`+h+`"`) {
+			t.Errorf("no button for %s:\n%s", h, body)
+		}
+	}
+	for _, h := range []string{"*.com:443", "0.0.0.0/0:443", "[::/0]:443", "10.0.0.0/8"} {
+		if _, err := postAllow(t, u, h); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("allow %s: %v, want ErrInvalid", h, err)
+		}
+	}
+	if len(s.set) != 0 {
+		t.Errorf("SetNetwork put %+v in force", s.set)
+	}
+}
