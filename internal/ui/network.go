@@ -78,10 +78,14 @@ type deniedHost struct {
 	port     int
 }
 
-// networkData reads the job's network events and last policy into the
-// section; override, when set, is the policy just put in force (it may
-// not be in the log yet).
-func (u *UI) networkData(ctx context.Context, id string, override *egress.Policy) (networkView, error) {
+// networkData reads job j's network events into the section, with the
+// policy j records (the log's last network_policy event says who set it,
+// when it is among the events read; a job that records none, the last
+// such event); override, when set, is the policy just put in force (it
+// may not be in the log yet). The policy is j's, not the window's: a
+// sandbox can push any event out of the window with connection attempts.
+func (u *UI) networkData(ctx context.Context, j store.Job, override *egress.Policy) (networkView, error) {
+	id := j.ID
 	v := u.networkLinks(id)
 	after := int64(0)
 	if ls, ok := u.svc.(lastSeqer); ok {
@@ -95,6 +99,10 @@ func (u *UI) networkData(ctx context.Context, id string, override *egress.Policy
 	denied, pSeq, err := u.scanNetwork(ctx, id, after, &v)
 	if err != nil {
 		return v, err
+	}
+	var recorded egress.Policy
+	if len(j.Network) > 0 && json.Unmarshal(j.Network, &recorded) == nil {
+		v.Policy, v.Known = recorded, true
 	}
 	if override != nil {
 		v.Policy, v.Known, v.ChangedBy, pSeq = *override, true, ByUI, 1<<62
@@ -226,11 +234,11 @@ func ruleStrings(rs []egress.Rule) []string {
 // section, for its live refresh; empty for a job whose mode is none and
 // that tried no connection (the page hides it).
 func (u *UI) Network(w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("id")
-	if _, err := u.svc.Get(r.Context(), id); err != nil {
+	j, err := u.svc.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
 		return err
 	}
-	v, err := u.networkData(r.Context(), id, nil)
+	v, err := u.networkData(r.Context(), j, nil)
 	if err != nil {
 		return err
 	}
@@ -263,10 +271,11 @@ func (u *UI) AllowHost(w http.ResponseWriter, r *http.Request) error {
 	if !oneHost(rule) {
 		return fmt.Errorf("%w: host: %s is not one host; allow a wildcard or a range with PATCH /v1/jobs/{id}/network", store.ErrInvalid, rule)
 	}
-	if _, err := u.svc.Get(r.Context(), id); err != nil {
+	j, err := u.svc.Get(r.Context(), id)
+	if err != nil {
 		return err
 	}
-	v, err := u.networkData(r.Context(), id, nil)
+	v, err := u.networkData(r.Context(), j, nil)
 	if err != nil {
 		return err
 	}
@@ -283,7 +292,7 @@ func (u *UI) AllowHost(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	default:
-		if v, err = u.networkData(r.Context(), id, &p); err != nil {
+		if v, err = u.networkData(r.Context(), j, &p); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -29,6 +30,7 @@ func (s *netService) SetNetwork(_ context.Context, id string, p egress.Policy, b
 	}
 	s.set, s.by = append(s.set, p), append(s.by, by)
 	b, _ := json.Marshal(p)
+	s.job.Network = b // in the same write as the event, as the store does
 	s.add(event.NetworkPolicy{By: by, Policy: b})
 	return p, nil
 }
@@ -275,5 +277,35 @@ func TestAllowHostOneHost(t *testing.T) {
 	}
 	if len(s.set) != 0 {
 		t.Errorf("SetNetwork put %+v in force", s.set)
+	}
+}
+
+// TestNetworkPolicyPastScan: the section reads the log's last
+// maxNetworkScan events, and a sandbox makes as many as it likes (one
+// connection attempt each), so the policy it shows and that "allow for
+// this job" extends is the job's own, not whatever policy event the
+// window still holds: a job submitted with mode open, whose policy event
+// scrolled out, showed "none", and one click replaced its whole policy
+// (deny entries, presets and secrets lost) with the one host.
+func TestNetworkPolicyPastScan(t *testing.T) {
+	s := &netService{logService: newLog()}
+	pe := policyEvent(t, "submit", `{"mode":"open","deny":["evil.example"],"presets":["python"]}`)
+	s.job.Network = pe.Policy
+	s.add(pe)
+	for i := range maxNetworkScan {
+		s.add(deny(fmt.Sprintf("h%d.evil.example", i%50), 443, "denied by evil.example"))
+	}
+	s.add(deny("late.test", 8443, "late.test:8443 is not in the job's allow list"))
+	u := New(Config{}, s, nil)
+	body := get(t, u.Network, "/ui/jobs/j1/network").Body.String()
+	if !strings.Contains(body, `<strong class="net-mode">open</strong>`) || !strings.Contains(body, "<dt>Deny</dt><dd><code>evil.example</code></dd>") {
+		t.Errorf("the section does not show the job's policy:\n%s", body)
+	}
+	if _, err := postAllow(t, u, "late.test:8443"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(s.set)
+	if want := `[{"mode":"open","allow":["late.test:8443"],"deny":["evil.example"],"presets":["python"]}]`; string(got) != want {
+		t.Errorf("policy put in force %s, want %s", got, want)
 	}
 }
