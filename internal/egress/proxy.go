@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -352,7 +353,11 @@ type attempt struct {
 	seenMu  sync.Mutex
 }
 
+// begin starts recording an attempt to host, the name as the sandbox
+// asked for it: cut to maxHost bytes (a CONNECT's may be 64 KiB), as
+// every reader of the job's log holds or shows it.
 func (p *Proxy) begin(protocol, host string, port int) *attempt {
+	host = strings.ToValidUTF8(capString(host, maxHost), "")
 	return &attempt{p: p, start: time.Now(), ev: event.Network{Protocol: protocol, Host: host, Port: port}}
 }
 
@@ -404,6 +409,10 @@ func (a *attempt) seen(method, path string) {
 }
 
 const maxPath = 512
+
+// maxHost bounds an event's host: a SOCKS5 name's most (a DNS name's is
+// 253).
+const maxHost = 255
 
 func capString(s string, n int) string {
 	if len(s) > n {

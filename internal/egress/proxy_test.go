@@ -720,3 +720,30 @@ func TestSandboxEnv(t *testing.T) {
 		t.Error("a CA variable without a bundle")
 	}
 }
+
+// TestEventHostCapped: the host of an event is the name the sandbox
+// asked for, up to the 64 KiB of a request's head; every reader of the
+// log (the job's network summary, the UI's Network section and timeline,
+// SSE) holds or shows it, so it is recorded cut to a DNS name's length.
+func TestEventHostCapped(t *testing.T) {
+	for _, head := range []string{
+		"CONNECT " + strings.Repeat("a", 60000) + ":443 HTTP/1.1\r\n\r\n",
+		"GET http://" + strings.Repeat("b", 60000) + "/ HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		h := newHarness(t, policy(t, `{"mode": "open"}`), Options{})
+		c, err := net.Dial("tcp", h.ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, head)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("%.20s: %v %v, want a 403", head, resp, err)
+		}
+		c.Close()
+		ev := h.exactly(1)[0]
+		if len(ev.Host) > maxHost || !strings.HasPrefix(ev.Host, head[8:18]) && !strings.HasPrefix(ev.Host, head[11:21]) {
+			t.Errorf("%.20s: event host of %d bytes (%.20q), want at most %d", head, len(ev.Host), ev.Host, maxHost)
+		}
+	}
+}
