@@ -112,19 +112,37 @@ func encodeNetwork(p egress.Policy) (json.RawMessage, error) {
 // turn. ErrBadNetwork for a policy refused, store.ErrNotFound for an
 // unknown job.
 func (s *Service) SetNetwork(ctx context.Context, id string, p egress.Policy, by string) (egress.Policy, error) {
-	p, err := s.CheckNetwork(p)
-	if err != nil {
+	if _, err := s.CheckNetwork(p); err != nil {
 		return p, err
 	}
-	raw, err := encodeNetwork(p)
-	if err != nil {
-		return p, err
-	}
-	_, _, err = s.store.UpdateJobLogged(ctx, id, func(j *store.Job) ([]store.Entry, error) {
+	return s.UpdateNetwork(ctx, id, func(egress.Policy) (egress.Policy, error) { return p, nil }, by)
+}
+
+// UpdateNetwork is SetNetwork of the policy fn makes of the job's policy
+// in force, read and written in one transaction: a change made meanwhile
+// (a PATCH) is what fn extends, never lost. An error of fn's is returned
+// as it is, and nothing is changed.
+func (s *Service) UpdateNetwork(ctx context.Context, id string, fn func(egress.Policy) (egress.Policy, error), by string) (egress.Policy, error) {
+	var p egress.Policy
+	_, _, err := s.store.UpdateJobLogged(ctx, id, func(j *store.Job) ([]store.Entry, error) {
+		next, err := fn(JobNetwork(*j))
+		if err != nil {
+			return nil, err
+		}
+		if p, err = s.CheckNetwork(next); err != nil {
+			return nil, err
+		}
+		raw, err := encodeNetwork(p)
+		if err != nil {
+			return nil, err
+		}
 		j.Network = raw
 		return entries(event.NetworkPolicy{By: cmp.Or(by, "api"), Policy: raw})
 	})
 	if err != nil {
+		if errors.Is(err, ErrBadNetwork) {
+			return p, err
+		}
 		return p, fmt.Errorf("set network of job %s: %w", id, err)
 	}
 	s.hub.notify(id)

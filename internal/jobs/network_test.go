@@ -119,6 +119,44 @@ func TestSetNetwork(t *testing.T) {
 	}
 }
 
+// TestUpdateNetwork: fn is given the policy in force and its result is
+// checked and put in force as SetNetwork's; an error of fn's, or a policy
+// refused, changes nothing and writes no event.
+func TestUpdateNetwork(t *testing.T) {
+	svc, st := netService(t)
+	j, _, err := svc.Submit(bg, jobs.SubmitRequest{Task: "t", Network: policy(t, `{"allow": ["a.test"], "deny": ["evil.example"]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, _ := egress.ParseRule("late.test")
+	got, err := svc.UpdateNetwork(bg, j.ID, func(p egress.Policy) (egress.Policy, error) {
+		if len(p.Allow) != 1 || len(p.Deny) != 1 || p.Mode != "allow" {
+			t.Errorf("fn got %+v", p)
+		}
+		p.Allow = append(p.Allow, late)
+		return p, nil
+	}, "web UI")
+	if err != nil || len(got.Allow) != 2 || len(got.Deny) != 1 {
+		t.Fatalf("UpdateNetwork: %+v, %v", got, err)
+	}
+	before, _ := st.LastSeq(bg, j.ID)
+	errNo := errors.New("no")
+	if _, err := svc.UpdateNetwork(bg, j.ID, func(p egress.Policy) (egress.Policy, error) { return p, errNo }, ""); !errors.Is(err, errNo) {
+		t.Errorf("fn's error: %v", err)
+	}
+	if _, err := svc.UpdateNetwork(bg, j.ID, func(p egress.Policy) (egress.Policy, error) {
+		p.Mode = "open"
+		return p, nil
+	}, ""); !errors.Is(err, jobs.ErrBadNetwork) {
+		t.Errorf("forbidden mode: %v", err)
+	}
+	after, _ := st.LastSeq(bg, j.ID)
+	j, _ = st.GetJob(bg, j.ID)
+	if p := jobs.JobNetwork(j); after != before || len(p.Allow) != 2 || p.Mode != "allow" {
+		t.Errorf("refused updates changed the job: %s, %d events more", j.Network, after-before)
+	}
+}
+
 // TestNetworkSummary counts a job's network events per host and port.
 func TestNetworkSummary(t *testing.T) {
 	svc, st := netService(t)

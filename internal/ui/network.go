@@ -31,10 +31,12 @@ const (
 const ByUI = "web UI"
 
 // networkSetter changes a running job's egress policy
-// (jobs.Service.SetNetwork); a Service without it shows the policy but no
-// "allow for this job" buttons.
+// (jobs.Service.UpdateNetwork): fn makes the new policy of the one in
+// force, both in one transaction, so a change made meanwhile is extended,
+// not lost. A Service without it shows the policy but no "allow for this
+// job" buttons.
 type networkSetter interface {
-	SetNetwork(ctx context.Context, id string, p egress.Policy, by string) (egress.Policy, error)
+	UpdateNetwork(ctx context.Context, id string, fn func(egress.Policy) (egress.Policy, error), by string) (egress.Policy, error)
 }
 
 // networkView is the job page's Network section: the policy in force, as
@@ -251,9 +253,10 @@ const maxAllowForm = 4 << 10
 // AllowHost serves POST /ui/jobs/{id}/network/allow, the "allow for this
 // job" button of a denied host: host (host:port) is parsed again as a
 // policy entry (the form is only the person's choice, never markup or a
-// rule as it stands) that must name one host (no wildcard or range), added to the allow list of the policy in force (mode
-// none becomes allow) and put in force with SetNetwork, by ByUI. It
-// answers the section, re-rendered; a refusal is shown in it.
+// rule as it stands) that must name one host (no wildcard or range),
+// added to the allow list of the policy in force (mode none becomes
+// allow), read and put in force in one transaction (UpdateNetwork), by
+// ByUI. It answers the section, re-rendered; a refusal is shown in it.
 func (u *UI) AllowHost(w http.ResponseWriter, r *http.Request) error {
 	ns, ok := u.svc.(networkSetter)
 	if !ok {
@@ -275,26 +278,30 @@ func (u *UI) AllowHost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := u.networkData(r.Context(), j, nil)
+	var refused error // withAllowed's, as it is
+	p, err := ns.UpdateNetwork(r.Context(), id, func(cur egress.Policy) (egress.Policy, error) {
+		p, err := withAllowed(cur, rule)
+		refused = err
+		return p, err
+	}, ByUI)
+	var fe *egress.FieldError
+	if errors.As(err, &fe) {
+		refused = fe
+	}
+	if err != nil && refused != nil {
+		v, err := u.networkData(r.Context(), j, nil)
+		if err != nil {
+			return err
+		}
+		v.Error = "The policy was not changed: " + refused.Error()
+		return u.fragment(w, "job", "network-section", v)
+	}
 	if err != nil {
 		return err
 	}
-	p, err := withAllowed(v.Policy, rule)
-	if err == nil {
-		p, err = ns.SetNetwork(r.Context(), id, p, ByUI)
-	}
-	var fe *egress.FieldError
-	switch {
-	case errors.As(err, &fe):
-		v.Error = "The policy was not changed: " + fe.Error()
-	case errors.Is(err, errDenyBeatsAllow):
-		v.Error = "The policy was not changed: " + err.Error()
-	case err != nil:
+	v, err := u.networkData(r.Context(), j, &p)
+	if err != nil {
 		return err
-	default:
-		if v, err = u.networkData(r.Context(), j, &p); err != nil {
-			return err
-		}
 	}
 	return u.fragment(w, "job", "network-section", v)
 }

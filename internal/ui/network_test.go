@@ -16,15 +16,28 @@ import (
 )
 
 // netService is a logService whose job's policy can be changed, as
-// jobs.Service.SetNetwork does: the change is a network_policy event.
+// jobs.Service.UpdateNetwork does: fn gets the policy the job records,
+// and the change is recorded on the job and as a network_policy event.
 type netService struct {
 	*logService
 	set []egress.Policy
 	by  []string
-	err error // what SetNetwork answers, when set
+	err error // what UpdateNetwork answers, when set
+	// meanwhile, when set, runs once after the next read of the job:
+	// another change racing the one being made.
+	meanwhile func()
 }
 
-func (s *netService) SetNetwork(_ context.Context, id string, p egress.Policy, by string) (egress.Policy, error) {
+func (s *netService) UpdateNetwork(_ context.Context, id string, fn func(egress.Policy) (egress.Policy, error), by string) (egress.Policy, error) {
+	var cur egress.Policy
+	if len(s.job.Network) > 0 {
+		_ = json.Unmarshal(s.job.Network, &cur)
+	}
+	cur.Mode = mode(cur)
+	p, err := fn(cur)
+	if err != nil {
+		return p, err
+	}
 	if s.err != nil {
 		return p, s.err
 	}
@@ -33,6 +46,15 @@ func (s *netService) SetNetwork(_ context.Context, id string, p egress.Policy, b
 	s.job.Network = b // in the same write as the event, as the store does
 	s.add(event.NetworkPolicy{By: by, Policy: b})
 	return p, nil
+}
+
+func (s *netService) Get(ctx context.Context, id string) (store.Job, error) {
+	j, err := s.logService.Get(ctx, id)
+	if f := s.meanwhile; f != nil {
+		s.meanwhile = nil
+		f()
+	}
+	return j, err
 }
 
 func policyEvent(t *testing.T, by, policy string) event.NetworkPolicy {
@@ -54,7 +76,9 @@ func deny(host string, port int, reason string) event.Network {
 // that is no valid entry, one of an allowed host at a private address.
 func newNetLog(t *testing.T) *netService {
 	s := &netService{logService: newLog()}
-	s.add(policyEvent(t, "submit", `{"allow":["a.test"],"deny":["evil.example"],"presets":["python"],"secrets":["github"]}`))
+	pe := policyEvent(t, "submit", `{"allow":["a.test"],"deny":["evil.example"],"presets":["python"],"secrets":["github"]}`)
+	s.job.Network = pe.Policy
+	s.add(pe)
 	s.add(event.Network{Decision: "allow", Host: "a.test", Port: 443, Method: "GET", Path: "/simple/", BytesIn: 12595, DurationMS: 400, Protocol: "http", Reason: "allowed by a.test"})
 	s.add(deny("late.test", 443, "late.test:443 is not in the job's allow list"))
 	s.add(deny("late.test", 443, "late.test:443 is not in the job's allow list"))
@@ -307,5 +331,25 @@ func TestNetworkPolicyPastScan(t *testing.T) {
 	got, _ := json.Marshal(s.set)
 	if want := `[{"mode":"open","allow":["late.test:8443"],"deny":["evil.example"],"presets":["python"]}]`; string(got) != want {
 		t.Errorf("policy put in force %s, want %s", got, want)
+	}
+}
+
+// TestAllowHostRacesPatch: "allow for this job" read the policy in force
+// and wrote it back with the host, reading up to 50,000 events in
+// between; a PATCH meanwhile (an operator adding a deny entry) was lost
+// under the policy read before it. It must be what the host is added to.
+func TestAllowHostRacesPatch(t *testing.T) {
+	s := newNetLog(t)
+	u := New(Config{}, s, nil)
+	s.meanwhile = func() {
+		p := policyEvent(t, "api", `{"allow":["a.test"],"deny":["evil.example","late.test:8443"]}`)
+		s.job.Network = p.Policy
+		s.add(p)
+	}
+	if _, err := postAllow(t, u, "late.test:443"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(s.job.Network), `{"mode":"allow","allow":["a.test","late.test:443"],"deny":["evil.example","late.test:8443"]}`; got != want {
+		t.Errorf("policy in force %s, want %s (the PATCH made meanwhile, with the host)", got, want)
 	}
 }
