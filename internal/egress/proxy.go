@@ -22,6 +22,11 @@ type Options struct {
 	// AllowPrivate are refused ranges the operator opens
 	// (AGENTBOX_EGRESS_ALLOW_PRIVATE). Port 25 is never opened.
 	AllowPrivate []netip.Prefix
+	// Never are agentbox's own listeners (its API): refused whatever
+	// AllowPrivate opens, as the API controls every job's policy. An
+	// unspecified address (0.0.0.0, ::) stands for every loopback and own
+	// address at its port, a loopback one for every loopback address.
+	Never []netip.AddrPort
 	// Resolve pins names to addresses (AGENTBOX_EGRESS_RESOLVE), checked
 	// before DNS.
 	Resolve map[string][]netip.Addr
@@ -124,7 +129,7 @@ func New(job string, pol Policy, o Options) (*Proxy, error) {
 		pins[normHost(name)] = addrs
 	}
 	o.Resolve = pins
-	p := &Proxy{job: job, o: o, guard: &addrGuard{open: o.AllowPrivate},
+	p := &Proxy{job: job, o: o, guard: &addrGuard{open: o.AllowPrivate, never: o.Never},
 		resolver: o.Resolver, streams: map[*stream]struct{}{}}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver

@@ -747,3 +747,37 @@ func TestEventHostCapped(t *testing.T) {
 		}
 	}
 }
+
+// TestNeverServer: agentbox's own server is never reached, whatever
+// AGENTBOX_EGRESS_ALLOW_PRIVATE opens: an operator who opens loopback for
+// a local package mirror (as this package's tests do) would otherwise
+// give a job in mode open the API of a server without auth (which only
+// listens on loopback), and with it every job's policy, its own first.
+// An unspecified listen address stands for every loopback address at its
+// port.
+func TestNeverServer(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(hello))
+	defer api.Close()
+	mirror := httptest.NewServer(http.HandlerFunc(hello))
+	defer mirror.Close()
+	for _, listen := range []string{api.Listener.Addr().String(), "0.0.0.0:" + port(t, api), "[::]:" + port(t, api)} {
+		h := newHarness(t, policy(t, `{"mode": "open"}`), Options{Never: []netip.AddrPort{netip.MustParseAddrPort(listen)}})
+		if status, body, _ := get(t, h.client(nil), "GET", "http://example.com:"+port(t, mirror)+"/"); status != 200 || body != "hello GET" {
+			t.Fatalf("listening on %s, the mirror: %d %q", listen, status, body)
+		}
+		for _, u := range []string{"http://example.com:" + port(t, api) + "/", "http://127.0.0.1:" + port(t, api) + "/"} {
+			if status, body, _ := get(t, h.client(nil), "GET", u); status != 403 || !strings.Contains(body, "agentbox's own server") {
+				t.Errorf("listening on %s, %s: %d %q, want a 403", listen, u, status, body)
+			}
+		}
+		denied := 0
+		for _, ev := range h.exactly(3) {
+			if ev.Decision == "deny" && strings.HasPrefix(ev.Reason, "agentbox's own server") {
+				denied++
+			}
+		}
+		if denied != 2 {
+			t.Errorf("listening on %s: %d denials of the server, want 2", listen, denied)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"strings"
 	"time"
 	"unicode"
@@ -20,10 +22,15 @@ import (
 )
 
 // newEgress is the workers' egress settings from cfg; reg, if set,
-// receives the proxies' metrics.
-func newEgress(cfg config.Config, reg prometheus.Registerer) *jobs.Egress {
+// receives the proxies' metrics; server, if set, is the server's own
+// listener, which no sandbox may reach whatever AGENTBOX_EGRESS_ALLOW_PRIVATE
+// opens.
+func newEgress(cfg config.Config, reg prometheus.Registerer, server net.Addr) *jobs.Egress {
 	e := &jobs.Egress{Config: cfg.Egress.Policy, Options: egressOptions(cfg),
 		UpstreamRoots: cfg.Egress.Roots, RootsPEM: cfg.Egress.RootsPEM}
+	if ap, err := netip.ParseAddrPort(fmt.Sprint(server)); server != nil && err == nil {
+		e.Options.Never = []netip.AddrPort{ap}
+	}
 	if reg != nil {
 		e.Options.Metrics = egress.NewMetrics(reg)
 	}

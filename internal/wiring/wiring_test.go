@@ -3,7 +3,9 @@ package wiring
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/egress"
 )
 
 // TestClosersCloseLastFirst: what was opened last is closed first, every
@@ -105,5 +108,17 @@ func TestNoGitMeansNoRepos(t *testing.T) {
 	r, err := newRepos(cfg, cfg.DataDir, slog.New(slog.DiscardHandler))
 	if err != nil || r != nil {
 		t.Fatalf("without git: newRepos = %v, %v; want none and no error", r, err)
+	}
+}
+
+// TestEgressNeverServer: the workers' proxies are told the server's own
+// listener, which no sandbox reaches whatever ALLOW_PRIVATE opens.
+func TestEgressNeverServer(t *testing.T) {
+	e := newEgress(config.Config{Egress: config.Egress{Policy: &egress.Config{}}}, nil, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080})
+	if fmt.Sprint(e.Options.Never) != "[127.0.0.1:8080]" {
+		t.Errorf("Never %v, want [127.0.0.1:8080]", e.Options.Never)
+	}
+	if e := newEgress(config.Config{Egress: config.Egress{Policy: &egress.Config{}}}, nil, nil); len(e.Options.Never) != 0 {
+		t.Errorf("without a server: Never %v", e.Options.Never)
 	}
 }
