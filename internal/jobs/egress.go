@@ -172,7 +172,9 @@ func (s *Scheduler) applyNetwork(id string, p egress.Policy) {
 // netRate a second after that; past it, attempts alike (host, port,
 // decision) are counted and written once a second as one event with
 // Repeats, so a sandbox's flood of attempts costs the store a bounded
-// number of rows.
+// number of rows. Past netPending kinds in a second, an allowed attempt
+// takes a refused kind's place, and the rest are counted in one event a
+// decision whose host is otherHosts: nothing is dropped.
 type netRecorder struct {
 	write func(event.Network)
 
@@ -180,6 +182,8 @@ type netRecorder struct {
 	tokens  float64
 	last    time.Time
 	pending map[netKey]*event.Network
+	// others sums, by decision, the attempts that found pending full.
+	others map[string]*event.Network
 }
 
 type netKey struct {
@@ -211,15 +215,63 @@ func (r *netRecorder) record(ev event.Network) {
 		return
 	}
 	k := netKey{ev.Host, ev.Port, ev.Decision}
-	if p := r.pending[k]; p != nil {
+	if p := r.pending[k]; p == nil && len(r.pending) >= netPending {
+		// Full: an allowed attempt takes a refused one's place (which
+		// joins the count of others), and what has no place is counted
+		// with the others, never dropped: a flood of refused names must
+		// not hide a connection that went out.
+		if ev.Decision == "allow" {
+			for dk, d := range r.pending {
+				if dk.decision != "allow" {
+					delete(r.pending, dk)
+					r.addOther(*d)
+					break
+				}
+			}
+		}
+		if len(r.pending) >= netPending {
+			r.addOther(ev)
+			r.mu.Unlock()
+			return
+		}
+	}
+	addRepeat(r.pending, k, ev)
+	r.mu.Unlock()
+}
+
+// otherHosts is the host of a summary of the attempts past netPending
+// kinds in a second.
+const otherHosts = "(other hosts)"
+
+// addOther counts ev (which may itself be a summary) in the summary of
+// the attempts of its decision that had no place of their own.
+func (r *netRecorder) addOther(ev event.Network) {
+	n := max(1, ev.Repeats)
+	o := event.Network{Host: otherHosts, Decision: ev.Decision, Protocol: ev.Protocol,
+		BytesIn: ev.BytesIn, BytesOut: ev.BytesOut, Repeats: n,
+		Reason: "attempts to more hosts in a second than the transcript lists one by one, counted together"}
+	if p := r.others[ev.Decision]; p != nil {
+		p.Repeats += n
+		p.BytesIn += o.BytesIn
+		p.BytesOut += o.BytesOut
+		return
+	}
+	if r.others == nil {
+		r.others = map[string]*event.Network{}
+	}
+	r.others[ev.Decision] = &o
+}
+
+// addRepeat counts ev under k in pending.
+func addRepeat(pending map[netKey]*event.Network, k netKey, ev event.Network) {
+	if p := pending[k]; p != nil {
 		p.Repeats++
 		p.BytesIn += ev.BytesIn
 		p.BytesOut += ev.BytesOut
-	} else if len(r.pending) < netPending {
-		ev.Repeats = 1
-		r.pending[k] = &ev
+		return
 	}
-	r.mu.Unlock()
+	ev.Repeats = 1
+	pending[k] = &ev
 }
 
 // run writes the held summaries once a second until ctx ends, then once
@@ -240,10 +292,13 @@ func (r *netRecorder) run(ctx context.Context) {
 
 func (r *netRecorder) flush() {
 	r.mu.Lock()
-	held := r.pending
-	r.pending = map[netKey]*event.Network{}
+	held, others := r.pending, r.others
+	r.pending, r.others = map[netKey]*event.Network{}, nil
 	r.mu.Unlock()
 	for _, ev := range held {
+		r.write(*ev)
+	}
+	for _, ev := range others {
 		r.write(*ev)
 	}
 }
