@@ -197,7 +197,8 @@ func (w *netWatchers) of(id string) []func(egress.Policy) {
 type NetworkSummary struct {
 	Policy egress.Policy
 	Hosts  []HostSummary
-	// Connections counts the network events read.
+	// Connections counts the attempts the network events read stand
+	// for (an event may stand for Repeats alike).
 	Connections int
 	// Truncated says the log holds more than MaxNetworkEvents events (the
 	// summary covers the last ones) or the events name more than
@@ -262,7 +263,8 @@ func (sum *NetworkSummary) count(hosts map[string]*HostSummary, payload json.Raw
 	if json.Unmarshal(payload, &n) != nil {
 		return true
 	}
-	sum.Connections++
+	times := max(1, n.Repeats) // a flood's second of attempts alike, as one event
+	sum.Connections += times
 	key := fmt.Sprintf("%s\x00%d", n.Host, n.Port)
 	h := hosts[key]
 	if h == nil {
@@ -273,9 +275,9 @@ func (sum *NetworkSummary) count(hosts map[string]*HostSummary, payload json.Raw
 		hosts[key] = h
 	}
 	if n.Decision == "allow" {
-		h.Allowed++
+		h.Allowed += times
 	} else {
-		h.Denied++
+		h.Denied += times
 	}
 	h.BytesIn += n.BytesIn
 	h.BytesOut += n.BytesOut

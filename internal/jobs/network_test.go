@@ -189,6 +189,18 @@ func TestNetworkSummary(t *testing.T) {
 	if _, err := svc.Network(bg, "job-missing"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown job: %v", err)
 	}
+
+	// A flood's second of attempts alike is one event with Repeats: the
+	// summary counts the attempts, not the event (a sandbox's 10,000
+	// refused tries of a host are not "1").
+	add(event.Network{Host: "evil.example", Port: 443, Decision: "deny", Repeats: 10000, Reason: "evil.example:443 is not in the job's allow list"})
+	add(event.Network{Host: "pypi.org", Port: 443, Decision: "allow", Repeats: 3, BytesIn: 30, Reason: "allowed by pypi.org"})
+	if sum, err = svc.Network(bg, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Hosts[0].Denied != 10001 || sum.Hosts[2].Allowed != 5 || sum.Hosts[2].BytesIn != 180 || sum.Connections != 4+10003 {
+		t.Errorf("with repeats: %+v", sum)
+	}
 }
 
 // TestNetworkSummaryBounded: a sandbox that tries more hosts than the

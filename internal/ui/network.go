@@ -150,7 +150,7 @@ func (u *UI) scanNetwork(ctx context.Context, id string, after int64, v *network
 					v.Policy, v.Known, v.ChangedBy, pSeq = pol, true, p.By, e.Seq
 				}
 			} else if n, ok := event.As[event.Network](e.Type, e.Payload); ok {
-				v.Connections++
+				v.Connections += max(1, n.Repeats)
 				if n.Decision != "allow" {
 					addDenial(denied, n, e.Seq)
 				}
@@ -172,7 +172,7 @@ func addDenial(denied map[string]*deniedHost, n event.Network, seq int64) {
 		d = &deniedHost{Host: hp, name: host, port: n.Port}
 		denied[hp] = d
 	}
-	d.Count++
+	d.Count += max(1, n.Repeats) // a flood's second of attempts alike, as one event
 	d.seq, d.Reason = seq, strings.TrimPrefix(n.Reason, hp+" is ")
 	if ap, err := netip.ParseAddrPort(n.Addr); err == nil {
 		d.addr = ap.Addr()

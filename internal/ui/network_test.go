@@ -353,3 +353,19 @@ func TestAllowHostRacesPatch(t *testing.T) {
 		t.Errorf("policy in force %s, want %s (the PATCH made meanwhile, with the host)", got, want)
 	}
 }
+
+// TestNetworkSectionRepeats: a flood's second of attempts alike is one
+// event with Repeats; the section counts the attempts.
+func TestNetworkSectionRepeats(t *testing.T) {
+	s := newNetLog(t)
+	ev := deny("flood.test", 443, "flood.test:443 is not in the job's allow list")
+	ev.Repeats = 5000
+	s.add(ev)
+	body := get(t, New(Config{}, s, nil).Network, "/ui/jobs/j1/network").Body.String()
+	if !strings.Contains(body, `<code>flood.test:443</code></td><td class="num">5000</td>`) {
+		t.Errorf("5,000 tries in one event not counted:\n%s", body)
+	}
+	if tl := get(t, New(Config{}, s, nil).Timeline, "/ui/jobs/j1/timeline").Body.String(); !strings.Contains(tl, "flood.test:443 · 5000 times · not in the job&#39;s allow list") {
+		t.Errorf("the timeline does not say how many times:\n%s", tl)
+	}
+}
