@@ -64,12 +64,24 @@ func (s *Scheduler) startEgress(ctx context.Context, j store.Job, sb sandbox.San
 	}
 	ectx, cancel := context.WithCancel(ctx)
 	je.cancel = cancel
+	// j was read when the job was claimed, before its sandbox was made: a
+	// change made since reached no proxy, and its event is before where
+	// the log is followed from. Once changes are followed, the policy in
+	// force now is read and applied.
 	stopLocal := s.watchNetwork(j.ID, je.SetPolicy)
+	after, err := s.store.LastSeq(ctx, j.ID)
+	if err != nil {
+		s.log.Warn("follow network policy", "job_id", j.ID, "err", err)
+	}
+	if cur, err := s.store.GetJob(ctx, j.ID); err == nil {
+		pol = JobNetwork(cur)
+		je.SetPolicy(pol)
+	}
 	je.done.Add(2)
 	go func() {
 		defer je.done.Done()
 		defer stopLocal()
-		s.followPolicy(ectx, j.ID, je.SetPolicy)
+		s.followPolicy(ectx, j.ID, after, je.SetPolicy)
 	}()
 	go func() {
 		defer je.done.Done()
@@ -105,15 +117,11 @@ func (je *jobEgress) Denied(since time.Time) []event.Network {
 }
 
 // followPolicy applies the policy changes another process (an API
-// replica) appended to the job's log: the local ones were applied when
-// they were made (watchNetwork). It reads only what is new.
-func (s *Scheduler) followPolicy(ctx context.Context, id string, apply func(egress.Policy)) {
+// replica) appended to the job's log after seq after: the local ones were
+// applied when they were made (watchNetwork).
+func (s *Scheduler) followPolicy(ctx context.Context, id string, after int64, apply func(egress.Policy)) {
 	ch, unsub := s.hub.subscribe(id)
 	defer unsub()
-	after, err := s.store.LastSeq(ctx, id)
-	if err != nil {
-		s.log.Warn("follow network policy", "job_id", id, "err", err)
-	}
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	for {
