@@ -225,9 +225,21 @@ func TestEgressTranscriptAndPatch(t *testing.T) {
 		"curl -sS -o /dev/null https://pypi.test:%d/big?bytes=67108864", u.Port),
 		"network": map[string]any{"allow": []string{allow}}, "limits": map[string]any{"egress": "4m"}})
 
+	// The server's own API, on loopback that ALLOW_PRIVATE opens (by a
+	// name pinned there: 127.0.0.1 itself is the sandbox's, NO_PROXY):
+	// never reached, even in mode open.
+	_, serverPort, _ := strings.Cut(strings.TrimPrefix(s.url, "http://"), ":")
+	own := s.submitJob(t, map[string]any{"task": "! curl -sSf http://pypi.test:" + serverPort + "/healthz", "network": map[string]any{"mode": "open"}})
+
 	j := s.awaitFinal([]string{exact})[exact]
 	if j.Status != "complete" {
 		t.Fatalf("job %+v\n%s", j, s.output(exact))
+	}
+	if j := s.awaitFinal([]string{own})[own]; j.Status != "complete" {
+		t.Errorf("a job in mode open reached the server's API: %+v\n%s", j, s.output(own))
+	}
+	if evs := s.networkEvents(own); len(evs) != 1 || !strings.HasPrefix(fmt.Sprint(evs[0]["reason"]), "agentbox's own server") {
+		t.Errorf("transcript of the job calling the server: %v", evs)
 	}
 	evs := s.networkEvents(exact)
 	if len(evs) != 2 || evs[0]["host"] != "pypi.test" || evs[0]["decision"] != "allow" ||

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v4"
@@ -365,12 +366,18 @@ func readJSONOrYAML(path string) ([]byte, error) {
 	return out, nil
 }
 
+// readLimited reads a regular file of at most maxEgressFile bytes. It is
+// opened without blocking, so a FIFO (which would wait for a writer) is
+// refused at once, as is a device such as /dev/zero.
 func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxEgressFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

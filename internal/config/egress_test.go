@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,4 +180,42 @@ func testCAPEM(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
+
+// TestEgressFilesBounded: a presets, secrets, CA or default policy file
+// that is no regular file (a FIFO nobody writes, a link to /dev/zero) or
+// too large is an error naming its variable, at once: start-up neither
+// hangs nor reads without end.
+func TestEgressFilesBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	huge := write(t, dir, "huge.json", `{"python": ["`+strings.Repeat("a", maxEgressFile)+`"]}`)
+	for _, env := range []string{"AGENTBOX_EGRESS_PRESETS", "AGENTBOX_EGRESS_SECRETS", "AGENTBOX_EGRESS_CA", "AGENTBOX_EGRESS_DEFAULT"} {
+		for _, path := range []string{fifo, zero, huge} {
+			v := path
+			if env == "AGENTBOX_EGRESS_DEFAULT" {
+				v = "@" + path
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := fromLookup(lookup(map[string]string{env: v}))
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), env) {
+					t.Errorf("%s=%s: %v, want an error naming %s", env, v, err, env)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s=%s: still reading after 5s", env, v)
+			}
+		}
+	}
 }

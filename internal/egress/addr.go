@@ -71,7 +71,8 @@ func embeddedV4(a netip.Addr) (netip.Addr, bool) {
 // addrGuard says which addresses and ports the proxy refuses whatever the
 // policy says.
 type addrGuard struct {
-	open []netip.Prefix
+	open  []netip.Prefix
+	never []netip.AddrPort // Options.Never
 
 	mu      sync.Mutex
 	own     map[netip.Addr]bool
@@ -90,6 +91,9 @@ func (g *addrGuard) refused(a netip.Addr, port int) string {
 	if port < 1 || port > 65535 {
 		return fmt.Sprintf("port %d is not 1-65535", port)
 	}
+	if g.isServer(a.Unmap(), port) {
+		return "agentbox's own server " + netip.AddrPortFrom(a.Unmap(), uint16(port)).String()
+	}
 	for _, p := range g.open {
 		if p.Contains(a) || (a.Is4In6() && p.Contains(a.Unmap())) {
 			return ""
@@ -106,6 +110,23 @@ func (g *addrGuard) refused(a netip.Addr, port int) string {
 		return "the host's own address " + v4.String()
 	}
 	return ""
+}
+
+// isServer says a:port is one of agentbox's own listeners (never).
+func (g *addrGuard) isServer(a netip.Addr, port int) bool {
+	for _, l := range g.never {
+		if int(l.Port()) != port {
+			continue
+		}
+		la := l.Addr().Unmap()
+		switch {
+		case la == a,
+			la.IsLoopback() && (a.IsLoopback() || a.IsUnspecified()),
+			la.IsUnspecified() && (a.IsLoopback() || a.IsUnspecified() || g.isOwn(a)):
+			return true
+		}
+	}
+	return false
 }
 
 func (g *addrGuard) rangeOf(a netip.Addr) string {

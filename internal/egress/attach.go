@@ -90,6 +90,18 @@ func (a *Attached) SetPolicy(pol Policy) {
 	a.Broker.SetSecrets(a.cfg.Effective(pol).Secrets)
 }
 
+// Policy is the policy the proxy applies now (the zero Policy before
+// Start).
+func (a *Attached) Policy() Policy {
+	a.mu.Lock()
+	p := a.proxy
+	a.mu.Unlock()
+	if p == nil {
+		return Policy{}
+	}
+	return p.Policy()
+}
+
 // Denied returns the connections refused since t (nil before Start).
 func (a *Attached) Denied(since time.Time) []event.Network {
 	if a == nil {

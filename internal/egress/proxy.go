@@ -22,6 +22,11 @@ type Options struct {
 	// AllowPrivate are refused ranges the operator opens
 	// (AGENTBOX_EGRESS_ALLOW_PRIVATE). Port 25 is never opened.
 	AllowPrivate []netip.Prefix
+	// Never are agentbox's own listeners (its API): refused whatever
+	// AllowPrivate opens, as the API controls every job's policy. An
+	// unspecified address (0.0.0.0, ::) stands for every loopback and own
+	// address at its port, a loopback one for every loopback address.
+	Never []netip.AddrPort
 	// Resolve pins names to addresses (AGENTBOX_EGRESS_RESOLVE), checked
 	// before DNS.
 	Resolve map[string][]netip.Addr
@@ -129,7 +134,7 @@ func New(job string, pol Policy, o Options) (*Proxy, error) {
 		pins[normHost(name)] = addrs
 	}
 	o.Resolve = pins
-	p := &Proxy{job: job, o: o, guard: &addrGuard{open: o.AllowPrivate},
+	p := &Proxy{job: job, o: o, guard: &addrGuard{open: o.AllowPrivate, never: o.Never},
 		resolver: o.Resolver, streams: map[*stream]struct{}{}}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
@@ -384,9 +389,12 @@ type attempt struct {
 	seenMu  sync.Mutex
 }
 
+// begin starts recording an attempt to host, the name as the sandbox
+// asked for it: cut to maxHost bytes (a CONNECT's may be 64 KiB), as
+// every reader of the job's log holds or shows it.
 func (p *Proxy) begin(protocol, host string, port int) *attempt {
-	// A host that long is refused anyway; its event keeps a bounded part.
-	return &attempt{p: p, start: time.Now(), ev: event.Network{Protocol: protocol, Host: capString(host, maxHost), Port: port}}
+	host = strings.ToValidUTF8(capString(host, maxHost), "")
+	return &attempt{p: p, start: time.Now(), ev: event.Network{Protocol: protocol, Host: host, Port: port}}
 }
 
 // maxHost bounds an event's host: a name has at most 253 bytes;

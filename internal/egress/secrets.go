@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -300,7 +301,9 @@ func brokerReadValue(s Secret) (string, error) {
 	var v string
 	switch {
 	case s.File != "":
-		f, err := os.Open(s.File)
+		// Without blocking: a FIFO would wait for a writer, holding the
+		// broker's lock for every request of the job.
+		f, err := os.OpenFile(s.File, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return "", errors.New("unreadable")
 		}

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -506,6 +507,10 @@ func TestBrokerValueSources(t *testing.T) {
 	empty := write("empty", "\n")
 	big := write("big", "SECRET-CONTENT"+strings.Repeat("y", 64<<10))
 	bad := write("bad", "two\nlines\n")
+	fifo := filepath.Join(dir, "fifo") // a FIFO nobody writes: opening it waits for a writer
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("AGENTBOX_TEST_SET", brokerTestValue)
 	os.Unsetenv("AGENTBOX_TEST_UNSET")
 	for _, tc := range []struct {
@@ -521,6 +526,7 @@ func TestBrokerValueSources(t *testing.T) {
 		{"file over 64 KiB", Secret{File: big}, false},
 		{"file of two lines", Secret{File: bad}, false},
 		{"directory", Secret{File: dir}, false},
+		{"FIFO", Secret{File: fifo}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var hits []string

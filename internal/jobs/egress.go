@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"time"
 
@@ -65,12 +64,24 @@ func (s *Scheduler) startEgress(ctx context.Context, j store.Job, sb sandbox.San
 	}
 	ectx, cancel := context.WithCancel(ctx)
 	je.cancel = cancel
+	// j was read when the job was claimed, before its sandbox was made: a
+	// change made since reached no proxy, and its event is before where
+	// the log is followed from. Once changes are followed, the policy in
+	// force now is read and applied.
 	stopLocal := s.watchNetwork(j.ID, je.SetPolicy)
+	after, err := s.store.LastSeq(ctx, j.ID)
+	if err != nil {
+		s.log.Warn("follow network policy", "job_id", j.ID, "err", err)
+	}
+	if cur, err := s.store.GetJob(ctx, j.ID); err == nil {
+		pol = JobNetwork(cur)
+		je.SetPolicy(pol)
+	}
 	je.done.Add(2)
 	go func() {
 		defer je.done.Done()
 		defer stopLocal()
-		s.followPolicy(ectx, j.ID, je.SetPolicy)
+		s.followPolicy(ectx, j.ID, after, je.SetPolicy)
 	}()
 	go func() {
 		defer je.done.Done()
@@ -106,15 +117,11 @@ func (je *jobEgress) Denied(since time.Time) []event.Network {
 }
 
 // followPolicy applies the policy changes another process (an API
-// replica) appended to the job's log: the local ones were applied when
-// they were made (watchNetwork). It reads only what is new.
-func (s *Scheduler) followPolicy(ctx context.Context, id string, apply func(egress.Policy)) {
+// replica) appended to the job's log after seq after: the local ones were
+// applied when they were made (watchNetwork).
+func (s *Scheduler) followPolicy(ctx context.Context, id string, after int64, apply func(egress.Policy)) {
 	ch, unsub := s.hub.subscribe(id)
 	defer unsub()
-	after, err := s.store.LastSeq(ctx, id)
-	if err != nil {
-		s.log.Warn("follow network policy", "job_id", id, "err", err)
-	}
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	for {
@@ -173,7 +180,9 @@ func (s *Scheduler) applyNetwork(id string, p egress.Policy) {
 // netRate a second after that; past it, attempts alike (host, port,
 // decision) are counted and written once a second as one event with
 // Repeats, so a sandbox's flood of attempts costs the store a bounded
-// number of rows.
+// number of rows. Past netPending kinds in a second, an allowed attempt
+// takes a refused kind's place, and the rest are counted in one event a
+// decision whose host is otherHosts: nothing is dropped.
 type netRecorder struct {
 	write func(event.Network)
 
@@ -181,13 +190,14 @@ type netRecorder struct {
 	tokens  float64
 	last    time.Time
 	pending map[netKey]*event.Network
+	// others sums, by decision, the attempts that found pending full.
+	others map[string]*event.Network
 }
 
 type netKey struct {
 	host     string
 	port     int
 	decision string
-	others   bool // the attempts past netPending kinds
 }
 
 const (
@@ -196,7 +206,6 @@ const (
 	// netPending bounds the kinds of attempt held for the next summary;
 	// the rest are counted under otherHosts.
 	netPending = 256
-	otherHosts = "(other hosts)"
 )
 
 func newNetRecorder(write func(event.Network)) *netRecorder {
@@ -214,25 +223,64 @@ func (r *netRecorder) record(ev event.Network) {
 		r.write(ev)
 		return
 	}
-	k := netKey{host: ev.Host, port: ev.Port, decision: ev.Decision}
-	if r.pending[k] == nil && len(r.pending) >= netPending {
-		// A flood of distinct hosts: the rest are counted together, so
-		// that none goes unrecorded.
-		k = netKey{decision: ev.Decision, others: true}
-		if r.pending[k] == nil {
-			ev = event.Network{Host: otherHosts, Decision: ev.Decision, Protocol: "unknown", BytesIn: ev.BytesIn, BytesOut: ev.BytesOut,
-				Reason: fmt.Sprintf("attempts to other hosts past %d kinds a second, counted together", netPending)}
+	k := netKey{ev.Host, ev.Port, ev.Decision}
+	if p := r.pending[k]; p == nil && len(r.pending) >= netPending {
+		// Full: an allowed attempt takes a refused one's place (which
+		// joins the count of others), and what has no place is counted
+		// with the others, never dropped: a flood of refused names must
+		// not hide a connection that went out.
+		if ev.Decision == "allow" {
+			for dk, d := range r.pending {
+				if dk.decision != "allow" {
+					delete(r.pending, dk)
+					r.addOther(*d)
+					break
+				}
+			}
+		}
+		if len(r.pending) >= netPending {
+			r.addOther(ev)
+			r.mu.Unlock()
+			return
 		}
 	}
-	if p := r.pending[k]; p != nil {
+	addRepeat(r.pending, k, ev)
+	r.mu.Unlock()
+}
+
+// otherHosts is the host of a summary of the attempts past netPending
+// kinds in a second.
+const otherHosts = "(other hosts)"
+
+// addOther counts ev (which may itself be a summary) in the summary of
+// the attempts of its decision that had no place of their own.
+func (r *netRecorder) addOther(ev event.Network) {
+	n := max(1, ev.Repeats)
+	o := event.Network{Host: otherHosts, Decision: ev.Decision, Protocol: ev.Protocol,
+		BytesIn: ev.BytesIn, BytesOut: ev.BytesOut, Repeats: n,
+		Reason: "attempts to more hosts in a second than the transcript lists one by one, counted together"}
+	if p := r.others[ev.Decision]; p != nil {
+		p.Repeats += n
+		p.BytesIn += o.BytesIn
+		p.BytesOut += o.BytesOut
+		return
+	}
+	if r.others == nil {
+		r.others = map[string]*event.Network{}
+	}
+	r.others[ev.Decision] = &o
+}
+
+// addRepeat counts ev under k in pending.
+func addRepeat(pending map[netKey]*event.Network, k netKey, ev event.Network) {
+	if p := pending[k]; p != nil {
 		p.Repeats++
 		p.BytesIn += ev.BytesIn
 		p.BytesOut += ev.BytesOut
-	} else {
-		ev.Repeats = 1
-		r.pending[k] = &ev
+		return
 	}
-	r.mu.Unlock()
+	ev.Repeats = 1
+	pending[k] = &ev
 }
 
 // run writes the held summaries once a second until ctx ends, then once
@@ -253,10 +301,13 @@ func (r *netRecorder) run(ctx context.Context) {
 
 func (r *netRecorder) flush() {
 	r.mu.Lock()
-	held := r.pending
-	r.pending = map[netKey]*event.Network{}
+	held, others := r.pending, r.others
+	r.pending, r.others = map[netKey]*event.Network{}, nil
 	r.mu.Unlock()
 	for _, ev := range held {
+		r.write(*ev)
+	}
+	for _, ev := range others {
 		r.write(*ev)
 	}
 }

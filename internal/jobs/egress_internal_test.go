@@ -75,14 +75,14 @@ func TestFollowPolicyAppliesAnotherProcesssChange(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.followPolicy(ctx, j.ID, func(p egress.Policy) { got <- p })
+		s.followPolicy(ctx, j.ID, 0, func(p egress.Policy) { got <- p })
 	}()
 	// What another process writes: the row and the event, no local call.
 	raw, _ := json.Marshal(egress.Policy{Mode: egress.ModeAllow, Allow: []egress.Rule{mustRule(t, "late.test")}})
 	waitFollowing := time.Now()
 	for {
-		// followPolicy starts after the log's last event: append until
-		// one lands after it started reading.
+		// followPolicy reads after seq 0 once woken: append until one
+		// lands after it subscribed.
 		if _, err := appendEvent(t.Context(), st, s.hub, j.ID, event.NetworkPolicy{By: "alice", Policy: raw}); err != nil {
 			t.Fatal(err)
 		}

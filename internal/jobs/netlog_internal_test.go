@@ -69,3 +69,41 @@ func TestNetworkLogBounds(t *testing.T) {
 		t.Errorf("cut = %q", l.cut())
 	}
 }
+
+// TestNetRecorderFloodHidesNothing: past its rate the recorder holds one
+// summary per host, port and decision, at most netPending of them. A
+// sandbox that tries more names than that in a second must not make the
+// attempts past them vanish: its one allowed connection (the one that
+// matters, an upload to a host of its choice in mode open) among a flood
+// of refused names is in the transcript with its bytes, and every other
+// attempt is counted.
+func TestNetRecorderFloodHidesNothing(t *testing.T) {
+	var got []event.Network
+	r := newNetRecorder(func(ev event.Network) { got = append(got, ev) })
+	r.tokens, r.last = 0, time.Now().Add(time.Hour) // no token left for a while
+	const flood = 3 * netPending
+	for i := range flood {
+		r.record(event.Network{Host: fmt.Sprintf("junk%d.example", i), Port: 443, Decision: "deny", Reason: "mode none"})
+	}
+	r.record(event.Network{Host: "drop.example", Port: 443, Decision: "allow", BytesOut: 5 << 20})
+	r.record(event.Network{Host: "drop2.example", Port: 443, Decision: "allow", BytesOut: 1 << 20})
+	r.flush()
+	if len(got) > netPending+2 {
+		t.Errorf("%d events for one second's flood, want at most %d", len(got), netPending+2)
+	}
+	attempts, allowed := 0, int64(0)
+	seen := map[string]bool{}
+	for _, ev := range got {
+		attempts += max(1, ev.Repeats)
+		seen[ev.Host] = true
+		if ev.Decision == "allow" {
+			allowed += ev.BytesOut
+		}
+	}
+	if !seen["drop.example"] || !seen["drop2.example"] || allowed != 6<<20 {
+		t.Errorf("allowed connections missing from the transcript: %d bytes out recorded, hosts %v", allowed, len(seen))
+	}
+	if attempts != flood+2 {
+		t.Errorf("%d attempts recorded, want %d", attempts, flood+2)
+	}
+}

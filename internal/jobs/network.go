@@ -112,19 +112,37 @@ func encodeNetwork(p egress.Policy) (json.RawMessage, error) {
 // turn. ErrBadNetwork for a policy refused, store.ErrNotFound for an
 // unknown job.
 func (s *Service) SetNetwork(ctx context.Context, id string, p egress.Policy, by string) (egress.Policy, error) {
-	p, err := s.CheckNetwork(p)
-	if err != nil {
+	if _, err := s.CheckNetwork(p); err != nil {
 		return p, err
 	}
-	raw, err := encodeNetwork(p)
-	if err != nil {
-		return p, err
-	}
-	_, _, err = s.store.UpdateJobLogged(ctx, id, func(j *store.Job) ([]store.Entry, error) {
+	return s.UpdateNetwork(ctx, id, func(egress.Policy) (egress.Policy, error) { return p, nil }, by)
+}
+
+// UpdateNetwork is SetNetwork of the policy fn makes of the job's policy
+// in force, read and written in one transaction: a change made meanwhile
+// (a PATCH) is what fn extends, never lost. An error of fn's is returned
+// as it is, and nothing is changed.
+func (s *Service) UpdateNetwork(ctx context.Context, id string, fn func(egress.Policy) (egress.Policy, error), by string) (egress.Policy, error) {
+	var p egress.Policy
+	_, _, err := s.store.UpdateJobLogged(ctx, id, func(j *store.Job) ([]store.Entry, error) {
+		next, err := fn(JobNetwork(*j))
+		if err != nil {
+			return nil, err
+		}
+		if p, err = s.CheckNetwork(next); err != nil {
+			return nil, err
+		}
+		raw, err := encodeNetwork(p)
+		if err != nil {
+			return nil, err
+		}
 		j.Network = raw
 		return entries(event.NetworkPolicy{By: cmp.Or(by, "api"), Policy: raw})
 	})
 	if err != nil {
+		if errors.Is(err, ErrBadNetwork) {
+			return p, err
+		}
 		return p, fmt.Errorf("set network of job %s: %w", id, err)
 	}
 	s.hub.notify(id)
@@ -179,7 +197,8 @@ func (w *netWatchers) of(id string) []func(egress.Policy) {
 type NetworkSummary struct {
 	Policy egress.Policy
 	Hosts  []HostSummary
-	// Connections counts the attempts the network events read stand for.
+	// Connections counts the attempts the network events read stand
+	// for (an event may stand for Repeats alike).
 	Connections int
 	// Truncated says the log holds more than MaxNetworkEvents events (the
 	// summary covers the last ones) or the events name more than
@@ -244,8 +263,8 @@ func (sum *NetworkSummary) count(hosts map[string]*HostSummary, payload json.Raw
 	if json.Unmarshal(payload, &n) != nil {
 		return true
 	}
-	w := max(n.Repeats, 1) // an event may stand for a second's repeats
-	sum.Connections += w
+	times := max(1, n.Repeats) // a flood's second of attempts alike, as one event
+	sum.Connections += times
 	key := fmt.Sprintf("%s\x00%d", n.Host, n.Port)
 	h := hosts[key]
 	if h == nil {
@@ -256,9 +275,9 @@ func (sum *NetworkSummary) count(hosts map[string]*HostSummary, payload json.Raw
 		hosts[key] = h
 	}
 	if n.Decision == "allow" {
-		h.Allowed += w
+		h.Allowed += times
 	} else {
-		h.Denied += w
+		h.Denied += times
 	}
 	h.BytesIn += n.BytesIn
 	h.BytesOut += n.BytesOut

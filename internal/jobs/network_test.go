@@ -119,6 +119,44 @@ func TestSetNetwork(t *testing.T) {
 	}
 }
 
+// TestUpdateNetwork: fn is given the policy in force and its result is
+// checked and put in force as SetNetwork's; an error of fn's, or a policy
+// refused, changes nothing and writes no event.
+func TestUpdateNetwork(t *testing.T) {
+	svc, st := netService(t)
+	j, _, err := svc.Submit(bg, jobs.SubmitRequest{Task: "t", Network: policy(t, `{"allow": ["a.test"], "deny": ["evil.example"]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, _ := egress.ParseRule("late.test")
+	got, err := svc.UpdateNetwork(bg, j.ID, func(p egress.Policy) (egress.Policy, error) {
+		if len(p.Allow) != 1 || len(p.Deny) != 1 || p.Mode != "allow" {
+			t.Errorf("fn got %+v", p)
+		}
+		p.Allow = append(p.Allow, late)
+		return p, nil
+	}, "web UI")
+	if err != nil || len(got.Allow) != 2 || len(got.Deny) != 1 {
+		t.Fatalf("UpdateNetwork: %+v, %v", got, err)
+	}
+	before, _ := st.LastSeq(bg, j.ID)
+	errNo := errors.New("no")
+	if _, err := svc.UpdateNetwork(bg, j.ID, func(p egress.Policy) (egress.Policy, error) { return p, errNo }, ""); !errors.Is(err, errNo) {
+		t.Errorf("fn's error: %v", err)
+	}
+	if _, err := svc.UpdateNetwork(bg, j.ID, func(p egress.Policy) (egress.Policy, error) {
+		p.Mode = "open"
+		return p, nil
+	}, ""); !errors.Is(err, jobs.ErrBadNetwork) {
+		t.Errorf("forbidden mode: %v", err)
+	}
+	after, _ := st.LastSeq(bg, j.ID)
+	j, _ = st.GetJob(bg, j.ID)
+	if p := jobs.JobNetwork(j); after != before || len(p.Allow) != 2 || p.Mode != "allow" {
+		t.Errorf("refused updates changed the job: %s, %d events more", j.Network, after-before)
+	}
+}
+
 // TestNetworkSummary counts a job's network events per host and port.
 func TestNetworkSummary(t *testing.T) {
 	svc, st := netService(t)
@@ -152,6 +190,18 @@ func TestNetworkSummary(t *testing.T) {
 	}
 	if _, err := svc.Network(bg, "job-missing"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown job: %v", err)
+	}
+
+	// A flood's second of attempts alike is one event with Repeats: the
+	// summary counts the attempts, not the event (a sandbox's 10,000
+	// refused tries of a host are not "1").
+	add(event.Network{Host: "evil.example", Port: 443, Decision: "deny", Repeats: 10000, Reason: "evil.example:443 is not in the job's allow list"})
+	add(event.Network{Host: "pypi.org", Port: 443, Decision: "allow", Repeats: 3, BytesIn: 30, Reason: "allowed by pypi.org"})
+	if sum, err = svc.Network(bg, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Hosts[0].Denied != 10501 || sum.Hosts[2].Allowed != 5 || sum.Hosts[2].BytesIn != 180 || sum.Connections != 504+10003 {
+		t.Errorf("with repeats: %+v", sum)
 	}
 }
 

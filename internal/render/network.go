@@ -30,11 +30,18 @@ func (s *Steps) showNetwork(ev event.Network) error {
 // drops control characters.
 func NetworkLine(ev event.Network) string {
 	hp := net.JoinHostPort(firstLine(ev.Host, 255), strconv.Itoa(ev.Port))
+	times := ""
+	if ev.Repeats > 1 {
+		times = fmt.Sprintf("%d times", ev.Repeats) // a flood's second of attempts alike
+	}
 	if ev.Decision != "allow" {
 		reason := strings.TrimPrefix(ev.Reason, hp+" is ")
-		return "net  DENY   " + hp + prefixed("  ", firstLine(reason, 300))
+		return "net  DENY   " + hp + prefixed("  ", times) + prefixed("  ", firstLine(reason, 300))
 	}
 	parts := []string{"net  allow  " + strings.TrimSpace(prefixed("", ev.Method)+" "+hp+prefixed(" ", firstLine(ev.Path, 120)))}
+	if times != "" {
+		parts = append(parts, times)
+	}
 	parts = append(parts, Bytes(ev.BytesIn)+" in")
 	if ev.BytesOut > 0 {
 		parts = append(parts, Bytes(ev.BytesOut)+" out")

@@ -17,6 +17,8 @@ func TestStepsNetwork(t *testing.T) {
 			"net  allow  api.example:443  3 B in  2.0 KB out  1.2 s  secret github  failed: bytes bound  (allowed by api.example)\n"},
 		{"denied", "network", `{"bytes_in":0,"bytes_out":0,"decision":"deny","duration_ms":0,"host":"evil.example","port":443,"protocol":"connect","reason":"evil.example:443 is not in the job's allow list"}`,
 			"net  DENY   evil.example:443  not in the job's allow list\n"},
+		{"a flood's second", "network", `{"decision":"deny","host":"evil.example","port":443,"protocol":"connect","repeats":5000,"reason":"evil.example:443 is not in the job's allow list"}`,
+			"net  DENY   evil.example:443  5000 times  not in the job's allow list\n"},
 		{"ipv6", "network", `{"decision":"deny","host":"::1","port":80,"protocol":"http","reason":"loopback address ::1"}`,
 			"net  DENY   [::1]:80  loopback address ::1\n"},
 		{"changed", "network_policy", `{"by":"alice","policy":{"mode":"allow","allow":["a.test","late.test"]}}`,

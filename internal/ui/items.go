@@ -226,11 +226,15 @@ func exitText(p event.Exit) string {
 // pypi.example", or "evil.example:443 · not in the job's allow list".
 func networkText(p event.Network) string {
 	hp := net.JoinHostPort(p.Host, strconv.Itoa(p.Port))
+	times := ""
+	if p.Repeats > 1 {
+		times = fmt.Sprintf("%d times", p.Repeats) // a flood's second of attempts alike
+	}
 	if p.Decision != "allow" {
-		return strings.Join(nonEmpty(hp, strings.TrimPrefix(p.Reason, hp+" is ")), " · ")
+		return strings.Join(nonEmpty(hp, times, strings.TrimPrefix(p.Reason, hp+" is ")), " · ")
 	}
 	where := strings.Join(nonEmpty(p.Method, hp, p.Path), " ")
-	parts := nonEmpty(where, render.Bytes(p.BytesIn)+" in")
+	parts := nonEmpty(where, times, render.Bytes(p.BytesIn)+" in")
 	if p.BytesOut > 0 {
 		parts = append(parts, render.Bytes(p.BytesOut)+" out")
 	}

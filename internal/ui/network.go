@@ -31,10 +31,12 @@ const (
 const ByUI = "web UI"
 
 // networkSetter changes a running job's egress policy
-// (jobs.Service.SetNetwork); a Service without it shows the policy but no
-// "allow for this job" buttons.
+// (jobs.Service.UpdateNetwork): fn makes the new policy of the one in
+// force, both in one transaction, so a change made meanwhile is extended,
+// not lost. A Service without it shows the policy but no "allow for this
+// job" buttons.
 type networkSetter interface {
-	SetNetwork(ctx context.Context, id string, p egress.Policy, by string) (egress.Policy, error)
+	UpdateNetwork(ctx context.Context, id string, fn func(egress.Policy) (egress.Policy, error), by string) (egress.Policy, error)
 }
 
 // networkView is the job page's Network section: the policy in force, as
@@ -79,10 +81,14 @@ type deniedHost struct {
 	port     int
 }
 
-// networkData reads the job's network events and last policy into the
-// section; override, when set, is the policy just put in force (it may
-// not be in the log yet).
-func (u *UI) networkData(ctx context.Context, id string, override *egress.Policy) (networkView, error) {
+// networkData reads job j's network events into the section, with the
+// policy j records (the log's last network_policy event says who set it,
+// when it is among the events read; a job that records none, the last
+// such event); override, when set, is the policy just put in force (it
+// may not be in the log yet). The policy is j's, not the window's: a
+// sandbox can push any event out of the window with connection attempts.
+func (u *UI) networkData(ctx context.Context, j store.Job, override *egress.Policy) (networkView, error) {
+	id := j.ID
 	v := u.networkLinks(id)
 	after := int64(0)
 	if ls, ok := u.svc.(lastSeqer); ok {
@@ -97,13 +103,9 @@ func (u *UI) networkData(ctx context.Context, id string, override *egress.Policy
 	if err != nil {
 		return v, err
 	}
-	// The policy in force is the job's own record, whatever the events
-	// read: the last change may be older than they are.
-	if j, err := u.svc.Get(ctx, id); err == nil && len(j.Network) > 0 {
-		var p egress.Policy
-		if json.Unmarshal(j.Network, &p) == nil {
-			v.Policy, v.Known = p, true
-		}
+	var recorded egress.Policy
+	if len(j.Network) > 0 && json.Unmarshal(j.Network, &recorded) == nil {
+		v.Policy, v.Known = recorded, true
 	}
 	if override != nil {
 		v.Policy, v.Known, v.ChangedBy, pSeq = *override, true, ByUI, 1<<62
@@ -149,7 +151,7 @@ func (u *UI) scanNetwork(ctx context.Context, id string, after int64, v *network
 					v.Policy, v.Known, v.ChangedBy, pSeq = pol, true, p.By, e.Seq
 				}
 			} else if n, ok := event.As[event.Network](e.Type, e.Payload); ok {
-				v.Connections++
+				v.Connections += max(1, n.Repeats)
 				if n.Decision != "allow" {
 					addDenial(denied, n, e.Seq)
 				}
@@ -171,7 +173,7 @@ func addDenial(denied map[string]*deniedHost, n event.Network, seq int64) {
 		d = &deniedHost{Host: hp, name: host, port: n.Port}
 		denied[hp] = d
 	}
-	d.Count += max(n.Repeats, 1)
+	d.Count += max(1, n.Repeats) // a flood's second of attempts alike, as one event
 	d.seq, d.Reason = seq, strings.TrimPrefix(n.Reason, hp+" is ")
 	if ap, err := netip.ParseAddrPort(n.Addr); err == nil {
 		d.addr = ap.Addr()
@@ -192,8 +194,8 @@ func stillDenied(denied map[string]*deniedHost, p egress.Policy, pSeq int64) ([]
 		if allowed && d.seq < pSeq {
 			continue
 		}
-		_, err := egress.ParseRule(d.Host)
-		d.CanAllow = !allowed && err == nil && !slices.ContainsFunc(p.Deny, func(r egress.Rule) bool { return r.Matches(d.name, d.addr, d.port) })
+		r, err := egress.ParseRule(d.Host)
+		d.CanAllow = !allowed && err == nil && oneHost(r) && !slices.ContainsFunc(p.Deny, func(r egress.Rule) bool { return r.Matches(d.name, d.addr, d.port) })
 		out = append(out, *d)
 	}
 	slices.SortFunc(out, func(a, b deniedHost) int { return cmp.Compare(b.seq, a.seq) })
@@ -202,6 +204,12 @@ func stillDenied(denied map[string]*deniedHost, p egress.Policy, pSeq int64) ([]
 	}
 	return out, 0
 }
+
+// oneHost says r names one host: a name or a single address, not a "*."
+// wildcard or a range. A denied host is the name the sandbox asked the
+// proxy for, anything it chose ("*.com", "0.0.0.0/0"); one click on it
+// must not allow a world of hosts.
+func oneHost(r egress.Rule) bool { return !strings.ContainsAny(r.Host, "*/") }
 
 // mode is p's mode as Check fills it in.
 func mode(p egress.Policy) string {
@@ -229,11 +237,11 @@ func ruleStrings(rs []egress.Rule) []string {
 // section, for its live refresh; empty for a job whose mode is none and
 // that tried no connection (the page hides it).
 func (u *UI) Network(w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("id")
-	if _, err := u.svc.Get(r.Context(), id); err != nil {
+	j, err := u.svc.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
 		return err
 	}
-	v, err := u.networkData(r.Context(), id, nil)
+	v, err := u.networkData(r.Context(), j, nil)
 	if err != nil {
 		return err
 	}
@@ -246,9 +254,10 @@ const maxAllowForm = 4 << 10
 // AllowHost serves POST /ui/jobs/{id}/network/allow, the "allow for this
 // job" button of a denied host: host (host:port) is parsed again as a
 // policy entry (the form is only the person's choice, never markup or a
-// rule as it stands), added to the allow list of the policy in force (mode
-// none becomes allow) and put in force with SetNetwork, by ByUI. It
-// answers the section, re-rendered; a refusal is shown in it.
+// rule as it stands) that must name one host (no wildcard or range),
+// added to the allow list of the policy in force (mode none becomes
+// allow), read and put in force in one transaction (UpdateNetwork), by
+// ByUI. It answers the section, re-rendered; a refusal is shown in it.
 func (u *UI) AllowHost(w http.ResponseWriter, r *http.Request) error {
 	ns, ok := u.svc.(networkSetter)
 	if !ok {
@@ -263,29 +272,37 @@ func (u *UI) AllowHost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("%w: host: %v", store.ErrInvalid, err)
 	}
-	if _, err := u.svc.Get(r.Context(), id); err != nil {
-		return err
+	if !oneHost(rule) {
+		return fmt.Errorf("%w: host: %s is not one host; allow a wildcard or a range with PATCH /v1/jobs/{id}/network", store.ErrInvalid, rule)
 	}
-	v, err := u.networkData(r.Context(), id, nil)
+	j, err := u.svc.Get(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	p, err := withAllowed(v.Policy, rule)
-	if err == nil {
-		p, err = ns.SetNetwork(r.Context(), id, p, ByUI)
-	}
+	var refused error // withAllowed's, as it is
+	p, err := ns.UpdateNetwork(r.Context(), id, func(cur egress.Policy) (egress.Policy, error) {
+		p, err := withAllowed(cur, rule)
+		refused = err
+		return p, err
+	}, ByUI)
 	var fe *egress.FieldError
-	switch {
-	case errors.As(err, &fe):
-		v.Error = "The policy was not changed: " + fe.Error()
-	case errors.Is(err, errDenyBeatsAllow):
-		v.Error = "The policy was not changed: " + err.Error()
-	case err != nil:
-		return err
-	default:
-		if v, err = u.networkData(r.Context(), id, &p); err != nil {
+	if errors.As(err, &fe) {
+		refused = fe
+	}
+	if err != nil && refused != nil {
+		v, err := u.networkData(r.Context(), j, nil)
+		if err != nil {
 			return err
 		}
+		v.Error = "The policy was not changed: " + refused.Error()
+		return u.fragment(w, "job", "network-section", v)
+	}
+	if err != nil {
+		return err
+	}
+	v, err := u.networkData(r.Context(), j, &p)
+	if err != nil {
+		return err
 	}
 	return u.fragment(w, "job", "network-section", v)
 }

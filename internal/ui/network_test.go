@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -15,22 +16,45 @@ import (
 )
 
 // netService is a logService whose job's policy can be changed, as
-// jobs.Service.SetNetwork does: the change is a network_policy event.
+// jobs.Service.UpdateNetwork does: fn gets the policy the job records,
+// and the change is recorded on the job and as a network_policy event.
 type netService struct {
 	*logService
 	set []egress.Policy
 	by  []string
-	err error // what SetNetwork answers, when set
+	err error // what UpdateNetwork answers, when set
+	// meanwhile, when set, runs once after the next read of the job:
+	// another change racing the one being made.
+	meanwhile func()
 }
 
-func (s *netService) SetNetwork(_ context.Context, id string, p egress.Policy, by string) (egress.Policy, error) {
+func (s *netService) UpdateNetwork(_ context.Context, id string, fn func(egress.Policy) (egress.Policy, error), by string) (egress.Policy, error) {
+	var cur egress.Policy
+	if len(s.job.Network) > 0 {
+		_ = json.Unmarshal(s.job.Network, &cur)
+	}
+	cur.Mode = mode(cur)
+	p, err := fn(cur)
+	if err != nil {
+		return p, err
+	}
 	if s.err != nil {
 		return p, s.err
 	}
 	s.set, s.by = append(s.set, p), append(s.by, by)
 	b, _ := json.Marshal(p)
+	s.job.Network = b // in the same write as the event, as the store does
 	s.add(event.NetworkPolicy{By: by, Policy: b})
 	return p, nil
+}
+
+func (s *netService) Get(ctx context.Context, id string) (store.Job, error) {
+	j, err := s.logService.Get(ctx, id)
+	if f := s.meanwhile; f != nil {
+		s.meanwhile = nil
+		f()
+	}
+	return j, err
 }
 
 func policyEvent(t *testing.T, by, policy string) event.NetworkPolicy {
@@ -52,7 +76,9 @@ func deny(host string, port int, reason string) event.Network {
 // that is no valid entry, one of an allowed host at a private address.
 func newNetLog(t *testing.T) *netService {
 	s := &netService{logService: newLog()}
-	s.add(policyEvent(t, "submit", `{"allow":["a.test"],"deny":["evil.example"],"presets":["python"],"secrets":["github"]}`))
+	pe := policyEvent(t, "submit", `{"allow":["a.test"],"deny":["evil.example"],"presets":["python"],"secrets":["github"]}`)
+	s.job.Network = pe.Policy
+	s.add(pe)
 	s.add(event.Network{Decision: "allow", Host: "a.test", Port: 443, Method: "GET", Path: "/simple/", BytesIn: 12595, DurationMS: 400, Protocol: "http", Reason: "allowed by a.test"})
 	s.add(deny("late.test", 443, "late.test:443 is not in the job's allow list"))
 	s.add(deny("late.test", 443, "late.test:443 is not in the job's allow list"))
@@ -243,5 +269,105 @@ func TestNetworkSectionEmpty(t *testing.T) {
 	s.add(policyEvent(t, "bob", `{"mode":"open"}`))
 	if b := get(t, u.Network, "/ui/jobs/j1/network").Body.String(); !strings.Contains(b, `<strong class="net-mode">open</strong>`) {
 		t.Errorf("section of a job with mode open:\n%s", b)
+	}
+}
+
+// TestAllowHostOneHost: a denied "host" is whatever name the sandbox
+// asked the proxy for (a SOCKS5 name is any 255 bytes), so one that reads
+// as a wildcard or a range ("*.com", "0.0.0.0/0") gets no "allow for this
+// job" button, and the form refuses it: one click from a name the sandbox
+// chose must allow that one host, not every .com name or every IPv4
+// address (which is mode open, whatever AGENTBOX_EGRESS_MODES says).
+func TestAllowHostOneHost(t *testing.T) {
+	s := &netService{logService: newLog()}
+	s.add(policyEvent(t, "submit", `{"allow":["a.test"]}`))
+	for _, h := range []string{"*.com", "0.0.0.0/0", "::/0", "10.0.0.0/8", "1.2.3.4", "late.test"} {
+		s.add(deny(h, 443, `"`+h+`" is not a host name`))
+	}
+	u := New(Config{}, s, nil)
+	body := get(t, u.Network, "/ui/jobs/j1/network").Body.String()
+	for _, h := range []string{"*.com:443", "0.0.0.0/0:443", "[::/0]:443", "10.0.0.0/8:443"} {
+		if strings.Contains(body, `data-host="`+h+`"`) {
+			t.Errorf("a button allows %s:\n%s", h, body)
+		}
+	}
+	for _, h := range []string{"1.2.3.4:443", "late.test:443"} {
+		if !strings.Contains(body, `data-host="`+h+`"`) {
+			t.Errorf("no button for %s:\n%s", h, body)
+		}
+	}
+	for _, h := range []string{"*.com:443", "0.0.0.0/0:443", "[::/0]:443", "10.0.0.0/8"} {
+		if _, err := postAllow(t, u, h); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("allow %s: %v, want ErrInvalid", h, err)
+		}
+	}
+	if len(s.set) != 0 {
+		t.Errorf("SetNetwork put %+v in force", s.set)
+	}
+}
+
+// TestNetworkPolicyPastScan: the section reads the log's last
+// maxNetworkScan events, and a sandbox makes as many as it likes (one
+// connection attempt each), so the policy it shows and that "allow for
+// this job" extends is the job's own, not whatever policy event the
+// window still holds: a job submitted with mode open, whose policy event
+// scrolled out, showed "none", and one click replaced its whole policy
+// (deny entries, presets and secrets lost) with the one host.
+func TestNetworkPolicyPastScan(t *testing.T) {
+	s := &netService{logService: newLog()}
+	pe := policyEvent(t, "submit", `{"mode":"open","deny":["evil.example"],"presets":["python"]}`)
+	s.job.Network = pe.Policy
+	s.add(pe)
+	for i := range maxNetworkScan {
+		s.add(deny(fmt.Sprintf("h%d.evil.example", i%50), 443, "denied by evil.example"))
+	}
+	s.add(deny("late.test", 8443, "late.test:8443 is not in the job's allow list"))
+	u := New(Config{}, s, nil)
+	body := get(t, u.Network, "/ui/jobs/j1/network").Body.String()
+	if !strings.Contains(body, `<strong class="net-mode">open</strong>`) || !strings.Contains(body, "<dt>Deny</dt><dd><code>evil.example</code></dd>") {
+		t.Errorf("the section does not show the job's policy:\n%s", body)
+	}
+	if _, err := postAllow(t, u, "late.test:8443"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(s.set)
+	if want := `[{"mode":"open","allow":["late.test:8443"],"deny":["evil.example"],"presets":["python"]}]`; string(got) != want {
+		t.Errorf("policy put in force %s, want %s", got, want)
+	}
+}
+
+// TestAllowHostRacesPatch: "allow for this job" read the policy in force
+// and wrote it back with the host, reading up to 50,000 events in
+// between; a PATCH meanwhile (an operator adding a deny entry) was lost
+// under the policy read before it. It must be what the host is added to.
+func TestAllowHostRacesPatch(t *testing.T) {
+	s := newNetLog(t)
+	u := New(Config{}, s, nil)
+	s.meanwhile = func() {
+		p := policyEvent(t, "api", `{"allow":["a.test"],"deny":["evil.example","late.test:8443"]}`)
+		s.job.Network = p.Policy
+		s.add(p)
+	}
+	if _, err := postAllow(t, u, "late.test:443"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(s.job.Network), `{"mode":"allow","allow":["a.test","late.test:443"],"deny":["evil.example","late.test:8443"]}`; got != want {
+		t.Errorf("policy in force %s, want %s (the PATCH made meanwhile, with the host)", got, want)
+	}
+}
+
+// TestNetworkSectionRepeats: a flood's second of attempts alike is one
+// event with Repeats; the section counts the attempts.
+func TestNetworkSectionRepeats(t *testing.T) {
+	s := newNetLog(t)
+	ev := deny("flood.test", 443, "flood.test:443 is not in the job's allow list")
+	ev.Repeats = 5000
+	s.add(ev)
+	body := get(t, New(Config{}, s, nil).Network, "/ui/jobs/j1/network").Body.String()
+	if !strings.Contains(body, `<code>flood.test:443</code></td><td class="num">5000</td>`) {
+		t.Errorf("5,000 tries in one event not counted:\n%s", body)
+	}
+	if tl := get(t, New(Config{}, s, nil).Timeline, "/ui/jobs/j1/timeline").Body.String(); !strings.Contains(tl, "flood.test:443 · 5000 times · not in the job&#39;s allow list") {
+		t.Errorf("the timeline does not say how many times:\n%s", tl)
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -20,10 +23,15 @@ import (
 )
 
 // newEgress is the workers' egress settings from cfg; reg, if set,
-// receives the proxies' metrics.
-func newEgress(cfg config.Config, reg prometheus.Registerer) *jobs.Egress {
+// receives the proxies' metrics; server, if set, is the server's own
+// listener, which no sandbox may reach whatever AGENTBOX_EGRESS_ALLOW_PRIVATE
+// opens.
+func newEgress(cfg config.Config, reg prometheus.Registerer, server net.Addr) *jobs.Egress {
 	e := &jobs.Egress{Config: cfg.Egress.Policy, Options: egressOptions(cfg),
 		UpstreamRoots: cfg.Egress.Roots, RootsPEM: cfg.Egress.RootsPEM}
+	if ap, ok := listenAddrPort(fmt.Sprint(server)); server != nil && ok {
+		e.Options.Never = append(e.Options.Never, ap)
+	}
 	if reg != nil {
 		e.Options.Metrics = egress.NewMetrics(reg)
 	}
@@ -31,9 +39,36 @@ func newEgress(cfg config.Config, reg prometheus.Registerer) *jobs.Egress {
 }
 
 // egressOptions are the proxy's options from cfg, without the recorder.
+// The server's configured address (AGENTBOX_ADDR) is never reached: a
+// server of this machine's, for exec and chat.
 func egressOptions(cfg config.Config) egress.Options {
 	e := cfg.Egress
-	return egress.Options{AllowPrivate: e.AllowPrivate, Resolve: e.Resolve, Bytes: e.Bytes, Conns: e.Conns, Idle: e.Idle}
+	o := egress.Options{AllowPrivate: e.AllowPrivate, Resolve: e.Resolve, Bytes: e.Bytes, Conns: e.Conns, Idle: e.Idle}
+	if ap, ok := listenAddrPort(cfg.Server.Addr); ok {
+		o.Never = []netip.AddrPort{ap}
+	}
+	return o
+}
+
+// listenAddrPort reads a listen address: an IP and port, "localhost"
+// as 127.0.0.1, no host (":8080") as every address.
+func listenAddrPort(s string) (netip.AddrPort, bool) {
+	host, port, err := net.SplitHostPort(s)
+	n, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || n < 1 || n > 65535 {
+		return netip.AddrPort{}, false
+	}
+	a := netip.IPv4Unspecified()
+	switch host {
+	case "":
+	case "localhost":
+		a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	default:
+		if a, err = netip.ParseAddr(host); err != nil {
+			return netip.AddrPort{}, false
+		}
+	}
+	return netip.AddrPortFrom(a.WithZone(""), uint16(n)), true
 }
 
 // LocalEgress is the way out of a sandbox agentbox makes outside a job

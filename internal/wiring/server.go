@@ -122,7 +122,7 @@ func (s *Server) openJobs(ctx context.Context, reg *prometheus.Registry) error {
 		sc.Concurrency = 0
 	}
 	j, err := openJobs(ctx, cfg, s.log, jobsConfig{dir: cfg.DataDir, store: cfg.Store, workers: true, noDriver: !runsJobs(cfg.Role),
-		metrics: reg, maxAttempts: cfg.Server.MaxAttempts, ceilings: &cfg.Sandbox.Ceilings, sched: sc, blobs: true})
+		metrics: reg, maxAttempts: cfg.Server.MaxAttempts, ceilings: &cfg.Sandbox.Ceilings, sched: sc, blobs: true, server: s.listener.Addr()})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,6 +100,9 @@ type jobsConfig struct {
 	// one, the service's workspaces are its checkpoints and the workers
 	// checkpoint to it.
 	blobs bool
+	// server is the address the server listens on (serve only): the
+	// egress proxies never connect to it (egress.Options.Never).
+	server net.Addr
 }
 
 // openJobs assembles the job side jc describes; log receives the driver's
@@ -188,7 +192,7 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 	}
 	jc.sched.Workspaces, jc.sched.Repos, jc.sched.Media = j.workspaces, j.repos, j.media
 	if !jc.noDriver {
-		jc.sched.Egress = newEgress(cfg, jc.metrics)
+		jc.sched.Egress = newEgress(cfg, jc.metrics, jc.server)
 	}
 	if jc.inPlace != "" {
 		d = personalWorkspaces{d}

@@ -3,7 +3,9 @@ package wiring
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/egress"
 )
 
 // TestClosersCloseLastFirst: what was opened last is closed first, every
@@ -105,5 +108,24 @@ func TestNoGitMeansNoRepos(t *testing.T) {
 	r, err := newRepos(cfg, cfg.DataDir, slog.New(slog.DiscardHandler))
 	if err != nil || r != nil {
 		t.Fatalf("without git: newRepos = %v, %v; want none and no error", r, err)
+	}
+}
+
+// TestEgressNeverServer: the workers' proxies are told the server's own
+// listener, which no sandbox reaches whatever ALLOW_PRIVATE opens.
+func TestEgressNeverServer(t *testing.T) {
+	cfg := config.Config{Egress: config.Egress{Policy: &egress.Config{}}}
+	cfg.Server.Addr = "127.0.0.1:0"
+	e := newEgress(cfg, nil, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080})
+	if fmt.Sprint(e.Options.Never) != "[127.0.0.1:8080]" {
+		t.Errorf("Never %v, want [127.0.0.1:8080]", e.Options.Never)
+	}
+	// exec and chat: the configured address, a server of this machine's.
+	for addr, want := range map[string]string{"127.0.0.1:8080": "[127.0.0.1:8080]", ":9000": "[0.0.0.0:9000]",
+		"localhost:80": "[127.0.0.1:80]", "[::1]:8080": "[[::1]:8080]", "host.example:80": "[]"} {
+		cfg.Server.Addr = addr
+		if got := fmt.Sprint(egressOptions(cfg).Never); got != want {
+			t.Errorf("AGENTBOX_ADDR %s: Never %s, want %s", addr, got, want)
+		}
 	}
 }
