@@ -107,10 +107,14 @@ const maxHead = 64 << 10
 
 var errHeadTooLarge = errors.New("header block over 64 KiB")
 
-// headLimit bounds what is read through it while n >= 0.
+// headLimit bounds what is read through it while n >= 0 (a header
+// block's read); n < 0 is no bound.
 type headLimit struct {
 	r io.Reader
 	n int64
+	// over is what a read past the bound returns: nil for
+	// errHeadTooLarge (the broker's relay wants io.EOF).
+	over error
 }
 
 func (h *headLimit) Read(b []byte) (int, error) {
@@ -118,6 +122,9 @@ func (h *headLimit) Read(b []byte) (int, error) {
 		return h.r.Read(b)
 	}
 	if h.n == 0 {
+		if h.over != nil {
+			return 0, h.over
+		}
 		return 0, errHeadTooLarge
 	}
 	if int64(len(b)) > h.n {

@@ -82,7 +82,7 @@ func (b *Broker) Terminate(ctx context.Context, client net.Conn, t Termination) 
 		return fmt.Errorf("broker handshake with sandbox for %s: %w", host, err)
 	}
 	r := &brokerRelay{b: b, t: t, host: host, ctx: ctx, client: client}
-	r.cin = &brokerLimitReader{r: srv}
+	r.cin = &headLimit{r: srv, over: io.EOF}
 	r.cr = bufio.NewReaderSize(r.cin, brokerBufSize)
 	r.cw = bufio.NewWriterSize(srv, brokerBufSize)
 	return r.serve()
@@ -96,12 +96,12 @@ type brokerRelay struct {
 	ctx    context.Context
 	client net.Conn
 
-	cin *brokerLimitReader
+	cin *headLimit
 	cr  *bufio.Reader
 	cw  *bufio.Writer
 
 	up  *tls.Conn // nil until the first forwarded request
-	uin *brokerLimitReader
+	uin *headLimit
 	ur  *bufio.Reader
 
 	head bool // the request being answered is a HEAD: answers have no body
@@ -220,7 +220,7 @@ func (r *brokerRelay) dialUpstream() error {
 		return fmt.Errorf("tls: %w", err)
 	}
 	r.up = up
-	r.uin = &brokerLimitReader{r: up, n: -1}
+	r.uin = &headLimit{r: up, n: -1, over: io.EOF}
 	r.ur = bufio.NewReaderSize(r.uin, brokerBufSize)
 	return nil
 }

@@ -37,27 +37,6 @@ func brokerLowerASCII(s string) string {
 	return string(b)
 }
 
-// brokerLimitReader reads at most n bytes from r while n >= 0; n < 0 is
-// no limit. The relay sets n around header reads.
-type brokerLimitReader struct {
-	r io.Reader
-	n int64
-}
-
-func (l *brokerLimitReader) Read(p []byte) (int, error) {
-	if l.n < 0 {
-		return l.r.Read(p)
-	}
-	if l.n == 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.r.Read(p)
-	l.n -= int64(n)
-	return n, err
-}
 
 // brokerReplacer writes to w what is written to it with every occurrence
 // of old replaced by new, also when an occurrence is split across writes:
