@@ -37,7 +37,6 @@ func brokerLowerASCII(s string) string {
 	return string(b)
 }
 
-
 // brokerReplacer writes to w what is written to it with every occurrence
 // of old replaced by new, also when an occurrence is split across writes:
 // it holds back the longest tail that could begin one (at most len(old)-1
