@@ -68,7 +68,7 @@ func (s *Scheduler) startEgress(ctx context.Context, j store.Job, sb sandbox.San
 	// change made since reached no proxy, and its event is before where
 	// the log is followed from. Once changes are followed, the policy in
 	// force now is read and applied.
-	stopLocal := s.watchNetwork(j.ID, je.SetPolicy)
+	stopLocal := s.netWatch.add(j.ID, je.SetPolicy)
 	after, err := s.store.LastSeq(ctx, j.ID)
 	if err != nil {
 		s.log.Warn("follow network policy", "job_id", j.ID, "err", err)
@@ -118,7 +118,7 @@ func (je *jobEgress) Denied(since time.Time) []event.Network {
 
 // followPolicy applies the policy changes another process (an API
 // replica) appended to the job's log after seq after: the local ones were
-// applied when they were made (watchNetwork).
+// applied when they were made (Service.WatchNetwork).
 func (s *Scheduler) followPolicy(ctx context.Context, id string, after int64, apply func(egress.Policy)) {
 	ch, unsub := s.hub.subscribe(id)
 	defer unsub()
@@ -146,33 +146,6 @@ func (s *Scheduler) followPolicy(ctx context.Context, id string, after int64, ap
 				}
 			}
 		}
-	}
-}
-
-// watchNetwork registers fn as the applier of job id's policy changes
-// made in this process (Service.SetNetwork calls it before answering, so
-// the next connection already sees the change).
-func (s *Scheduler) watchNetwork(id string, fn func(egress.Policy)) (stop func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.netWatch == nil {
-		s.netWatch = map[string]func(egress.Policy){}
-	}
-	s.netWatch[id] = fn
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.netWatch, id)
-	}
-}
-
-// applyNetwork hands job id's new policy to its proxy if it runs here.
-func (s *Scheduler) applyNetwork(id string, p egress.Policy) {
-	s.mu.Lock()
-	fn := s.netWatch[id]
-	s.mu.Unlock()
-	if fn != nil {
-		fn(p)
 	}
 }
 

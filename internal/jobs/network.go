@@ -149,9 +149,6 @@ func (s *Service) UpdateNetwork(ctx context.Context, id string, fn func(egress.P
 	for _, fn := range s.netWatch.of(id) {
 		fn(p)
 	}
-	if s.sched != nil {
-		s.sched.applyNetwork(id, p)
-	}
 	return p, nil
 }
 
@@ -159,7 +156,11 @@ func (s *Service) UpdateNetwork(ctx context.Context, id string, fn func(egress.P
 // changes it in this process, until stop is called. fn runs in
 // SetNetwork's goroutine, before it returns: it must not block.
 func (s *Service) WatchNetwork(id string, fn func(egress.Policy)) (stop func()) {
-	w := &s.netWatch
+	return s.netWatch.add(id, fn)
+}
+
+// add registers fn as a watcher of job id's policy until stop.
+func (w *netWatchers) add(id string, fn func(egress.Policy)) (stop func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.byID == nil {

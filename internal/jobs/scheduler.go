@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentbox/agentbox/internal/egress"
 	"log/slog"
 	"sync"
 	"time"
@@ -112,21 +111,23 @@ func (c *SchedulerConfig) defaults() {
 // Scheduler claims pending jobs and runs each in a fresh sandbox through the
 // Agent, heartbeating its lease, until the job ends or the server stops.
 type Scheduler struct {
-	cfg     SchedulerConfig
-	store   store.Store
-	driver  sandbox.Driver
-	agent   Agent
-	hub     *hub
-	metrics *Metrics
-	log     *slog.Logger
-	wakeCh  chan struct{}
-	ckpt    *checkpoints
+	cfg    SchedulerConfig
+	store  store.Store
+	driver sandbox.Driver
+	agent  Agent
+	hub    *hub
+	// netWatch holds the running jobs' proxies, which the Service over
+	// this scheduler tells of a policy change made in this process.
+	netWatch *netWatchers
+	metrics  *Metrics
+	log      *slog.Logger
+	wakeCh   chan struct{}
+	ckpt     *checkpoints
 
 	mu         sync.Mutex
 	running    map[string]context.CancelCauseFunc
-	sandboxes  map[string]sandbox.Sandbox     // of running jobs, for Service.Guest
-	pauseUntil time.Time                      // no claims before this (engine outage)
-	netWatch   map[string]func(egress.Policy) // of running jobs: applies a policy change made here
+	sandboxes  map[string]sandbox.Sandbox // of running jobs, for Service.Guest
+	pauseUntil time.Time                  // no claims before this (engine outage)
 	jobs       sync.WaitGroup
 }
 
@@ -135,7 +136,7 @@ func NewScheduler(cfg SchedulerConfig, st store.Store, d sandbox.Driver, agent A
 	cfg.defaults()
 	m.setLease(cfg.Lease)
 	return &Scheduler{
-		cfg: cfg, store: st, driver: d, agent: agent, hub: newHub(), metrics: m, log: cfg.Log,
+		cfg: cfg, store: st, driver: d, agent: agent, hub: newHub(), netWatch: &netWatchers{}, metrics: m, log: cfg.Log,
 		wakeCh: make(chan struct{}, 1), running: map[string]context.CancelCauseFunc{},
 		sandboxes: map[string]sandbox.Sandbox{}, ckpt: newCheckpoints(cfg.CheckpointMarks),
 	}

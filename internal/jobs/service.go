@@ -94,9 +94,10 @@ type Service struct {
 	isolation      string
 	checkIsolation func(ctx context.Context, iso string) error
 	// egress is what jobs' network policies are checked against
-	// (SetEgress); netWatch the local watchers of their changes.
+	// (SetEgress); netWatch the local watchers of their changes (the
+	// scheduler's running proxies among them).
 	egress   *egress.Config
-	netWatch netWatchers
+	netWatch *netWatchers
 }
 
 // SetIsolation sets the tier of a job that names none (def, "" for
@@ -125,14 +126,15 @@ func (s *Service) resolveIsolation(ctx context.Context, req SubmitRequest) (stri
 // NewService returns the service over st, whose jobs' workspaces ws keeps.
 // sched may be nil.
 func NewService(st store.Store, ws workspace.Store, maxAttempts int, sched *Scheduler) *Service {
-	h := newHub()
+	h, w := newHub(), &netWatchers{}
 	if sched != nil {
-		h = sched.hub // the scheduler's events wake the service's followers
+		h = sched.hub      // the scheduler's events wake the service's followers
+		w = sched.netWatch // and its proxies hear the policy changes made here
 	}
 	if maxAttempts <= 0 {
 		maxAttempts = 3
 	}
-	return &Service{store: st, hub: h, sched: sched, ws: ws, maxAtt: maxAttempts,
+	return &Service{store: st, hub: h, netWatch: w, sched: sched, ws: ws, maxAtt: maxAttempts,
 		ceilings: config.Default().Sandbox.Ceilings, images: config.Default().Sandbox.AllowedImages()}
 }
 
