@@ -43,8 +43,13 @@ type Command struct {
 	Command string `json:"command"`
 }
 
-// Output is a piece of a command's output; Stream is "stdout" or "stderr".
+// Output is a piece of a command's output as it is produced; Stream is
+// "stdout" or "stderr". Call is the id of the agent's tool call (ToolCall)
+// whose command wrote it, empty for the shell agent's script; a tool's
+// output events come between its ToolCall and its ToolResult, which still
+// carries the whole (capped) output the model saw.
 type Output struct {
+	Call   string `json:"call,omitempty"`
 	Stream string `json:"stream"`
 	Text   string `json:"text"`
 }
