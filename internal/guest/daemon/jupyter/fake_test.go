@@ -28,8 +28,10 @@ type fakeJupyter struct {
 	kernels map[string]*fakeKernel
 	calls   []string
 	// aborts is how many executions to answer "aborted" before running one;
-	// deaths how many "dead on arrival" executions find the kernel dead.
-	aborts, deaths int
+	// deaths how many "dead on arrival" executions find the kernel dead;
+	// silent how many executions vanish unanswered, as one sent to a killed
+	// kernel does.
+	aborts, deaths, silent int
 }
 
 type fakeKernel struct {
@@ -207,6 +209,13 @@ func (f *fakeJupyter) run(ctx context.Context, c *websocket.Conn, k *fakeKernel,
 	f.mu.Unlock()
 	if die {
 		serverStatus("restarting")
+		return true
+	}
+	f.mu.Lock()
+	vanish := f.silent > 0
+	f.silent--
+	f.mu.Unlock()
+	if vanish {
 		return true
 	}
 	f.record("run " + code)

@@ -52,6 +52,9 @@ const (
 	restartPause = 500 * time.Millisecond
 	// watchEvery is how often the kernel's process is checked while code runs.
 	watchEvery = 500 * time.Millisecond
+	// defaultStartWait is how long a kernel whose process is not identified
+	// has to take a request (its busy status) before it is taken for dead.
+	defaultStartWait = 30 * time.Second
 )
 
 // Why a kernel was (re)started, as guest.KernelResult.Restarted says it.
@@ -86,8 +89,10 @@ type kernelState struct {
 	// kernel is fake turn it off).
 	watch bool
 	// grace is how long interrupted code has to stop; prepareTime and
-	// settleTime bound a call's work before and after its code.
-	grace, prepareTime, settleTime time.Duration
+	// settleTime bound a call's work before and after its code; startWait
+	// is how long a kernel whose process is not identified may take to
+	// start on a request.
+	grace, prepareTime, settleTime, startWait time.Duration
 }
 
 // newKernelState is a Server's one kernel, not started until first used.
@@ -95,6 +100,7 @@ func newKernelState(log *slog.Logger) *kernelState {
 	return &kernelState{
 		turn: make(chan struct{}, 1), http: newJupyterClient(), log: log, watch: true,
 		grace: defaultInterruptGrace, prepareTime: guest.KernelPrepareTimeout, settleTime: guest.KernelSettleTimeout,
+		startWait: defaultStartWait,
 	}
 }
 
@@ -432,9 +438,15 @@ func (k *kernelState) probe(ctx context.Context) error {
 	}
 	_ = json.Unmarshal(m.Content, &r)
 	pid, _ := strconv.Atoi(r.UserExpressions.PID.Data["text/plain"])
-	if p, ok := findProc(pid); ok && k.watch {
-		k.proc = p
-		proc.RaiseOOMScore(pid)
+	if !k.watch {
+		return nil
 	}
+	p, ok := findProc(pid)
+	if !ok {
+		k.log.Warn("kernel process not identified; a kill is noticed only when a request goes unanswered", "kernel", k.id, "pid", pid)
+		return nil
+	}
+	k.proc = p
+	proc.RaiseOOMScore(pid)
 	return nil
 }

@@ -53,12 +53,25 @@ func (k *kernelState) run(ctx context.Context, code string, deadline time.Time, 
 
 // wait reads the kernel's messages for x until it is done or something
 // else ends the wait.
+//
+// A kernel whose process could not be identified cannot be watched for a
+// kill, and a request sent to a killed one is answered by nothing (the
+// server relays it to sockets no process reads, or to the kernel it
+// restarted by itself, which does not know it): if such a kernel has not
+// started on x within startWait, it is taken for dead, and runCode runs
+// the code again in a fresh kernel rather than waiting out its timeout.
 func (k *kernelState) wait(ctx context.Context, x *execution, deadline time.Time) outcome {
 	c := k.conn
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	tick := time.NewTicker(watchEvery)
 	defer tick.Stop()
+	var unstarted <-chan time.Time
+	if !k.proc.known() && k.startWait > 0 {
+		t := time.NewTimer(k.startWait)
+		defer t.Stop()
+		unstarted = t.C
+	}
 	var grace <-chan time.Time
 	for !x.idle || !x.replied {
 		if x.idle && grace == nil {
@@ -81,6 +94,10 @@ func (k *kernelState) wait(ctx context.Context, x *execution, deadline time.Time
 			}
 		case <-grace:
 			return finished // the outputs are complete; only the reply's count is missing
+		case <-unstarted:
+			if !x.started {
+				return died
+			}
 		}
 	}
 	return finished

@@ -102,6 +102,27 @@ func TestKernelDyingIsReported(t *testing.T) {
 	}
 }
 
+// A killed kernel whose process the guest could not identify answers
+// nothing: the request is not waited on until its timeout, but run again
+// in a fresh kernel once the kernel has not started on it for startWait.
+func TestKernelUnansweredRequestIsResent(t *testing.T) {
+	f, s := newFakeJupyter(t), kernelTestWorkspace(t)
+	k, j := f.state()
+	k.startWait = 300 * time.Millisecond
+	execFake(t, k, j, s, "print", 0)
+	f.mu.Lock()
+	f.silent = 1
+	f.mu.Unlock()
+	start := time.Now()
+	res := execFake(t, k, j, s, "print", 0)
+	if !strings.Contains(res.Restarted, "had died") || res.Result != "42" || f.count("POST restart") != 1 {
+		t.Fatalf("unanswered request: %+v, %d restarts", res, f.count("POST restart"))
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Fatalf("the unanswered request took %v, want about startWait", took)
+	}
+}
+
 func TestKernelConnectionLost(t *testing.T) {
 	f, s := newFakeJupyter(t), kernelTestWorkspace(t)
 	k, j := f.state()
