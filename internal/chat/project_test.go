@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,6 +133,15 @@ func TestSessionProjectRefused(t *testing.T) {
 	if d.created != 0 {
 		t.Errorf("%d sandboxes created", d.created)
 	}
+	// A new session whose sandbox cannot be made leaves no copy behind.
+	d.fail = errors.New("no such tier here")
+	cfg.Project = Project{Dir: project(t)}
+	if _, err := Open(context.Background(), cfg, "nosandbox"); err == nil || !strings.Contains(err.Error(), "no such tier") {
+		t.Errorf("a sandbox that cannot be made: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(cfg.Dir, "nosandbox")); err == nil {
+		t.Errorf("a session that could not start left its directory")
+	}
 }
 
 // TestSessionsListing: the listing names each session with what it works
@@ -169,5 +179,23 @@ func TestSessionsListing(t *testing.T) {
 	}
 	if strings.Contains(sb.String(), "and then some") {
 		t.Errorf("a second line of a message is listed:\n%s", sb.String())
+	}
+}
+
+// TestLoadFailureKeepsTheSession: a /load that cannot open its session
+// says why, and the conversation goes on in the session open before.
+func TestLoadFailureKeepsTheSession(t *testing.T) {
+	cfg, d, _, errw := newConfig(t, llmtest.Steps(llmtest.Say("Still in a.")))
+	os.MkdirAll(filepath.Join(cfg.Dir, "b"), 0o755)
+	os.WriteFile(filepath.Join(cfg.Dir, "b", metaFile), []byte("{not json"), 0o600)
+	s := openAndSay(t, cfg, "a", "/load b", "hello")
+	if s.Name() != "a" || !strings.Contains(errw.String(), "agentbox: /load b: session b: session.json") {
+		t.Errorf("session %s after a failed /load; stderr:\n%s", s.Name(), errw.String())
+	}
+	if msgs := savedMessages(t, cfg, "a"); len(msgs) != 2 || msgs[0].PlainText() != "hello" {
+		t.Errorf("a's conversation: %+v", msgs)
+	}
+	if d.created != d.destroyed {
+		t.Errorf("%d sandboxes created, %d destroyed", d.created, d.destroyed)
 	}
 }

@@ -157,11 +157,13 @@ func (s *Session) open(ctx context.Context, name string, want Project) error {
 		return err
 	}
 	if err := s.openLocked(ctx, name, dir, want); err != nil {
-		unlock()
 		if made { // a new session that failed to start leaves nothing
+			_ = s.ws.Remove(context.WithoutCancel(ctx), name) // its copy, if made
+			os.Remove(filepath.Join(dir, metaFile))
 			os.Remove(filepath.Join(dir, "session.lock"))
 			os.Remove(dir)
 		}
+		unlock()
 		return err
 	}
 	s.unlock = unlock

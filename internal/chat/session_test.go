@@ -27,11 +27,15 @@ type fakeDriver struct {
 	mu                 sync.Mutex
 	created, destroyed int
 	spec               sandbox.Spec
+	fail               error // what Create fails with, if set
 }
 
 func (d *fakeDriver) Create(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.fail != nil {
+		return nil, d.fail
+	}
 	d.created++
 	d.spec = spec
 	return fakeSandbox{d}, nil
