@@ -69,6 +69,11 @@ context size. From a pipe or a script, messages are read a line at a time
 			if o.session == "" {
 				o.session = time.Now().Format("20060102-150405")
 			}
+			// Checked here, so that a bad one is said first; the session
+			// checks it again as it opens (on a saved one, what it had).
+			if _, err := workspace.ProjectDir(o.project.Dir, a.cfg.DataDir, o.project.InPlace); err != nil {
+				return err
+			}
 			var err error
 			if o.network, err = nf.Policy(a.cfg.Egress.Policy); err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -216,4 +217,47 @@ func TestChatAndRunShareSandboxFlags(t *testing.T) {
 			t.Errorf("--%s: chat's help %q, run's %q", name, c.Usage, r.Usage)
 		}
 	}
+}
+
+// TestChatSandboxFlags: chat's --memory and --cpus reach its sandbox;
+// bad values are refused before anything starts, naming the flag.
+func TestChatSandboxFlags(t *testing.T) {
+	t.Run("refused", func(t *testing.T) {
+		t.Setenv("AGENTBOX_DATA_DIR", t.TempDir())
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--isolation", "nope"}, "isolation"},
+			{[]string{"--memory", "lots"}, "--memory"},
+			{[]string{"--cpus", "-1"}, "--cpus"},
+			{[]string{"--image", "not-allowed:1"}, "not one the operator allows"},
+			{[]string{"--in-place"}, "--in-place goes with --workspace DIR"},
+		} {
+			_, _, err := run(t.Context(), append([]string{"chat"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("chat %v: %v; want it to say %q", tc.args, err, tc.want)
+			}
+		}
+	})
+	t.Run("applied", func(t *testing.T) {
+		sandboxEnv(t)
+		useModel(t, llmtest.Steps(
+			llmtest.Call("bash", map[string]any{"command": "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes; " +
+				"cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"}),
+			llmtest.Say("Limits read."),
+		))
+		cmd := exec.Command(guestBinary, "chat", "--session", "limits", "--memory", "300m", "--cpus", "0.5")
+		cmd.Stdin = strings.NewReader("what are your limits?\n")
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("chat: %v\n%s", err, errOut.String())
+		}
+		for _, want := range []string{strconv.Itoa(300 << 20), "50000 100000"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("the sandbox's cgroup lacks %q:\n%s", want, out.String())
+			}
+		}
+	})
 }
