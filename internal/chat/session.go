@@ -189,7 +189,7 @@ func (s *Session) openLocked(ctx context.Context, name, dir string, want Project
 	if err != nil {
 		return err
 	}
-	if err := writeMeta(dir, meta{Project: s.project, Last: m.Last, Saved: time.Now()}); err != nil {
+	if err := writeMeta(dir, meta{Project: s.project, Last: lastSaid(h.Messages), Saved: time.Now()}); err != nil {
 		return fmt.Errorf("session %s: %w", name, err)
 	}
 	spec := s.cfg.Sandbox
