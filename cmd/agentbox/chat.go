@@ -6,26 +6,44 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/chat"
 	"github.com/agentbox/agentbox/internal/egress"
+	"github.com/agentbox/agentbox/internal/render"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/wiring"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 func newChatCmd(a *app) *cobra.Command {
-	var session, model string
+	var o chatOptions
+	var sb wiring.SandboxRequest
 	var nf wiring.NetworkFlags
+	var list bool
 	cmd := &cobra.Command{
 		Use:   "chat",
-		Short: "Talk with the agent interactively in one sandbox; sessions are saved and resumable",
+		Short: "Talk with the agent interactively in one sandbox, in your project or its own; sessions are saved and resumable",
 		Long: `chat is an interactive session with the agent in one sandbox: each message
 you send is worked on with the tools (shell, files, code) until the model
 answers. The conversation and the workspace are saved under
 <data dir>/chats/<session>/ after every step; --session or /load resumes
-one.
+one, and leaving says how.
+
+--workspace DIR (--workspace . for the directory you are in) starts the
+session from DIR's files, as run does: the sandbox sees a copy of DIR at
+/workspace, made in the session's directory, and DIR itself is never
+modified (FIFOs, sockets and devices are not copied; symlinks are copied as
+they are); leaving says where the copy is and how to compare it with DIR.
+With --in-place the session works in DIR itself: the sandbox mounts it, its
+files belong to the sandbox's uid while the session is open and to DIR's
+owner again after it (this needs root); leaving names the symlinks the
+agent left that lead out of DIR. A resumed session works on what it was
+started on: no --workspace is needed, and another one is refused.
 
 On a terminal the prompt is a line editor: a pasted block is one message
 (shown as typed, or as "[pasted N lines]" when long; Ctrl-O expands it);
@@ -38,24 +56,41 @@ context size. From a pipe or a script, messages are read a line at a time
 (a trailing \ continues one) with the same commands.
 
 ` + chat.Help + networkHelp,
-		Example: `  agentbox chat
+		Example: `  agentbox chat --workspace .
+  sudo agentbox chat --workspace ~/proj --in-place
   agentbox chat --session flask-api --model anthropic:claude-sonnet-4-5
-  agentbox chat --preset python --allow api.example.com`,
+  agentbox chat --list
+  agentbox chat --preset python --allow api.example.com --memory 4g`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if session == "" {
-				session = time.Now().Format("20060102-150405")
+			if list {
+				return a.listSessions(cmd.OutOrStdout())
 			}
-			network, err := nf.Policy(a.cfg.Egress.Policy)
-			if err != nil {
+			if o.session == "" {
+				o.session = time.Now().Format("20060102-150405")
+			}
+			// Checked here, so that a bad one is said first; the session
+			// checks it again as it opens (on a saved one, what it had).
+			if _, err := workspace.ProjectDir(o.project.Dir, a.cfg.DataDir, o.project.InPlace); err != nil {
 				return err
 			}
-			return a.chat(cmd.Context(), chatOptions{session: session, model: model, network: network}, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			var err error
+			if o.network, err = nf.Policy(a.cfg.Egress.Policy); err != nil {
+				return err
+			}
+			if o.sandbox, err = sb.Spec(a.cfg); err != nil {
+				return err
+			}
+			return a.chat(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&session, "session", "", "session to start or resume (default: a new one named by the time)")
-	cmd.Flags().StringVar(&model, "model", "", "model as provider:name (default AGENTBOX_MODEL)")
-	addNetworkFlags(cmd.Flags(), &nf, true)
+	fl := cmd.Flags()
+	fl.StringVar(&o.session, "session", "", "session to start or resume (default: a new one named by the time)")
+	fl.StringVar(&o.model, "model", "", "model as provider:name (default AGENTBOX_MODEL)")
+	fl.BoolVar(&list, "list", false, "list the saved sessions (what each works on, when saved, its last message) and exit")
+	addProjectFlags(fl, &o.project.Dir, &o.project.InPlace)
+	addSandboxFlags(fl, &sb)
+	addNetworkFlags(fl, &nf, true)
 	a.driverFlag(cmd)
 	return cmd
 }
@@ -63,14 +98,17 @@ context size. From a pipe or a script, messages are read a line at a time
 // chatOptions are what `agentbox chat` was asked for.
 type chatOptions struct {
 	session, model string
+	// project is --workspace and --in-place as typed.
+	project chat.Project
+	// sandbox is the sandbox's limits, image and tier, checked.
+	sandbox sandbox.Spec
 	// network is the egress policy, checked.
 	network egress.Policy
 }
 
 // chat runs one interactive session; an interrupted turn exits 130.
 func (a *app) chat(ctx context.Context, o chatOptions, in io.Reader, out, errw io.Writer) error {
-	session, spec := o.session, o.model
-	model, err := wiring.ModelResolver(a.cfg.Model)(spec)
+	model, err := wiring.ModelResolver(a.cfg.Model)(o.model)
 	if err != nil {
 		return err
 	}
@@ -83,22 +121,81 @@ func (a *app) chat(ctx context.Context, o chatOptions, in io.Reader, out, errw i
 	if err != nil {
 		return err
 	}
-	s, err := chat.Open(ctx, chat.Config{Dir: filepath.Join(a.cfg.DataDir, "chats"), Driver: drv, Model: model, ModelSpec: spec,
-		Tools: wiring.Tools(a.cfg.Sandbox), ContextWindow: a.cfg.Agent.ContextWindow, Network: o.network, Egress: proxy, Out: out, Err: errw}, session)
+	s, err := chat.Open(ctx, chat.Config{Dir: a.chatsDir(), Driver: drv, Model: model, ModelSpec: o.model,
+		Tools: wiring.Tools(a.cfg.Sandbox), ContextWindow: a.cfg.Agent.ContextWindow, Network: o.network, Egress: proxy,
+		Sandbox: o.sandbox, Project: o.project, DataDir: a.cfg.DataDir, MaxCopy: a.cfg.Server.MaxUpload, Out: out, Err: errw}, o.session)
 	if err != nil {
 		return err
 	}
 	defer func() { s.Close(context.WithoutCancel(ctx)) }()
-	fmt.Fprintf(errw, "agentbox chat: session %s, model %s, workspace %s (/help for commands)\n", s.Name(), model.Info().Name, s.WorkspaceDir())
+	fmt.Fprintf(errw, "agentbox chat: session %s, model %s, workspace %s (/help for commands)\n", s.Name(), model.Info().Name, render.Printable(workspaceLine(s)))
 	input, closeInput, err := chat.OpenInput(in, errw)
 	if err != nil {
 		return err
 	}
 	defer closeInput.Close()
 	err = s.Run(ctx, input)
-	if errors.Is(err, chat.ErrInterrupted) {
-		fmt.Fprintf(errw, "\ninterrupted; session saved: agentbox chat --session %s\n", s.Name())
+	interrupted := errors.Is(err, chat.ErrInterrupted)
+	if err != nil && !interrupted {
+		return err
+	}
+	s.Close(context.WithoutCancel(ctx)) // the sandbox gone, an in-place DIR is its owner's again
+	leaveChat(errw, s, interrupted)
+	if interrupted {
 		return exitError{130}
 	}
-	return err
+	return nil
+}
+
+// chatsDir holds the chat sessions.
+func (a *app) chatsDir() string { return filepath.Join(a.cfg.DataDir, "chats") }
+
+// listSessions prints the saved sessions (chat --list).
+func (a *app) listSessions(w io.Writer) error {
+	list, err := chat.List(a.chatsDir())
+	if err != nil {
+		return err
+	}
+	return chat.WriteSessions(w, list, "", time.Now())
+}
+
+// workspaceLine says where the session's sandbox works, for its first line.
+func workspaceLine(s *chat.Session) string {
+	p := s.Project()
+	switch {
+	case p.InPlace:
+		return p.Dir + " (in place)"
+	case p.Dir != "":
+		return s.WorkspaceDir() + " (a copy of " + p.Dir + ")"
+	}
+	return s.WorkspaceDir()
+}
+
+// leaveChat says, as the session closes, how to resume it and where its
+// work is: in DIR itself, or in the copy, and how to compare it with DIR.
+func leaveChat(w io.Writer, s *chat.Session, interrupted bool) {
+	if interrupted {
+		fmt.Fprint(w, "\ninterrupted; ")
+	}
+	fmt.Fprintf(w, "session saved; resume it with: agentbox chat --session %s\n", s.Name())
+	p := s.Project()
+	r := wiring.RunReport{Workspace: s.WorkspaceDir(), From: p.Dir, InPlace: p.InPlace, NotCopied: s.NotCopied()}
+	if p.InPlace {
+		r.LinksOut = workspace.DescribeLinksOut(p.Dir)
+	}
+	printResult(w, r)
+	if p.Dir != "" && !p.InPlace {
+		fmt.Fprintf(w, "to see the changes: diff -ru --no-dereference %s %s\n", render.Printable(shellQuote(p.Dir)), render.Printable(shellQuote(r.Workspace)))
+	}
+}
+
+// shellSafe matches a word the shell takes as it is.
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
+
+// shellQuote is s as one shell word.
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

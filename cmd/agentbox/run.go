@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/artifact"
-	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wire"
@@ -70,16 +69,11 @@ missing, a network policy the operator does not allow).` + networkHelp,
 	fl.StringVar(&f.Model, "model", "", "model as provider:name, e.g. anthropic:claude-sonnet-4-5 or openai:gpt-4.1 (default AGENTBOX_MODEL)")
 	fl.IntVar(&f.MaxSteps, "max-steps", 0, "stop after this many model steps (default AGENTBOX_MAX_STEPS, else 100)")
 	fl.DurationVar(&f.Timeout, "timeout", 0, "wall-clock limit of the job (default AGENTBOX_JOB_TIMEOUT, else 30m)")
-	fl.StringVar(&f.Memory, "memory", "", "sandbox memory limit, e.g. 2g")
-	fl.StringVar(&f.CPUs, "cpus", "", "sandbox CPU limit, e.g. 1.5")
-	fl.StringVar(&f.Disk, "disk", "", "sandbox disk quota, workspace included, e.g. 2g (default AGENTBOX_SANDBOX_DISK, else 10g)")
-	fl.StringVar(&f.Isolation, "isolation", "", isolationUsage)
-	fl.StringVar(&f.Image, "image", "", "sandbox image, one AGENTBOX_IMAGES lists (default AGENTBOX_IMAGE, else "+config.DefaultImage+")")
+	addSandboxFlags(fl, &f.SandboxRequest)
 	fl.StringVar(&f.Repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned with the host's credentials (AGENTBOX_GIT_*)")
 	fl.StringVar(&f.Ref, "ref", "", "with --repo: the branch, tag or commit to start from (default: the remote's default branch)")
 	hb.add(fl)
-	fl.StringVar(&f.Workspace, "workspace", "", "start from a copy of this directory's files (DIR is not modified)")
-	fl.BoolVar(&f.InPlace, "in-place", false, "with --workspace: work in DIR itself, changing it (needs root)")
+	addProjectFlags(fl, &f.Workspace, &f.InPlace)
 	addNetworkFlags(fl, &nf, true)
 	a.driverFlag(cmd)
 	return cmd
@@ -153,5 +147,9 @@ func printResult(w io.Writer, r wiring.RunReport) {
 		fmt.Fprintf(w, "workspace: %s (a copy of %s, which is unchanged)\nartifacts: %s\n", r.Workspace, r.From, r.Zip)
 	case r.Zip != "":
 		fmt.Fprintf(w, "workspace: %s\nartifacts: %s\n", r.Workspace, r.Zip)
+	case r.From != "":
+		fmt.Fprintf(w, "workspace: %s (a copy of %s, which is unchanged)\n", r.Workspace, r.From)
+	case r.Workspace != "":
+		fmt.Fprintf(w, "workspace: %s\n", r.Workspace)
 	}
 }

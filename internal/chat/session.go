@@ -2,9 +2,12 @@
 // opening or resuming it (its history, its lock, a sandbox on its
 // workspace), the turns (the agent loop until the model hands the turn
 // back), the /commands, and saving after every step. Sessions live in one
-// directory each, <dir>/<name>/ with history.json, session.lock and the
-// workspace. The caller builds the driver, the model and the tools and
-// reads the user's messages through an Input; it owns flags and exit codes.
+// directory each, <dir>/<name>/ with history.json, session.json (what it
+// works on, its last message), session.lock and the workspace: empty at
+// first, or a copy of a project directory, unless the session works in
+// the project itself (in place). The caller builds the driver, the model
+// and the tools and reads the user's messages through an Input; it owns
+// flags and exit codes.
 package chat
 
 import (
@@ -16,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/agent"
@@ -52,6 +56,19 @@ type Config struct {
 	Network egress.Policy
 	// Egress is the sandbox's way out under Network (nil: none at all).
 	Egress Egress
+	// Sandbox is what the session's sandbox is made with: limits, image,
+	// tier (checked by the caller); the workspace and the environment are
+	// the session's own.
+	Sandbox sandbox.Spec
+	// Project is what a new session works on (zero: an empty workspace
+	// of its own); a saved session keeps what it was started on, and a
+	// Project given for it must be the same.
+	Project Project
+	// DataDir is agentbox's data dir, which a project may neither hold
+	// nor be in.
+	DataDir string
+	// MaxCopy bounds the bytes of a project's copy (0: the default).
+	MaxCopy int64
 	// Out gets the model's answers and what the tools did; Err the steps'
 	// bookkeeping, the session's notes and the help.
 	Out, Err io.Writer
@@ -59,16 +76,20 @@ type Config struct {
 
 // Session is one open chat session. It is not safe for concurrent use.
 type Session struct {
-	cfg    Config
-	ws     *workspace.Local // the sessions' workspaces
-	steps  *render.Steps
-	live   *render.Live // the spinner while a turn runs
-	in     Input        // where Run reads the user's messages
-	name   string
-	dir    string
-	sb     sandbox.Sandbox
-	loop   *agent.Loop
-	unlock func() // releases the session's lock
+	cfg   Config
+	ws    *workspace.Local // the sessions' workspaces
+	steps *render.Steps
+	live  *render.Live // the spinner while a turn runs
+	in    Input        // where Run reads the user's messages
+	name  string
+	dir   string
+	// project is what the open session works on; notCopied what its copy,
+	// made as it opened, left out.
+	project   Project
+	notCopied []string
+	sb        sandbox.Sandbox
+	loop      *agent.Loop
+	unlock    func() // releases the session's lock
 }
 
 // history is what is saved of a session.
@@ -95,7 +116,7 @@ last message asked, answer in plain text (without a tool call) to hand the turn 
 func Open(ctx context.Context, cfg Config, name string) (*Session, error) {
 	live := render.NewLive(cfg.Err, "Ctrl-C to cancel")
 	s := &Session{cfg: cfg, ws: workspace.NewSessions(cfg.Dir), live: live, steps: render.NewSteps(live.Writer(cfg.Out), live.Writer(cfg.Err))}
-	if err := s.open(ctx, name); err != nil {
+	if err := s.open(ctx, name, cfg.Project); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -104,49 +125,98 @@ func Open(ctx context.Context, cfg Config, name string) (*Session, error) {
 // Name is the open session's name.
 func (s *Session) Name() string { return s.name }
 
-// WorkspaceDir is the open session's workspace on this host, for messages.
-func (s *Session) WorkspaceDir() string { return s.ws.Dir(s.name) }
+// WorkspaceDir is the open session's workspace on this host, for
+// messages: the project directory itself in place.
+func (s *Session) WorkspaceDir() string {
+	if s.project.InPlace {
+		return s.project.Dir
+	}
+	return s.ws.Dir(s.name)
+}
 
-// open loads (or starts) a session and gives it a sandbox on its workspace.
-func (s *Session) open(ctx context.Context, name string) error {
+// Project is what the open session works on.
+func (s *Session) Project() Project { return s.project }
+
+// NotCopied names what the copy of the project, made as the session
+// opened, left out, and why.
+func (s *Session) NotCopied() []string { return s.notCopied }
+
+// open loads (or starts) a session on want (see Config.Project) and
+// gives it a sandbox on its workspace.
+func (s *Session) open(ctx context.Context, name string, want Project) error {
 	if !sessionName.MatchString(name) {
 		return fmt.Errorf("session name %q: use letters, digits, '.', '_' and '-'", name)
 	}
 	dir := filepath.Join(s.cfg.Dir, name)
-	ws, err := s.ws.Prepare(ctx, name)
-	if err != nil {
+	made := !present(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("session dir: %w", err)
 	}
 	unlock, err := lockfile.Lock(dir, "session.lock", "the session is open in another agentbox chat (pid %s): %s")
 	if err != nil {
 		return err
 	}
-	h, err := load(dir, name)
-	if err != nil {
+	if err := s.openLocked(ctx, name, dir, want); err != nil {
+		if made { // a new session that failed to start leaves nothing
+			_ = s.ws.Remove(context.WithoutCancel(ctx), name) // its copy, if made
+			os.Remove(filepath.Join(dir, metaFile))
+			os.Remove(filepath.Join(dir, "session.lock"))
+			os.Remove(dir)
+		}
 		unlock()
 		return err
 	}
-	spec := sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true}
+	s.unlock = unlock
+	return nil
+}
+
+// openLocked opens session name, in dir, which the caller locked.
+func (s *Session) openLocked(ctx context.Context, name, dir string, want Project) error {
+	h, err := load(dir, name)
+	if err != nil {
+		return err
+	}
+	m, ok, err := loadMeta(dir)
+	if err != nil {
+		return err
+	}
+	var saved *meta
+	if ok {
+		saved = &m
+	}
+	s.notCopied = nil
+	ws, own, err := s.workspaceFor(ctx, name, saved, want)
+	if err != nil {
+		return err
+	}
+	if err := writeMeta(dir, meta{Project: s.project, Last: lastSaid(h.Messages), Saved: time.Now()}); err != nil {
+		return fmt.Errorf("session %s: %w", name, err)
+	}
+	spec := s.cfg.Sandbox
+	spec.WorkspaceDir, spec.ManagedWorkspace, spec.Env = ws, own, nil
 	if s.cfg.Egress != nil {
 		if spec.Env, err = s.cfg.Egress.Prepare(); err != nil {
-			unlock()
 			return err
 		}
 	}
 	sb, err := s.cfg.Driver.Create(ctx, spec)
 	if err != nil {
-		unlock()
 		return err
 	}
+	s.sb = sb
 	if s.cfg.Egress != nil {
 		if err := s.cfg.Egress.Start(ctx, sb.Guest()); err != nil {
-			_ = sb.Destroy(context.WithoutCancel(ctx))
-			unlock()
+			s.removeSandbox(context.WithoutCancel(ctx))
 			return err
 		}
 	}
-	s.name, s.dir, s.sb, s.unlock = name, dir, sb, unlock
+	s.name, s.dir = name, dir
 	return s.start(ctx, h)
+}
+
+func present(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // load reads the saved history of the session in dir, if there is one.
@@ -166,10 +236,7 @@ func (s *Session) start(ctx context.Context, h history) error {
 		Env: &tools.Env{Guest: s.sb.Guest(), SpillDir: agent.SpillDir, Network: s.denials()}, Emit: s.emit, OnText: func(d string) { _ = s.steps.Text(d) },
 		Messages: agent.CloseDangling(h.Messages, "interrupted before it finished"), Usage: h.Usage, Steps: h.Steps}
 	if err := agent.EnableMemory(s.loop, s.cfg.ContextWindow); err != nil {
-		_ = s.sb.Destroy(context.WithoutCancel(ctx))
-		s.sb = nil
-		s.unlock()
-		s.unlock = nil
+		s.removeSandbox(context.WithoutCancel(ctx))
 		return err
 	}
 	if len(h.Messages) > 0 {
@@ -206,25 +273,34 @@ func (s *Session) denials() tools.NetworkDenials {
 	return s.cfg.Egress
 }
 
-// Close saves the session, removes its sandbox and releases its lock.
+// Close saves the session, removes its sandbox and releases its lock. A
+// session already closed (or whose /load failed) is left be.
 func (s *Session) Close(ctx context.Context) {
+	if s.unlock == nil {
+		return
+	}
 	s.save()
+	s.removeSandbox(ctx)
+	s.unlock()
+	s.unlock = nil
+}
+
+// removeSandbox stops the sandbox's egress and removes it, if there is one.
+func (s *Session) removeSandbox(ctx context.Context) {
+	if s.sb == nil {
+		return
+	}
 	if s.cfg.Egress != nil {
 		_ = s.cfg.Egress.Stop()
 	}
-	if s.sb != nil {
-		if err := s.sb.Destroy(ctx); err != nil {
-			fmt.Fprintln(s.cfg.Err, "agentbox: removing the sandbox:", err)
-		}
-		s.sb = nil
+	if err := s.sb.Destroy(ctx); err != nil {
+		fmt.Fprintln(s.cfg.Err, "agentbox: removing the sandbox:", err)
 	}
-	if s.unlock != nil {
-		s.unlock()
-		s.unlock = nil
-	}
+	s.sb = nil
 }
 
-// save writes the history atomically; a failure is reported, not fatal.
+// save writes the history and the session's record atomically; a
+// failure is reported, not fatal.
 func (s *Session) save() {
 	b, _ := json.MarshalIndent(history{Model: s.cfg.ModelSpec, Messages: s.loop.Messages, Usage: s.loop.Usage, Steps: s.loop.Steps}, "", " ")
 	tmp := filepath.Join(s.dir, ".history.json.tmp")
@@ -232,9 +308,24 @@ func (s *Session) save() {
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(s.dir, "history.json"))
 	}
+	if err == nil {
+		err = writeMeta(s.dir, meta{Project: s.project, Last: lastSaid(s.loop.Messages), Saved: time.Now()})
+	}
 	if err != nil {
 		fmt.Fprintln(s.cfg.Err, "agentbox: saving the session:", err)
 	}
+}
+
+// lastSaid is the user's last message in msgs, one line, cut; "" if none.
+func lastSaid(msgs []llm.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.Role == llm.RoleUser {
+			if text := strings.TrimSpace(m.PlainText()); text != "" {
+				return oneLine(text, lastLen)
+			}
+		}
+	}
+	return ""
 }
 
 // emit shows the loop's events; the model's text was already streamed.

@@ -19,18 +19,25 @@ import (
 	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
-// fakeDriver counts the sandboxes it creates and destroys. Its sandboxes
-// have no guest: the scripted models here call no tools.
+// fakeDriver counts the sandboxes it creates and destroys, and keeps the
+// spec of the last. Its sandboxes have no guest: the scripted models here
+// call no tools.
 type fakeDriver struct {
 	sandbox.Driver
 	mu                 sync.Mutex
 	created, destroyed int
+	spec               sandbox.Spec
+	fail               error // what Create fails with, if set
 }
 
-func (d *fakeDriver) Create(context.Context, sandbox.Spec) (sandbox.Sandbox, error) {
+func (d *fakeDriver) Create(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.fail != nil {
+		return nil, d.fail
+	}
 	d.created++
+	d.spec = spec
 	return fakeSandbox{d}, nil
 }
 
@@ -55,7 +62,8 @@ func newConfig(t *testing.T, script llmtest.Script) (Config, *fakeDriver, *strin
 	}
 	d := &fakeDriver{}
 	var out, errw strings.Builder
-	return Config{Dir: t.TempDir(), Driver: d, Model: m, ModelSpec: "anthropic:claude-sonnet-4-5", Out: &out, Err: &errw}, d, &out, &errw
+	data := t.TempDir()
+	return Config{Dir: filepath.Join(data, "chats"), DataDir: data, Driver: d, Model: m, ModelSpec: "anthropic:claude-sonnet-4-5", Out: &out, Err: &errw}, d, &out, &errw
 }
 
 func savedMessages(t *testing.T, cfg Config, name string) []llm.Message {
@@ -82,7 +90,7 @@ func TestSessionCommands(t *testing.T) {
 	if !strings.Contains(out.String(), "Hello there.") || !strings.Contains(out.String(), "Second.") {
 		t.Errorf("stdout %q", out.String())
 	}
-	for _, want := range []string{"conversation cleared", "\ns1\n", "unknown command /bogus"} {
+	for _, want := range []string{"conversation cleared", "\n* s1       its own    just now  -\n", "unknown command /bogus"} {
 		if !strings.Contains(errw.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errw.String())
 		}

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/agent"
 	"github.com/agentbox/agentbox/internal/llm"
@@ -21,7 +21,7 @@ earlier messages; Ctrl-C clears the line or cancels the running turn.
   /help            this help
   /clear           forget the conversation (the workspace stays)
   /load SESSION    switch to a saved session (its history and workspace)
-  /sessions        list saved sessions
+  /sessions        list saved sessions: workspace, when saved, last message
   /quit            save and leave (also Ctrl-D)`
 
 // maxTurnSteps bounds the model steps of one chat turn.
@@ -92,24 +92,40 @@ func (s *Session) command(ctx context.Context, msg string) (quit bool, err error
 		s.save()
 		fmt.Fprintln(errw, "conversation cleared; the workspace is kept")
 	case "/sessions":
-		entries, _ := os.ReadDir(s.cfg.Dir)
-		for _, e := range entries {
-			fmt.Fprintln(errw, e.Name())
+		list, err := List(s.cfg.Dir)
+		if err == nil {
+			err = WriteSessions(errw, list, s.name, time.Now())
+		}
+		if err != nil {
+			fmt.Fprintln(errw, "agentbox:", err)
 		}
 	case "/load":
 		if len(fields) != 2 || !sessionName.MatchString(fields[1]) {
 			fmt.Fprintln(errw, "usage: /load SESSION (letters, digits, '.', '_' and '-')")
 			return false, nil
 		}
-		s.Close(ctx)
-		if err := s.open(ctx, fields[1]); err != nil {
-			return false, err
-		}
-		s.useHistory()
+		return false, s.load(ctx, fields[1])
 	default:
 		fmt.Fprintf(errw, "unknown command %s\n%s\n", fields[0], Help)
 	}
 	return false, nil
+}
+
+// load switches to session name, with the workspace it was started on.
+// When it cannot be opened, the user is told why and the session open
+// before is opened again.
+func (s *Session) load(ctx context.Context, name string) error {
+	prev := s.name
+	s.Close(ctx)
+	err := s.open(ctx, name, Project{})
+	if err != nil {
+		fmt.Fprintf(s.cfg.Err, "agentbox: /load %s: %v\n", name, err)
+		if err = s.open(ctx, prev, Project{}); err != nil {
+			return err
+		}
+	}
+	s.useHistory()
+	return nil
 }
 
 // useHistory points a Historian input at the open session's history.

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // RunIO is how RunJob shows a job as it goes.
@@ -60,12 +61,8 @@ type RunRequest struct {
 	Model    string
 	MaxSteps int
 	Timeout  time.Duration
-	// Memory, CPUs and Disk are limits as typed (SandboxFlags).
-	Memory, CPUs, Disk string
-	// Image is the sandbox image, one AGENTBOX_IMAGES allows; "" for the default.
-	Image string
-	// Isolation is the sandbox's tier; "" for AGENTBOX_ISOLATION's.
-	Isolation string
+	// SandboxRequest is the job's sandbox: limits, image, tier.
+	SandboxRequest
 	// Network is the job's egress policy (NetworkFlags.Policy); zero for
 	// the operator's default.
 	Network egress.Policy
@@ -101,7 +98,7 @@ func (r RunRequest) submitRequest(cfg config.Config) (jobs.SubmitRequest, error)
 		}
 		req.Repo = &store.Repo{URL: r.Repo, Ref: r.Ref, Branch: r.Branch, Push: r.Push, PullRequest: r.PullRequest}
 	}
-	l, err := SandboxFlags{Memory: r.Memory, CPUs: r.CPUs, Disk: r.Disk, Timeout: time.Minute}.limits()
+	l, err := r.limits()
 	req.Limits.MemoryBytes, req.Limits.NanoCPUs, req.Limits.DiskBytes = l.MemoryBytes, l.NanoCPUs, l.DiskBytes
 	return req, err
 }
@@ -158,7 +155,7 @@ func RunJob(ctx context.Context, cfg config.Config, log *slog.Logger, r RunReque
 		return RunReport{}, err
 	}
 	if r.InPlace {
-		return RunReport{Job: final, Workspace: from, From: from, InPlace: true, LinksOut: describeLinks(linksOut(from))}, nil
+		return RunReport{Job: final, Workspace: from, From: from, InPlace: true, LinksOut: workspace.DescribeLinksOut(from)}, nil
 	}
 	rep := report(setup, j, final, dir)
 	rep.From, rep.NotCopied = from, notCopied
