@@ -184,7 +184,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.log.Info("agentbox serving", "role", cfg.Role, "addr", "http://"+s.listener.Addr().String(), "data_dir", cfg.DataDir,
 		"concurrency", s.jobs.scheduler.Capacity(), "auth", !cfg.Server.NoAuth, "agent", cfg.Agent.Kind)
 	if runsJobs(cfg.Role) && cfg.Agent.Kind == "model" && !cfg.Model.Configured() {
-		s.log.Warn("no model configured: jobs will end in error until one is (set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL; see docs/models.md)")
+		s.log.Warn("no model configured: agent jobs are refused (400 no_model) until one is (set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL and restart; see docs/models.md)")
 	}
 	return runServer(ctx, s.http, s.listener, s.jobs.scheduler)
 }
