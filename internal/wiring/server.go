@@ -71,13 +71,18 @@ func (s *Server) open(ctx context.Context) error {
 	if err := s.openJobs(ctx, reg); err != nil {
 		return err
 	}
-	handler := api.UploadDeadline(workerHandler(cfg, s.jobs, reg, s.log), cfg.Server.HTTP.BodyTimeout, cfg.Server.HTTP.MinUploadRate)
+	// Only a worker serves the internal endpoint: made on a node that
+	// serves the API it went unused, and warned that it had no cluster
+	// secret on every single-node server.
+	var handler http.Handler
 	if servesAPI(cfg.Role) {
 		self := ""
 		if runsJobs(cfg.Role) {
 			self = workerID(cfg.DataDir)
 		}
 		handler = api.New(ac, apiService(cfg, s.jobs, self, s.log), reg, s.log)
+	} else {
+		handler = api.UploadDeadline(workerHandler(cfg, s.jobs, reg, s.log), cfg.Server.HTTP.BodyTimeout, cfg.Server.HTTP.MinUploadRate)
 	}
 	s.serveHTTP(ctx, handler)
 	return nil
