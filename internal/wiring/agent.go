@@ -72,6 +72,6 @@ func ModelCheck(mc config.Model) func(spec string) error {
 		return fmt.Errorf("%w (%s). The operator must set the model where `agentbox serve` runs, then restart it: "+
 			"export ANTHROPIC_API_KEY=… or OPENAI_API_KEY=…, or OPENAI_BASE_URL=http://localhost:11434/v1 with AGENTBOX_MODEL=openai:NAME "+
 			"for Ollama or another OpenAI-compatible server (README \"Choosing a model\"). "+
-			"A server started with AGENTBOX_AGENT=shell runs tasks as shell scripts without a model", jobs.ErrNoModel, why)
+			"A server started with AGENTBOX_AGENT=shell (serve --agent shell) runs tasks as shell scripts without a model", jobs.ErrNoModel, why)
 	}
 }
