@@ -103,7 +103,7 @@ func (d doctor) microvmTier(ctx context.Context) Check {
 		return Check{"tier microvm", Fail, "not working: " + err.Error(), microvm.Install}
 	}
 	defer drv.Close()
-	p, err := ProbeTier(ctx, drv, sandbox.IsolationMicroVM)
+	p, err := probeTier(ctx, drv, sandbox.IsolationMicroVM)
 	if err != nil {
 		return Check{"tier microvm", Fail, "not working: " + err.Error(), microvm.Install}
 	}
@@ -134,8 +134,8 @@ func (d doctor) guestBinary() string {
 	return exe
 }
 
-// Probed is what ProbeTier found.
-type Probed struct {
+// probed is what probeTier found.
+type probed struct {
 	// Kernel is the sandbox's kernel release (uname -r).
 	Kernel string
 	// Accel is how a microvm tier's VMs run (KVM, or TCG and why not
@@ -150,23 +150,23 @@ type tierPicker interface {
 	Tier(ctx context.Context, iso string) (sandbox.Driver, error)
 }
 
-// ProbeTier creates a sandbox of tier iso on drv, as the scheduler does
+// probeTier creates a sandbox of tier iso on drv, as the scheduler does
 // for a job, runs uname -r in it and destroys it.
-func ProbeTier(ctx context.Context, drv sandbox.Driver, iso string) (Probed, error) {
+func probeTier(ctx context.Context, drv sandbox.Driver, iso string) (probed, error) {
 	begin := time.Now()
 	sb, err := drv.Create(ctx, sandbox.Spec{Isolation: iso})
 	if err != nil {
-		return Probed{}, err
+		return probed{}, err
 	}
 	defer sb.Destroy(context.WithoutCancel(ctx))
 	res, err := sb.Guest().Exec(ctx, guest.ExecRequest{Cmd: []string{"uname", "-r"}, TimeoutMS: 30_000})
 	if err != nil {
-		return Probed{}, fmt.Errorf("run a command in the sandbox: %w", err)
+		return probed{}, fmt.Errorf("run a command in the sandbox: %w", err)
 	}
 	if res.ExitCode != 0 {
-		return Probed{}, fmt.Errorf("uname -r in the sandbox exited %d: %.200s", res.ExitCode, res.Stderr)
+		return probed{}, fmt.Errorf("uname -r in the sandbox exited %d: %.200s", res.ExitCode, res.Stderr)
 	}
-	p := Probed{Kernel: strings.TrimSpace(string(res.Stdout)), Took: time.Since(begin)}
+	p := probed{Kernel: strings.TrimSpace(string(res.Stdout)), Took: time.Since(begin)}
 	if t, ok := drv.(tierPicker); ok {
 		if vm, err := t.Tier(ctx, iso); err == nil {
 			if a, ok := vm.(interface {
