@@ -14,7 +14,7 @@ func newDoctorCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "doctor",
-		Short: "Check the engine, the sandbox image, KVM and the model configuration, and say how to fix each problem",
+		Short: "Check the engine, the sandbox image, KVM, the isolation tiers and the model, and say how to fix each problem",
 		Long: `doctor checks what agentbox needs and prints, for each problem, the exact
 command that fixes it: the container engine (Docker or Podman, reachable, its
 version), the sandbox image (present, built from this version's definition),
@@ -23,8 +23,9 @@ sandboxes later: usable only once a test guest has run on it), each
 isolation tier (container; gvisor, working only once a test container
 ran under runsc and showed gVisor's kernel log; microvm, working only
 once a VM booted Debian's cloud kernel and its guest answered), and
-the model configuration. It exits 1 if anything
-required fails; warnings do not fail.`,
+the model: one request for one output token, no retry, within 10s, which
+says "not configured", "works (model X, N ms)" or "fails (model X): why".
+It exits 1 if anything required fails; warnings do not fail.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			checks := doctor.Run(cmd.Context(), a.cfg, a.log)

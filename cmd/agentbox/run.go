@@ -86,7 +86,7 @@ func (a *app) runTask(ctx context.Context, f wiring.RunRequest, out, errw io.Wri
 	shown := live.Writer(errw)
 	p := render.NewSteps(live.Writer(out), shown)
 	live.Start("starting")
-	r, err := wiring.RunJob(ctx, a.cfg, a.log, f, wiring.RunIO{Log: shown,
+	r, err := wiring.RunJob(ctx, a.cfg, f, wiring.RunIO{Log: shown,
 		Event: func(ev store.Event) { live.Follow(ev.Type, ev.Payload); _ = p.Show(ev.Type, ev.Payload) },
 		Interrupted: func() {
 			fmt.Fprintln(shown, "agentbox: interrupted: canceling the job and removing its sandbox")
@@ -151,5 +151,11 @@ func printResult(w io.Writer, r wiring.RunReport) {
 		fmt.Fprintf(w, "workspace: %s (a copy of %s, which is unchanged)\n", r.Workspace, r.From)
 	case r.Workspace != "":
 		fmt.Fprintf(w, "workspace: %s\n", r.Workspace)
+	}
+	switch {
+	case r.Warnings == 1:
+		fmt.Fprintf(w, "log: %s (a warning)\n", r.Log)
+	case r.Warnings > 1:
+		fmt.Fprintf(w, "log: %s (%d warnings)\n", r.Log, r.Warnings)
 	}
 }

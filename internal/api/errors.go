@@ -77,6 +77,8 @@ func errorStatus(err error) (status int, code, msg string, internal bool) {
 		return http.StatusBadRequest, wire.CodeOverCeiling, err.Error(), false
 	case errors.Is(err, sandbox.ErrIsolationUnavailable):
 		return http.StatusBadRequest, wire.CodeIsolation, err.Error(), false
+	case errors.Is(err, jobs.ErrNoModel):
+		return http.StatusBadRequest, wire.CodeNoModel, err.Error(), false
 	case errors.Is(err, jobs.ErrImageNotAllowed):
 		return http.StatusBadRequest, wire.CodeImageNotAllowed, err.Error(), false
 	case errors.Is(err, jobs.ErrInvalid):

@@ -234,7 +234,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	codes := []string{wire.CodeBadRequest, wire.CodeUnauthorized, wire.CodeForbidden, wire.CodeNotFound, wire.CodeMethodNotAllowed,
 		wire.CodeNotEnded, wire.CodeAlreadyEnded, wire.CodeTooLarge, wire.CodeValidation, wire.CodeIdempotencyConflict, wire.CodeInternal,
 		wire.CodeNoSandbox, wire.CodeBadGateway, wire.CodeUnavailable, wire.CodeDeleted, wire.CodeOverCeiling, wire.CodeImageNotAllowed, wire.CodeIsolation,
-		wire.CodeRequestTimeout}
+		wire.CodeRequestTimeout, wire.CodeNoModel}
 	got := doc.Components.Schemas.ErrorDetail.Properties.Code.Enum
 	slices.Sort(codes)
 	slices.Sort(got)

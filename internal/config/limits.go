@@ -183,6 +183,11 @@ func HostFileMax() (int64, error) {
 	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 }
 
+// FileMaxUnlimited is the fs.file-max from which the host's file table
+// is unbounded in effect: Linux's default since 5.x is LONG_MAX
+// (9223372036854775807), where memory is the only bound.
+const FileMaxUnlimited int64 = 1 << 62
+
 // MinNoFile is the fewest open files per process FitFiles clamps to.
 const MinNoFile = 256
 

@@ -44,7 +44,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) []Check {
 	checks = append(checks, d.limitChecks(ctx)...)
 	checks = append(checks, gitCheck(), kvmCheck(ctx))
 	checks = append(checks, d.tierChecks(ctx)...)
-	return append(checks, d.modelCheck())
+	return append(checks, d.modelCheck(ctx))
 }
 
 // gitCheck: the host's git clones repository jobs and records every job's
@@ -138,18 +138,4 @@ func (d doctor) dataDirCheck() Check {
 	f.Close()
 	os.Remove(f.Name())
 	return Check{"data dir", OK, dir + " is writable", ""}
-}
-
-func (d doctor) modelCheck() Check {
-	m := d.cfg.Model
-	switch {
-	case m.Name != "":
-		return Check{"model", OK, "AGENTBOX_MODEL=" + m.Name, ""}
-	case m.AnthropicKey != "":
-		return Check{"model", OK, "ANTHROPIC_API_KEY is set", ""}
-	case m.OpenAIKey != "" || m.OpenAIBaseURL != "":
-		return Check{"model", OK, "OpenAI-compatible endpoint configured", ""}
-	}
-	return Check{"model", Warn, "no model configured: sandboxes work, agent jobs will not",
-		"export ANTHROPIC_API_KEY=...   (or OPENAI_API_KEY=..., or OPENAI_BASE_URL=http://localhost:11434/v1 for Ollama)"}
 }

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,5 +57,24 @@ func TestDiskCheckFreeInodes(t *testing.T) {
 	d.cfg = cfg
 	if c := d.diskCheck(); c.Status == Fail {
 		t.Errorf("above both floors: %+v", c)
+	}
+}
+
+// TestFilesCheckUnlimited: an fs.file-max of LONG_MAX (Linux's default)
+// is said to be unlimited, not "0% of fs.file-max 9223372036854775807";
+// a finite one keeps its share, never a "0%" for a share that is not nothing.
+func TestFilesCheckUnlimited(t *testing.T) {
+	d := doctor{cfg: config.Default()}
+	c := d.filesCheckOf(math.MaxInt64)
+	if c.Status != OK || !strings.Contains(c.Detail, "fs.file-max is unlimited") || strings.Contains(c.Detail, "9223372036854775807") || strings.Contains(c.Detail, "%") {
+		t.Errorf("unlimited fs.file-max: %+v", c)
+	}
+	c = d.filesCheckOf(1 << 40)
+	if !strings.Contains(c.Detail, "<1% of fs.file-max 1099511627776") {
+		t.Errorf("a large fs.file-max: %+v", c)
+	}
+	c = d.filesCheckOf(4 << 20)
+	if !strings.Contains(c.Detail, "25% of fs.file-max 4194304") {
+		t.Errorf("fs.file-max 4194304: %+v", c)
 	}
 }

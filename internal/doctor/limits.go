@@ -25,18 +25,26 @@ func (d doctor) limitChecks(ctx context.Context) []Check {
 // filesCheck shows the margin between what the sandboxes could open at
 // once and the host's fs.file-max.
 func (d doctor) filesCheck() Check {
-	sb, conc := d.cfg.Sandbox, max(d.cfg.Server.Concurrency, 1)
 	fileMax, err := config.HostFileMax()
 	if err != nil {
 		return Check{"open files", Warn, err.Error(), ""}
 	}
+	return d.filesCheckOf(fileMax)
+}
+
+// filesCheckOf is filesCheck on a host whose fs.file-max is fileMax.
+func (d doctor) filesCheckOf(fileMax int64) Check {
+	sb, conc := d.cfg.Sandbox, max(d.cfg.Server.Concurrency, 1)
 	nofile, err := config.FitFiles(fileMax, conc, sb.PidsLimit, sb.NoFile)
 	if err != nil {
 		return Check{"open files", Fail, err.Error(), "lower AGENTBOX_CONCURRENCY or AGENTBOX_SANDBOX_PIDS, or raise fs.file-max (sysctl -w fs.file-max=...)"}
 	}
 	need := config.FileBudget(conc, sb.PidsLimit, nofile)
-	detail := fmt.Sprintf("%d sandboxes × %d processes × %d open files = %d, %.0f%% of fs.file-max %d (margin %d)",
-		conc, sb.PidsLimit, nofile, need, 100*float64(need)/float64(fileMax), fileMax, fileMax-need)
+	detail := fmt.Sprintf("%d sandboxes × %d processes × %d open files = %d", conc, sb.PidsLimit, nofile, need)
+	if fileMax >= config.FileMaxUnlimited {
+		return Check{"open files", OK, detail + "; fs.file-max is unlimited (the kernel's default: memory bounds the file table)", ""}
+	}
+	detail += fmt.Sprintf(", %s of fs.file-max %d (margin %d)", percent(need, fileMax), fileMax, fileMax-need)
 	if table := config.FileTableNeed(conc, sb.Ceilings.MemoryBytes); fileMax < table {
 		return Check{"open files", Warn, detail + fmt.Sprintf("; but files mapped and closed are bounded by memory only: %d sandboxes at the %s memory ceiling need fs.file-max %d (agentbox raises it when started as root)",
 			conc, config.SizeText(sb.Ceilings.MemoryBytes), table), fmt.Sprintf("sudo sysctl -w fs.file-max=%d   (scripts/setup.sh makes it permanent)", table)}
@@ -45,6 +53,16 @@ func (d doctor) filesCheck() Check {
 		return Check{"open files", Warn, detail + fmt.Sprintf("; lowered from AGENTBOX_SANDBOX_NOFILE=%d to fit", sb.NoFile), "raise fs.file-max, or lower AGENTBOX_CONCURRENCY or AGENTBOX_SANDBOX_PIDS"}
 	}
 	return Check{"open files", OK, detail, ""}
+}
+
+// percent is part of whole as a percentage a person reads: "<1%" rather
+// than "0%" for a part that is not nothing.
+func percent(part, whole int64) string {
+	p := 100 * float64(part) / float64(whole)
+	if p > 0 && p < 1 {
+		return "<1%"
+	}
+	return fmt.Sprintf("%.0f%%", p)
 }
 
 // diskCheck shows the free space against the floor, and how the disk

@@ -36,6 +36,9 @@ var (
 	// ErrOverCeiling means a limit asked for is over the operator's
 	// ceiling for it; the message names both.
 	ErrOverCeiling = errors.New("limit over its ceiling")
+	// ErrNoModel means the server has no model to run the job's agent
+	// with; the message says what the operator sets on the server.
+	ErrNoModel = errors.New("this server has no model for agent jobs")
 )
 
 // Limits on what a submission may ask for; the operator's ceilings
@@ -85,6 +88,9 @@ type Service struct {
 	images []string
 	// noMessages, when set, is why Reply refuses every message.
 	noMessages string
+	// checkModel, when set, refuses (ErrNoModel) a job whose model the
+	// server cannot open (SetModelCheck).
+	checkModel func(spec string) error
 	// repos holds the jobs' git dirs; nil on a node without git.
 	repos     *Repos
 	maxUpload int64  // bytes of files a staged or copied workspace may hold; 0: the default
@@ -138,6 +144,12 @@ func NewService(st store.Store, ws workspace.Store, maxAttempts int, sched *Sche
 		ceilings: config.Default().Sandbox.Ceilings, images: config.Default().Sandbox.AllowedImages()}
 }
 
+// SetModelCheck makes Submit refuse, before anything is recorded, a
+// job whose model check cannot open: check returns an error wrapping
+// ErrNoModel that says what the operator must set. A server whose agent
+// needs no model (the shell agent) sets none.
+func (s *Service) SetModelCheck(check func(spec string) error) { s.checkModel = check }
+
 // SetCeilings sets the most a submission's limits may ask for (the
 // defaults follow the host).
 func (s *Service) SetCeilings(c config.Ceilings) { s.ceilings = c }
@@ -162,6 +174,11 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (store.Job, boo
 func (s *Service) submit(ctx context.Context, req *SubmitRequest) (store.Job, bool, error) {
 	if err := validate(*req); err != nil {
 		return store.Job{}, false, err
+	}
+	if s.checkModel != nil {
+		if err := s.checkModel(req.Model); err != nil {
+			return store.Job{}, false, err
+		}
 	}
 	if err := CheckCeilings(req.Limits, s.ceilings); err != nil {
 		return store.Job{}, false, err

@@ -17,6 +17,7 @@ const (
 	CodeOverCeiling         = "over_ceiling"          // 400: a limit over the operator's ceiling for it
 	CodeImageNotAllowed     = "image_not_allowed"     // 400: an image the operator does not allow (AGENTBOX_IMAGES)
 	CodeIsolation           = "isolation_unavailable" // 400: an isolation tier that is no tier or cannot run here
+	CodeNoModel             = "no_model"              // 400: an agent job on a server with no model configured
 	CodeValidation          = "validation_failed"     // 422: well-formed request with invalid values
 	CodeIdempotencyConflict = "idempotency_conflict"  // 422: Idempotency-Key reused with another body
 	CodeInternal            = "internal"              // 500

@@ -1,6 +1,8 @@
 package wiring
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/agentbox/agentbox/internal/agent"
@@ -48,5 +50,28 @@ func ModelResolver(mc config.Model) func(spec string) (llm.Model, error) {
 		}
 		cache[spec] = m
 		return m, nil
+	}
+}
+
+// ModelCheck is how a server that runs agent jobs refuses one at submit
+// whose model it cannot open (jobs.Service.SetModelCheck): with
+// jobs.ErrNoModel and what the operator sets on the server, rather than
+// a job that ends in error once it has waited for a sandbox. Opening a
+// model makes its client only; nothing is sent to the provider.
+func ModelCheck(mc config.Model) func(spec string) error {
+	resolve := ModelResolver(mc)
+	return func(spec string) error {
+		_, err := resolve(spec)
+		if !errors.Is(err, llm.ErrNotConfigured) {
+			return nil // opened, or a failure the job reports as its own
+		}
+		why := err.Error()
+		if !mc.Configured() {
+			why = "none of ANTHROPIC_API_KEY, OPENAI_API_KEY and OPENAI_BASE_URL is set on the server"
+		}
+		return fmt.Errorf("%w (%s). The operator must set the model where `agentbox serve` runs, then restart it: "+
+			"export ANTHROPIC_API_KEY=… or OPENAI_API_KEY=…, or OPENAI_BASE_URL=http://localhost:11434/v1 with AGENTBOX_MODEL=openai:NAME "+
+			"for Ollama or another OpenAI-compatible server (README \"Choosing a model\"). "+
+			"A server started with AGENTBOX_AGENT=shell (serve --agent shell) runs tasks as shell scripts without a model", jobs.ErrNoModel, why)
 	}
 }

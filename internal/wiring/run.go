@@ -50,7 +50,15 @@ type RunReport struct {
 	// LinksOut says what symlinks leading out of an in-place workspace
 	// the job left, or "".
 	LinksOut string
+	// Log is the run's log file (RunLogName in its run directory): what
+	// the driver and the job side logged, kept off the display. Warnings
+	// counts its records at warning level or above.
+	Log      string
+	Warnings int64
 }
+
+// RunLogName is the run's log file in its run directory.
+const RunLogName = "run.log"
 
 // RunRequest is the job `agentbox run` is asked to do.
 type RunRequest struct {
@@ -118,10 +126,11 @@ func readTask(arg string, stdin io.Reader) (string, error) {
 
 // RunJob does one job with a private store and scheduler in a new run
 // directory under <data dir>/runs, gives its events to w as they come
-// until it ends, and zips its workspace. log receives the driver's
-// warnings. The first interrupt (ctx ending) cancels the job, which then
-// ends on its own.
-func RunJob(ctx context.Context, cfg config.Config, log *slog.Logger, r RunRequest, w RunIO) (RunReport, error) {
+// until it ends, and zips its workspace. What the driver and the job
+// side log goes to the run's log file (RunReport.Log), never among the
+// job's events on the display. The first interrupt (ctx ending) cancels
+// the job, which then ends on its own.
+func RunJob(ctx context.Context, cfg config.Config, r RunRequest, w RunIO) (rep RunReport, err error) {
 	req, err := r.submitRequest(cfg)
 	if err != nil {
 		return RunReport{}, err
@@ -134,6 +143,11 @@ func RunJob(ctx context.Context, cfg config.Config, log *slog.Logger, r RunReque
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return RunReport{}, fmt.Errorf("run dir: %w", err)
 	}
+	log, closeLog, err := openRunLog(filepath.Join(dir, RunLogName))
+	if err != nil {
+		return RunReport{}, err
+	}
+	defer func() { rep.Log, rep.Warnings = closeLog() }()
 	setup := context.WithoutCancel(ctx)
 	j, err := openJobs(setup, cfg, log, runJobsConfig(cfg, dir, w.Log, r.InPlace, from))
 	if err != nil {
@@ -157,7 +171,7 @@ func RunJob(ctx context.Context, cfg config.Config, log *slog.Logger, r RunReque
 	if r.InPlace {
 		return RunReport{Job: final, Workspace: from, From: from, InPlace: true, LinksOut: workspace.DescribeLinksOut(from)}, nil
 	}
-	rep := report(setup, j, final, dir)
+	rep = report(setup, j, final, dir)
 	rep.From, rep.NotCopied = from, notCopied
 	return rep, nil
 }

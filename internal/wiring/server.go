@@ -71,13 +71,18 @@ func (s *Server) open(ctx context.Context) error {
 	if err := s.openJobs(ctx, reg); err != nil {
 		return err
 	}
-	handler := api.UploadDeadline(workerHandler(cfg, s.jobs, reg, s.log), cfg.Server.HTTP.BodyTimeout, cfg.Server.HTTP.MinUploadRate)
+	// Only a worker serves the internal endpoint: made on a node that
+	// serves the API it went unused, and warned that it had no cluster
+	// secret on every single-node server.
+	var handler http.Handler
 	if servesAPI(cfg.Role) {
 		self := ""
 		if runsJobs(cfg.Role) {
 			self = workerID(cfg.DataDir)
 		}
 		handler = api.New(ac, apiService(cfg, s.jobs, self, s.log), reg, s.log)
+	} else {
+		handler = api.UploadDeadline(workerHandler(cfg, s.jobs, reg, s.log), cfg.Server.HTTP.BodyTimeout, cfg.Server.HTTP.MinUploadRate)
 	}
 	s.serveHTTP(ctx, handler)
 	return nil
@@ -184,7 +189,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.log.Info("agentbox serving", "role", cfg.Role, "addr", "http://"+s.listener.Addr().String(), "data_dir", cfg.DataDir,
 		"concurrency", s.jobs.scheduler.Capacity(), "auth", !cfg.Server.NoAuth, "agent", cfg.Agent.Kind)
 	if runsJobs(cfg.Role) && cfg.Agent.Kind == "model" && !cfg.Model.Configured() {
-		s.log.Warn("no model configured: jobs will end in error until one is (set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL; see docs/models.md)")
+		s.log.Warn("no model configured: agent jobs are refused (400 no_model) until one is (set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL and restart; see docs/models.md)")
 	}
 	return runServer(ctx, s.http, s.listener, s.jobs.scheduler)
 }

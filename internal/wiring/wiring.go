@@ -149,6 +149,9 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 	j.service.SetImages(cfg.Sandbox.AllowedImages())
 	j.service.SetIsolation(cfg.Sandbox.Isolation, j.checkIsolation)
 	j.service.SetEgress(cfg.Egress.Policy)
+	if jc.workers && !jc.noDriver && cfg.Agent.Kind == "model" {
+		j.service.SetModelCheck(ModelCheck(cfg.Model)) // this node runs the jobs: its model is theirs
+	}
 	if cfg.Agent.Kind == "shell" {
 		j.service.RefuseMessages("follow-up messages need the model agent; this server runs the shell agent (AGENTBOX_AGENT=shell), which runs the task as a script")
 	}

@@ -32,6 +32,11 @@ A model is chosen with --model provider:name or AGENTBOX_MODEL (anthropic:NAME o
 // the provider whose key is set, Anthropic first. Nothing configured is
 // llm.ErrNotConfigured with a message saying what to set.
 func Open(spec string, cfg config.Model) (llm.Model, error) {
+	return open(spec, cfg, 0)
+}
+
+// open is Open with retries as llm.ClientConfig.MaxRetries takes them.
+func open(spec string, cfg config.Model, retries int) (llm.Model, error) {
 	provider, name, err := resolve(spec, cfg)
 	if err != nil {
 		return nil, err
@@ -40,12 +45,12 @@ func Open(spec string, cfg config.Model) (llm.Model, error) {
 	switch provider {
 	case "anthropic":
 		return anthropic.New(anthropic.Config{
-			Name: name, APIKey: cfg.AnthropicKey, BaseURL: cfg.AnthropicBaseURL,
+			Name: name, APIKey: cfg.AnthropicKey, BaseURL: cfg.AnthropicBaseURL, MaxRetries: retries,
 			Price: known.Price, ContextWindow: known.ContextWindow, MaxOutput: known.MaxOutput,
 		})
 	default:
 		return openai.New(openai.Config{
-			Name: name, APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL,
+			Name: name, APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, MaxRetries: retries,
 			Price: known.Price, ContextWindow: known.ContextWindow, MaxOutput: known.MaxOutput,
 		})
 	}

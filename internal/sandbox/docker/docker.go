@@ -368,12 +368,33 @@ func (d *Driver) List(ctx context.Context) ([]sandbox.Listed, error) {
 	out := make([]sandbox.Listed, 0, len(cs))
 	for _, c := range cs {
 		if !d.made(c.Names, c.Labels) {
-			d.log.Warn("a container carries the labels of this installation's sandboxes but is not one; left alone", "container", c.ID, "names", c.Names)
+			d.leftAlone(c.ID, c.Names, c.Labels)
 			continue
 		}
 		out = append(out, sandbox.Listed{Handle: recordFromLabels(c.ID, c.Labels).handle(), Running: c.State == "running"})
 	}
 	return out, nil
+}
+
+// warnedNotMade are the containers leftAlone warned about, once per
+// process: every tier's driver lists them at each reaper pass.
+var warnedNotMade sync.Map // container ID -> true
+
+// leftAlone logs a container List leaves alone, carrying this instance's
+// labels though Create did not make it. Another installation's sandbox
+// (the same AGENTBOX_INSTANCE, another data dir: a run beside a server)
+// is expected and logged at debug level; anything else (labels copied or
+// forged) is a warning, once.
+func (d *Driver) leftAlone(ref string, names []string, l map[string]string) {
+	id := l[LabelSandbox]
+	if id != "" && filepath.Base(id) == id && slices.Contains(names, "/"+containerName(id)) {
+		d.log.Debug("another installation's sandbox (this instance label, another state dir): left alone",
+			"container", ref, "state_dir", l[LabelStateDir])
+		return
+	}
+	if _, seen := warnedNotMade.LoadOrStore(ref, true); !seen {
+		d.log.Warn("a container carries the labels of this installation's sandboxes but is not one; left alone", "container", ref, "names", names)
+	}
 }
 
 // made reports whether a container of these names and labels is one
