@@ -36,7 +36,7 @@ type Call struct {
 	Kind Kind
 	// Line is the call on one line: "read src/a.go lines 3-10",
 	// "list src (recursive)", "search \"TODO\" in src", "write a.txt",
-	// "edit a.go (all)", a command's first line.
+	// "edit a.go (all)", "$ " and a command's first line; "" for Other.
 	Line string
 	Code string // Command's, Code's
 	Path string // Write's, Edit's, Read's
@@ -56,7 +56,6 @@ func ParseCall(name string, input json.RawMessage) Call {
 	var in map[string]any
 	if len(input) > 0 && json.Unmarshal(input, &in) != nil {
 		c.Args = []Arg{{"input", string(input)}}
-		c.Line = name
 		return c
 	}
 	str := func(k string) string { v, _ := in[k].(string); return v }
@@ -81,7 +80,6 @@ func ParseCall(name string, input json.RawMessage) Call {
 	case "search_files":
 		c.Kind, c.Line = Read, "search "+quote(str("pattern"))+" in "+cmpOr(c.Path, ".")+prefixed(" ", str("glob"))+flag(in, "ignore_case", " (any case)")
 	default:
-		c.Line = name
 		for _, k := range slices.Sorted(maps.Keys(in)) {
 			c.Args = append(c.Args, Arg{k, valueText(in[k])})
 		}

@@ -22,8 +22,8 @@ func TestParseCall(t *testing.T) {
 		{"list_files", `{"path":"src","recursive":true}`, Call{Tool: "list_files", Kind: Read, Line: "list src (recursive)", Path: "src"}},
 		{"search_files", `{"pattern":"TODO","glob":"*.go"}`, Call{Tool: "search_files", Kind: Read, Line: `search "TODO" in . *.go`}},
 		{"run_code", `{"language":"python","code":"print(1)"}`, Call{Tool: "run_code", Kind: Code, Line: "run_code python", Code: "print(1)"}},
-		{"finish", `{"summary":"done <b>","n":[1,2]}`, Call{Tool: "finish", Kind: Other, Line: "finish", Args: []Arg{{"n", "[1,2]"}, {"summary", "done <b>"}}}},
-		{"bash", `not json`, Call{Tool: "bash", Kind: Other, Line: "bash", Args: []Arg{{"input", "not json"}}}},
+		{"finish", `{"summary":"done <b>","n":[1,2]}`, Call{Tool: "finish", Kind: Other, Args: []Arg{{"n", "[1,2]"}, {"summary", "done <b>"}}}},
+		{"bash", `not json`, Call{Tool: "bash", Kind: Other, Args: []Arg{{"input", "not json"}}}},
 	}
 	for _, tt := range tests {
 		if got := ParseCall(tt.tool, json.RawMessage(tt.input)); !reflect.DeepEqual(got, tt.want) {

@@ -148,7 +148,7 @@ func (s *steps) card(ev store.Event, key, tool string) *item {
 		return &s.items[i]
 	}
 	v := &stepView{Key: key, Call: toolview.ParseCall(tool, nil), Since: ev.Time, Running: true}
-	v.Call.Line = tool
+	v.Call.Line = ""
 	s.items = append(s.items, item{Seq: ev.Seq, Time: ev.Time, Kind: "step", Title: tool, Card: v})
 	s.open[key] = len(s.items) - 1
 	return &s.items[len(s.items)-1]

@@ -93,7 +93,7 @@ function start() {
     pre.append(...liveB.querySelector("pre").childNodes);
     if (!liveB.querySelector(".step-cut").hidden) liveA.querySelector(".step-cut").hidden = false;
     capLive(liveA);
-    if (!a.dataset.head) {
+    if (!a.dataset.head && !b.classList.contains("step-running")) {
       a.querySelector(".ev-kind").replaceWith(b.querySelector(".ev-kind"));
       a.querySelector(".step-line").replaceWith(b.querySelector(".step-line"));
     }
