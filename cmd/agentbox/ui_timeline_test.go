@@ -34,7 +34,8 @@ const liveTicks = `(() => {
 // (the shell agent's output, whose events name no call), stderr set apart;
 // the card ends finished with the exit code. On a page taller than the
 // window, "Jump to latest" shows once the user scrolls up, and takes them
-// back down.
+// back down. Reloaded, the card's command is on an earlier page of events:
+// "Show earlier" joins them into one card again.
 func TestUITimelineLive(t *testing.T) {
 	s := newServer(t)
 	s.start()
@@ -96,6 +97,21 @@ func TestUITimelineLive(t *testing.T) {
 	tab.shot("jump")
 	tab.run("jump", chromedp.Click(chromedp.CSS(`#jump-latest`)))
 	tab.wait("the bottom of the page", `window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 40 && document.querySelector('#jump-latest').hidden`, 10*time.Second)
+
+	// Reloaded, the page shows the last events: the step's end without its
+	// command, which "Show earlier" brings, joined into one card again.
+	tab.run("reload", chromedp.Reload())
+	tab.wait("the step's end", card("shell")+`?.classList.contains('step-done')`, 20*time.Second)
+	if evalUI[bool](tab, card("shell")+`.dataset.head === "1" || !document.querySelector('#earlier')`) {
+		t.Fatalf("the job's last page has the command: too few output events (%d in the log) to test Show earlier", len(s.events(id)))
+	}
+	tab.run("show earlier", chromedp.Click(chromedp.CSS(`#earlier`)))
+	tab.wait("one card with its command", `document.querySelectorAll('#events li.ev-step').length === 1 && `+card("shell")+`.dataset.head === "1"`, 20*time.Second)
+	out := evalUI[string](tab, card("shell")+`.querySelector('.step-live pre').textContent`)
+	if !strings.HasPrefix(out, "start\ntick 1\n") || !strings.Contains(out, "tick 150\n") || !evalUI[bool](tab, card("shell")+`.classList.contains('step-done') && !document.querySelector('#events .step-nohead')`) {
+		t.Errorf("the joined card: %s…%s", out[:min(len(out), 40)], out[max(0, len(out)-40):])
+	}
+	tab.shot("earlier")
 }
 
 // TestUITimelineCards: an agent job's steps read as the CLI prints them,
