@@ -63,11 +63,12 @@ type stepView struct {
 }
 
 // chunk is a run of output of one stream ("stdout", "stderr", or "" for
-// the tool's own lines), styled.
+// the tool's own lines), styled. A live chunk is styled once the page's
+// events are all read (see steps.finish): only the ones kept.
 type chunk struct {
 	Stream string
 	Spans  []Span
-	n      int
+	text   string
 }
 
 // steps gathers a page's events into items, each call with its output
@@ -160,10 +161,10 @@ func (v *stepView) addLive(stream, text string) {
 	if len(text) > maxLive {
 		text, v.LiveCut = tail(text, maxLive), true
 	}
-	v.Live = append(v.Live, chunk{Stream: stream, Spans: ANSI(text), n: len(text)})
+	v.Live = append(v.Live, chunk{Stream: stream, text: text})
 	v.liveLen += len(text)
 	for v.liveLen > maxLive {
-		v.liveLen -= v.Live[0].n
+		v.liveLen -= len(v.Live[0].text)
 		v.Live, v.LiveCut = v.Live[1:], true
 	}
 }
@@ -216,7 +217,8 @@ func (v *stepView) exit(p event.Exit) {
 }
 
 // finish marks the page's steps: the running ones of an ended job as
-// stopped, the last few and the running ones open.
+// stopped, the last few and the running ones open; and styles the output
+// they kept.
 func (s *steps) finish(final bool) []item {
 	n := 0
 	for i := len(s.items) - 1; i >= 0; i-- {
@@ -226,6 +228,9 @@ func (s *steps) finish(final bool) []item {
 		}
 		if v.Running && final {
 			v.Running, v.Stopped = false, true
+		}
+		for j := range v.Live {
+			v.Live[j].Spans = ANSI(v.Live[j].text)
 		}
 		v.Open = v.Running || n < openSteps
 		n++

@@ -187,6 +187,7 @@ function start() {
     if (jump) jump.hidden = atBottom() || !!timeline.closest("[hidden]");
   }
   window.addEventListener("scroll", updateJump, { passive: true });
+  updateJump();
   jump?.addEventListener("click", () => {
     window.scrollTo(0, document.documentElement.scrollHeight);
     jump.hidden = true;
@@ -293,7 +294,8 @@ function start() {
       const resp = await api(btn.dataset.url);
       if (!resp.ok) throw await apiError(resp);
       const first = Number(resp.headers.get("X-Timeline-First")) || 1;
-      const firstItem = list.firstElementChild;
+      // The item the view stays on: not a card the earlier page's may take.
+      const firstItem = [...list.children].find((e) => !e.matches("li.ev-step:not([data-head])"));
       const y = firstItem ? firstItem.getBoundingClientRect().top : 0;
       prependItems(fragment(await resp.text()));
       if (firstItem) window.scrollBy(0, firstItem.getBoundingClientRect().top - y);
