@@ -21,9 +21,10 @@ func card(key string) string {
 }
 
 // liveTicks is a page expression: the highest "tick N" in the running
-// shell step's output, 0 for none, -1 when the card is not running.
+// shell step's card (the one with its command), 0 for none, -1 when the
+// card is not running.
 const liveTicks = `(() => {
-	const c = [...document.querySelectorAll('#events li.ev-step.step-running[data-key="shell"]')].pop();
+	const c = [...document.querySelectorAll('#events li.ev-step.step-running[data-key="shell"][data-head]')].pop();
 	if (!c) return -1;
 	const m = [...c.querySelector('.step-live pre').textContent.matchAll(/tick (\d+)/g)];
 	return m.length ? Number(m[m.length - 1][1]) : 0;
@@ -92,6 +93,8 @@ func TestUITimelineLive(t *testing.T) {
 	if !evalUI[bool](tab, `document.documentElement.scrollHeight > window.innerHeight + 100`) {
 		t.Fatalf("the page is not taller than the window: %d", evalUI[int](tab, `document.documentElement.scrollHeight`))
 	}
+	tab.run("scroll down", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.documentElement.scrollHeight)`))
+	tab.wait("no Jump to latest at the bottom", `document.querySelector('#jump-latest').hidden`, 10*time.Second)
 	tab.run("scroll up", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 	tab.wait("Jump to latest", `!document.querySelector('#jump-latest').hidden`, 10*time.Second)
 	tab.shot("jump")
