@@ -204,6 +204,11 @@ func TestUITimelineCards(t *testing.T) {
 		t.Errorf("open cards: %v", open)
 	}
 
+	// The loop's card, finished on the page: its result in place of what
+	// it showed while it ran.
+	if !evalUI[bool](tab, loopCard+`.classList.contains('step-done') && !`+loopCard+`.querySelector('.step-live') && `+loopCard+`.querySelector('.step-result pre').textContent.includes('tick 40')`) {
+		t.Errorf("the loop's card did not end with its result: %s", evalUI[string](tab, loopCard+`.outerHTML.slice(0, 2000)`))
+	}
 	// The loop's output grew on the page while it ran, if the tools stream
 	// output (events naming the call): the shell agent's test covers a
 	// running step's output otherwise.
