@@ -68,14 +68,14 @@ func TestUIJob(t *testing.T) {
 	tab.run("open the job's page", chromedp.Navigate(s.url+"/jobs/"+j.JobID))
 	tab.run("mark the page", chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
 
-	tab.wait("the waiting step, running", statusIs("running")+" && "+timelineHas(".ev-call pre", "until [ -e go ]"), 2*time.Minute)
+	tab.wait("the waiting step, running", statusIs("running")+" && "+timelineHas(".ev-step .step-cmd", "until [ -e go ]"), 2*time.Minute)
 	before := evalUI[int](tab, `document.querySelectorAll('#events .ev').length`)
 	if !evalUI[bool](tab, `!!document.querySelector('#events pre.ansi span.ansi-fg-2')`) || !evalUI[bool](tab, timelineHas("pre.ansi", "<b>not bold</b>")) {
 		t.Errorf("the first output is not green text with its tags as text")
 	}
 	tab.shot("running")
 	release(t, j.JobID, "go")
-	tab.wait("complete", statusIs("complete")+" && "+timelineHas(".ev-result pre", "three"), 2*time.Minute)
+	tab.wait("complete", statusIs("complete")+" && "+timelineHas(".ev-step .step-out", "three"), 2*time.Minute)
 	after := evalUI[int](tab, `document.querySelectorAll('#events .ev').length`)
 	if after <= before || !evalUI[bool](tab, `window.notReloaded === true`) {
 		t.Errorf("the timeline went from %d to %d events; reloaded: %v", before, after, !evalUI[bool](tab, `window.notReloaded === true`))
@@ -92,7 +92,7 @@ func TestUIJob(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#message-text`), "Now say turn two"),
 		chromedp.Click(chromedp.CSS(`#message button[type=submit]`)),
 	)
-	tab.wait("turn 2's events", timelineHas(".ev-message", "Now say turn two")+" && "+timelineHas(".ev-result pre", "turn two")+" && "+statusIs("complete"), 2*time.Minute)
+	tab.wait("turn 2's events", timelineHas(".ev-message", "Now say turn two")+" && "+timelineHas(".ev-step .step-out", "turn two")+" && "+statusIs("complete"), 2*time.Minute)
 	if got := evalUI[string](tab, `document.querySelector('#message-text').value`); got != "" {
 		t.Errorf("the message box still holds %q", got)
 	}
@@ -108,7 +108,7 @@ func TestUIJob(t *testing.T) {
 		t.Fatalf("submit: %d", code)
 	}
 	tab.run("open the second job's page", chromedp.Navigate(s.url+"/jobs/"+id2))
-	tab.wait("the second job waiting", statusIs("running")+" && "+timelineHas(".ev-call pre", "until [ -e never ]"), 2*time.Minute)
+	tab.wait("the second job waiting", statusIs("running")+" && "+timelineHas(".ev-step .step-cmd", "until [ -e never ]"), 2*time.Minute)
 	tab.run("cancel", chromedp.Click(chromedp.CSS(`#cancel`)))
 	tab.wait("canceled", statusIs("canceled"), 2*time.Minute)
 	tab.shot("canceled")

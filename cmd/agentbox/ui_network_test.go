@@ -34,7 +34,7 @@ func TestUINetwork(t *testing.T) {
 	tab.wait("the job list", `!!document.querySelector('table.jobs')`, 20*time.Second)
 	tab.run("open the job's page", chromedp.Navigate(s.url+"/jobs/"+id))
 	tab.run("mark the page", chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
-	tab.wait("the job waiting", statusIs("running")+" && "+timelineHas(".ev-call pre", "until [ -e go ]"), 2*time.Minute)
+	tab.wait("the job waiting", statusIs("running")+" && "+timelineHas(".ev-step .step-cmd", "until [ -e go ]"), 2*time.Minute)
 
 	st, err := sqlite.Open(t.Context(), filepath.Join(s.dataDir, "agentbox.db"), sqlite.Options{})
 	if err != nil {

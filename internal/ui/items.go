@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -20,14 +19,13 @@ import (
 // Limits of what one item shows; the whole text is in the event log and
 // the API.
 const (
-	maxShown  = 64 << 10 // bytes of one text
-	longLines = 20       // output longer than this starts collapsed
-	longBytes = 2000
+	maxShown = 64 << 10 // bytes of one text
 )
 
-// item is one event as the timeline shows it. Kind picks its template:
-// model, call, result, output, notice, condensation, state, message, git,
-// info (one line of text) or other.
+// item is one event as the timeline shows it, or a step: a tool call and
+// what came of it (see stepView). Kind picks its template: step, model,
+// notice, condensation, state, message, git, net, info (one line of
+// text) or other.
 type item struct {
 	Seq   int64
 	Time  time.Time
@@ -36,13 +34,10 @@ type item struct {
 	Step  int
 	// Text is plain text (a model's message, a notice, a user's message).
 	Text string
-	// Code is a command or a call's input, shown as code.
-	Code string
-	// Output is terminal output, styled; Long starts it collapsed.
-	Output []Span
-	Long   bool
-	Cut    bool // the text was cut at maxShown
-	Error  bool
+	// Card is a step's: its call, output and result.
+	Card  *stepView
+	Cut   bool // the text was cut at maxShown
+	Error bool
 	// Denied marks a connection the egress proxy refused.
 	Denied bool
 	// Media are the URLs of a tool result's images.
@@ -61,13 +56,6 @@ func toItem(ev store.Event) item {
 	case event.Model:
 		it.Kind, it.Step, it.Title = "model", p.Step, "model"
 		it.Text, it.Cut = cut(strings.TrimSpace(p.Message.PlainText()))
-	case event.ToolCall:
-		it.Kind, it.Step, it.Title = "call", p.Step, p.Name
-		it.Code, it.Cut = cut(callInput(p))
-	case event.ToolResult:
-		it.Kind, it.Step, it.Title, it.Error = "result", p.Step, p.Name, p.IsError
-		it.setOutput(p.Text)
-		it.Media = mediaURLs(ev.JobID, p.Media)
 	case event.Notice:
 		it.Kind, it.Step, it.Title, it.Text = "notice", p.Step, "notice", p.Text
 	case event.Condensation:
@@ -84,15 +72,6 @@ func toItem(ev store.Event) item {
 	case event.Git:
 		it.Kind, it.Title, it.Error = "git", "git "+p.Action, p.Error != ""
 		it.Text = gitText(p)
-	case event.Command:
-		it.Kind, it.Title = "call", "command"
-		it.Code, it.Cut = cut(p.Command)
-	case event.Output:
-		it.Kind, it.Title, it.Error = "result", p.Stream, p.Stream == "stderr"
-		it.setOutput(p.Text)
-	case event.Exit:
-		it.Title, it.Error = "exit", p.ExitCode != 0 || p.TimedOut || p.OOMKilled
-		it.Text = exitText(p)
 	case event.Sandbox:
 		it.Title, it.Text = "sandbox", fmt.Sprintf("Sandbox ready in %d ms.", p.ReadyMS)
 		if p.Recovered {
@@ -116,13 +95,6 @@ func toItem(ev store.Event) item {
 	return it
 }
 
-// setOutput sets the item's output, cut to maxShown, collapsed when long.
-func (it *item) setOutput(s string) {
-	s, it.Cut = cut(s)
-	it.Output = ANSI(s)
-	it.Long = len(s) > longBytes || strings.Count(s, "\n") > longLines
-}
-
 // cut shortens s to maxShown bytes (on a rune boundary).
 func cut(s string) (string, bool) {
 	if len(s) <= maxShown {
@@ -133,22 +105,6 @@ func cut(s string) (string, bool) {
 		n--
 	}
 	return s[:n], true
-}
-
-// callInput is a tool call's input as shown: bash's command as it is,
-// other tools' input as indented JSON.
-func callInput(c event.ToolCall) string {
-	var in struct {
-		Command *string `json:"command"`
-	}
-	if c.Name == "bash" && json.Unmarshal(c.Input, &in) == nil && in.Command != nil {
-		return *in.Command
-	}
-	var buf bytes.Buffer
-	if json.Indent(&buf, c.Input, "", "  ") != nil {
-		return string(c.Input)
-	}
-	return buf.String()
 }
 
 // mediaURLs are the API's URLs of a tool result's kept images (see
@@ -205,20 +161,6 @@ func short(commit string) string {
 		return commit[:12]
 	}
 	return commit
-}
-
-func exitText(p event.Exit) string {
-	s := fmt.Sprintf("Exit code %d after %s.", p.ExitCode, (time.Duration(p.DurationMS) * time.Millisecond).String())
-	if p.TimedOut {
-		s += " Timed out."
-	}
-	if p.OOMKilled {
-		s += " Out of memory."
-	}
-	if p.Truncated {
-		s += " Output truncated."
-	}
-	return s
 }
 
 // networkText is a connection through the egress proxy on one line:

@@ -59,15 +59,16 @@ func (u *UI) timelineData(r *http.Request, j store.Job) (any, error) {
 			return nil, err
 		}
 	}
-	p, err := u.page(r.Context(), j.ID, max(0, last-TimelinePage), TimelinePage)
+	p, err := u.page(r.Context(), j.ID, max(0, last-TimelinePage), TimelinePage, j.Status.Final())
 	if err != nil {
 		return nil, err
 	}
 	return timelineView{Header: u.header(j), Page: p}, nil
 }
 
-// page reads up to limit events after seq after and makes them items.
-func (u *UI) page(ctx context.Context, id string, after int64, limit int) (timelinePage, error) {
+// page reads up to limit events after seq after and makes them items;
+// final says the job has ended (a step without its result then stopped).
+func (u *UI) page(ctx context.Context, id string, after int64, limit int, final bool) (timelinePage, error) {
 	p := timelinePage{JobID: id, First: after + 1, Last: after}
 	if limit <= 0 {
 		return p, nil
@@ -76,12 +77,14 @@ func (u *UI) page(ctx context.Context, id string, after int64, limit int) (timel
 	if err != nil {
 		return p, err
 	}
+	st := steps{open: map[string]int{}}
 	for _, ev := range evs {
 		p.Last = ev.Seq
-		if it := toItem(ev); it.Kind != "model" || it.Text != "" { // a step of tool calls only shows them
-			u.keyMedia(id, &it)
-			p.Items = append(p.Items, it)
-		}
+		st.add(ev)
+	}
+	p.Items = st.finish(final)
+	for i := range p.Items {
+		u.keyMedia(id, &p.Items[i])
 	}
 	if len(evs) > 0 {
 		p.First = evs[0].Seq
@@ -128,7 +131,7 @@ func (u *UI) Timeline(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("timeline of job %s: %w: after and before are event seqs (%v)", id, store.ErrInvalid, err)
 	}
-	p, err := u.page(r.Context(), id, after, limit)
+	p, err := u.page(r.Context(), id, after, limit, false)
 	if err != nil {
 		return err
 	}

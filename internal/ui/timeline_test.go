@@ -109,9 +109,8 @@ func TestTimelineFragment(t *testing.T) {
 	}
 	for _, want := range []string{
 		`data-seq="1"`, `data-seq="7"`, "&lt;script&gt;alert(1)&lt;/script&gt;",
-		`<pre class="ev-code">ls &lt;/pre&gt;</pre>`, // bash's command as the command
+		`<span class="prompt" aria-hidden="true">$ </span>ls &lt;/pre&gt;</pre>`, // bash's command as the command
 		`<span class="ansi-fg-1">red &lt;script&gt;`,
-		`<details class="ev-output">`, // long output starts collapsed
 		"ev-condensation", "context condensed (summarize)", "900 → 300 tokens",
 		"message (turn 1)", "git push", "failed: denied", "ev-error",
 		`<img class="ev-media" src="/v1/jobs/j1/media/1-0.png"`, // the screenshot, inline
