@@ -146,7 +146,7 @@ for --duration. Server and load generator share this machine's cores.`,
 		},
 	}
 	cmd.Flags().IntVar(&o.Clients, "clients", 32, "concurrent connections")
-	cmd.Flags().DurationVar(&o.Duration, "duration", 10*time.Second, "length of each phase")
+	cmd.Flags().Var(durationVar(&o.Duration, 10*time.Second), "duration", "length of each phase")
 	return cmd
 }
 

@@ -57,6 +57,7 @@ context size. From a pipe or a script, messages are read a line at a time
 	cmd.Flags().StringVar(&model, "model", "", "model as provider:name (default AGENTBOX_MODEL)")
 	addNetworkFlags(cmd.Flags(), &nf, true)
 	a.driverFlag(cmd)
+	a.dataDirFlag(cmd, "where sessions are kept, under chats/")
 	return cmd
 }
 

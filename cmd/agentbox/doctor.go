@@ -42,6 +42,7 @@ required fails; warnings do not fail.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	a.dataDirFlag(cmd, "the data directory to check")
 	return cmd
 }
 

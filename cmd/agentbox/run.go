@@ -56,7 +56,7 @@ missing, a network policy the operator does not allow).` + networkHelp,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Task, f.Stdin = args[0], cmd.InOrStdin()
 			if err := hb.check(f.Repo); err != nil {
-				return err
+				return usage(err)
 			}
 			hb.toRun(&f)
 			var err error
@@ -69,10 +69,10 @@ missing, a network policy the operator does not allow).` + networkHelp,
 	fl := cmd.Flags()
 	fl.StringVar(&f.Model, "model", "", "model as provider:name, e.g. anthropic:claude-sonnet-4-5 or openai:gpt-4.1 (default AGENTBOX_MODEL)")
 	fl.IntVar(&f.MaxSteps, "max-steps", 0, "stop after this many model steps (default AGENTBOX_MAX_STEPS, else 100)")
-	fl.DurationVar(&f.Timeout, "timeout", 0, "wall-clock limit of the job (default AGENTBOX_JOB_TIMEOUT, else 30m)")
-	fl.StringVar(&f.Memory, "memory", "", "sandbox memory limit, e.g. 2g")
-	fl.StringVar(&f.CPUs, "cpus", "", "sandbox CPU limit, e.g. 1.5")
-	fl.StringVar(&f.Disk, "disk", "", "sandbox disk quota, workspace included, e.g. 2g (default AGENTBOX_SANDBOX_DISK, else 10g)")
+	fl.Var(durationVar(&f.Timeout, 0), "timeout", "wall-clock limit of the job (default AGENTBOX_JOB_TIMEOUT, else 30m)")
+	fl.Var(sizeVar(&f.Memory), "memory", "sandbox memory limit, e.g. 2g")
+	fl.Var(cpusVar(&f.CPUs), "cpus", "sandbox CPU limit, e.g. 1.5")
+	fl.Var(sizeVar(&f.Disk), "disk", "sandbox disk quota, workspace included, e.g. 2g (default AGENTBOX_SANDBOX_DISK, else 10g)")
 	fl.StringVar(&f.Isolation, "isolation", "", isolationUsage)
 	fl.StringVar(&f.Image, "image", "", "sandbox image, one AGENTBOX_IMAGES lists (default AGENTBOX_IMAGE, else "+config.DefaultImage+")")
 	fl.StringVar(&f.Repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned with the host's credentials (AGENTBOX_GIT_*)")
@@ -82,6 +82,7 @@ missing, a network policy the operator does not allow).` + networkHelp,
 	fl.BoolVar(&f.InPlace, "in-place", false, "with --workspace: work in DIR itself, changing it (needs root)")
 	addNetworkFlags(fl, &nf, true)
 	a.driverFlag(cmd)
+	a.dataDirFlag(cmd, "where runs are kept, under runs/")
 	return cmd
 }
 
@@ -113,21 +114,7 @@ func printRun(w io.Writer, r wiring.RunReport) int {
 	} else if r.Unzipped > 0 {
 		fmt.Fprintf(w, "agentbox: %d workspace entries left out of the zip or stored differently; %s in it says why\n", r.Unzipped, artifact.ManifestName)
 	}
-	fmt.Fprintf(w, "\njob %s %s after %d steps", j.ID, j.Status, j.Steps)
-	if u := j.Usage; u.InputTokens+u.CacheReadTokens+u.OutputTokens > 0 {
-		fmt.Fprintf(w, ", %d tokens in (%d from cache), %d out, $%.4f", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens,
-			u.CacheReadTokens, u.OutputTokens, u.CostUSD)
-	}
-	fmt.Fprintln(w)
-	if j.Result != "" {
-		fmt.Fprintf(w, "result: %s\n", render.Printable(j.Result))
-	}
-	if j.Error != "" {
-		fmt.Fprintf(w, "error: %s\n", render.Printable(j.Error))
-	}
-	if j.Repo != nil {
-		_ = render.GitOutcome(w, j.Repo.Push, wire.Git(j.Git))
-	}
+	_ = render.Summary(w, summaryJob(j))
 	printResult(w, r)
 	switch j.Status {
 	case store.StatusComplete:
@@ -136,6 +123,17 @@ func printRun(w io.Writer, r wiring.RunReport) int {
 		return 130
 	}
 	return 1
+}
+
+// summaryJob is what render.Summary shows of a job run here, as the API
+// would give it to submit --follow.
+func summaryJob(j store.Job) wire.Job {
+	w := wire.Job{JobID: j.ID, Status: string(j.Status), Steps: j.Steps, Usage: wire.Usage(j.Usage), Result: j.Result, Error: j.Error}
+	if j.Repo != nil {
+		g := wire.Git(j.Git)
+		w.Repo, w.Git = &wire.Repo{URL: j.Repo.URL, Ref: j.Repo.Ref, Push: j.Repo.Push}, &g
+	}
+	return w
 }
 
 // printResult says where the job left its result.
