@@ -27,10 +27,17 @@ func newLogsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs [flags] JOB_ID",
 		Short: "Print a job's steps as they happen",
-		Long: `logs follows a job's event stream and prints each step as it happens: the
-output of commands raw on stdout; state changes, commands and exit codes as
-short lines on stderr. It returns when the job ends, exiting 0 if the job
-completed and 1 otherwise. A dropped connection is resumed where it broke.
+		Long: `logs follows a job's event stream and prints each step as it happens: what
+the job produced (its commands' output, the model's text, tool results) on
+stdout; state changes, commands, tool calls and exit codes as short lines on
+stderr. It returns when the job ends, exiting 0 if the job completed and 1
+otherwise. A dropped connection is resumed where it broke.
+
+What the sandbox or the model wrote is printed without its control
+characters, so it cannot drive the terminal: an escape sequence's ESC is
+dropped and its other characters stay as text. agentbox's own colours and
+its spinner go to a terminal only: 'logs JOB > file' saves the stdout side
+as plain text, the steps still showing on the terminal.
 
 -f (--follow) is what logs does anyway; --no-follow prints what exists now
 and exits (0 only if the job completed).
