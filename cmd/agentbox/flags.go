@@ -180,6 +180,7 @@ func checkUsage(c *cobra.Command) {
 	case c.HasSubCommands() && !c.Runnable():
 		c.Args = unknownCommand
 		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		c.DisableFlagsInUseLine = true // it runs no command line of its own
 	case c.Args != nil:
 		check := c.Args
 		c.Args = func(cmd *cobra.Command, args []string) error {

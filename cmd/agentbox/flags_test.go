@@ -107,9 +107,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"diff", "--format", "zip", "job_1"}, "want diff or patch", "agentbox diff [flags] JOB_ID"},
 		{[]string{"serve", "--grace", "30"}, "--grace 30: give a unit, e.g. 30s or 30m", "agentbox serve [flags]"},
 		{[]string{"version", "extra"}, "agentbox version takes no arguments", "agentbox version [flags]"},
-		{[]string{"bogus"}, `unknown command "bogus" for "agentbox"`, "agentbox [flags]"},
-		{[]string{"lgos"}, "did you mean logs?", "agentbox [flags]"},
-		{[]string{"image", "bogus"}, `unknown command "bogus" for "agentbox image"`, "agentbox image [flags]"},
+		{[]string{"bogus"}, `unknown command "bogus" for "agentbox"`, "agentbox COMMAND"},
+		{[]string{"lgos"}, "did you mean logs?", "agentbox COMMAND"},
+		{[]string{"image", "bogus"}, `unknown command "bogus" for "agentbox image"`, "agentbox image COMMAND"},
+		{[]string{"completion", "tcsh"}, `unknown command "tcsh" for "agentbox completion"`, "agentbox completion COMMAND"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

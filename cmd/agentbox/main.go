@@ -74,7 +74,11 @@ func report(w io.Writer, cmd *cobra.Command, err error) int {
 	fmt.Fprintln(w, "agentbox:", err)
 	var ue usageError
 	if errors.As(err, &ue) && cmd != nil {
-		fmt.Fprintf(w, "usage: %s\nRun '%s --help' for more.\n", cmd.UseLine(), cmd.CommandPath())
+		line := cmd.UseLine()
+		if cmd.HasAvailableSubCommands() {
+			line = cmd.CommandPath() + " COMMAND"
+		}
+		fmt.Fprintf(w, "usage: %s\nRun '%s --help' for more.\n", line, cmd.CommandPath())
 	}
 	return exitCodeOf(err)
 }
@@ -163,6 +167,13 @@ exec exits with its command's own status, like docker run.`,
 	root.AddCommand(newClientCmds(a)...)
 	root.SetVersionTemplate(versionText())
 	root.SetFlagErrorFunc(flagError)
+	// A command that groups others runs nothing of its own (checkUsage
+	// makes it print its help): its usage is its commands'.
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
+	// help and completion are made now, not as the root runs, so that
+	// checkUsage covers them too.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
 	checkUsage(root)
 	return root
 }
