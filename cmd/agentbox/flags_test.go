@@ -130,6 +130,16 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 }
 
+// TestBadEnvironmentExits2: a variable that does not parse is a usage
+// error too, named, without the parser's words.
+func TestBadEnvironmentExits2(t *testing.T) {
+	t.Setenv("AGENTBOX_SANDBOX_PIDS", "many")
+	code, stderr := runReport(t, "list")
+	if code != 2 || !strings.Contains(stderr, `AGENTBOX_SANDBOX_PIDS: "many" is not a whole number`) || strings.Contains(stderr, "strconv") {
+		t.Errorf("exit %d:\n%s", code, stderr)
+	}
+}
+
 // TestTimeoutWantsAUnit: --timeout 5 is refused with a hint on every
 // command that has --timeout, never taken as seconds.
 func TestTimeoutWantsAUnit(t *testing.T) {

@@ -127,9 +127,10 @@ Exit status, on every command:
   1    it failed: a job ended in error, the server refused a request,
        doctor or image inspect found a problem
   2    a usage error (an unknown flag or command, a wrong number of
-       arguments, a bad value, a request the server finds invalid), or a
-       request this host or server cannot serve as asked (an isolation
-       tier missing, a network policy not allowed)
+       arguments, a bad value in a flag or the environment, a request
+       the server finds invalid), or a request this host or server
+       cannot serve as asked (an isolation tier missing, a network
+       policy not allowed)
   130  interrupted (Ctrl-C), or for run and chat, the job was canceled
 exec exits with its command's own status, like docker run.`,
 		Version:       version,
@@ -138,7 +139,7 @@ exec exits with its command's own status, like docker run.`,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.FromEnv()
 			if err != nil {
-				return fmt.Errorf("configuration: %w", err)
+				return fmt.Errorf("%w: %w", errConfiguration, err)
 			}
 			if d := a.flagCfg.Sandbox.Driver; d != "" {
 				cfg.Sandbox.Driver = d // --driver wins over AGENTBOX_DRIVER
@@ -188,8 +189,13 @@ func versionText() string {
 // isolationUsage is the help of --isolation on exec, run and submit.
 const isolationUsage = "isolation tier: container, gvisor (gVisor's runsc) or microvm (default AGENTBOX_ISOLATION, else container); one that cannot run here is refused (exit 2), never replaced"
 
+// errConfiguration marks a configuration that does not parse or hold (a
+// bad value in the environment or a flag): a usage error, exit 2, though
+// the command line itself may be right.
+var errConfiguration = errors.New("configuration")
+
 // exitCodeOf is the exit status of a command that failed with err: 2 for
-// a usage error, a request the server found invalid (400, 422), or a
+// a usage error or a bad configuration, a request the server found invalid (400, 422), or a
 // request the host cannot serve as asked (an isolation tier missing here,
 // locally or on the server; a network policy the operator does not allow,
 // checked here), else 1.
@@ -197,7 +203,7 @@ func exitCodeOf(err error) int {
 	var ue usageError
 	var ce *client.Error
 	switch {
-	case errors.As(err, &ue), errors.Is(err, sandbox.ErrIsolationUnavailable), errors.Is(err, jobs.ErrBadNetwork):
+	case errors.As(err, &ue), errors.Is(err, errConfiguration), errors.Is(err, sandbox.ErrIsolationUnavailable), errors.Is(err, jobs.ErrBadNetwork):
 		return 2
 	case errors.As(err, &ce) && (ce.StatusCode == http.StatusBadRequest || ce.StatusCode == http.StatusUnprocessableEntity):
 		return 2

@@ -129,6 +129,11 @@ func TestDoctorWithoutEngine(t *testing.T) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}
 	}
+	// --data-dir wins over AGENTBOX_DATA_DIR.
+	dir := filepath.Join(t.TempDir(), "other")
+	if out, _, _ := run(ctx, "doctor", "--data-dir", dir); !strings.Contains(out, "data dir      "+dir+" is writable") {
+		t.Errorf("doctor --data-dir %s:\n%s", dir, out)
+	}
 }
 
 // sandboxEnv points the CLI at the test engine with its own instance label.

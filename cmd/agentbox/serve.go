@@ -123,7 +123,7 @@ func (a *app) applyServeFlags() error {
 
 func (a *app) serve(ctx context.Context) error {
 	if err := a.applyServeFlags(); err != nil {
-		return fmt.Errorf("configuration: %w", err)
+		return fmt.Errorf("%w: %w", errConfiguration, err)
 	}
 	srv, err := wiring.OpenServer(ctx, a.cfg, a.log)
 	if err != nil {
