@@ -229,6 +229,11 @@ func TestDataDirFindsTheServerToken(t *testing.T) {
 	if out, _, err := runClient(context.Background(), "", "status", "--data-dir", serverDir, id); err != nil || !strings.Contains(out, id) {
 		t.Errorf("status --data-dir: %v\n%s", err, out)
 	}
+	t.Setenv("AGENTBOX_TOKEN_FILE", filepath.Join(serverDir, "token")) // the server's own setting
+	if out, _, err := runClient(context.Background(), "", "status", id); err != nil || !strings.Contains(out, id) {
+		t.Errorf("status with AGENTBOX_TOKEN_FILE: %v\n%s", err, out)
+	}
+	t.Setenv("AGENTBOX_TOKEN_FILE", "")
 	t.Setenv("AGENTBOX_DATA_DIR", serverDir)
 	if out, _, err := runClient(context.Background(), "", "status", id); err != nil || !strings.Contains(out, id) {
 		t.Errorf("status with AGENTBOX_DATA_DIR: %v\n%s", err, out)

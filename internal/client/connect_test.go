@@ -72,16 +72,17 @@ func TestRefusedTokenIsNamedBySource(t *testing.T) {
 		{"file", Token{}, file, []string{"refused the token in " + file, "--data-dir"}},
 		{"no file", Token{}, filepath.Join(dir, "absent"), []string{"none was sent", "there is no " + filepath.Join(dir, "absent"), "--data-dir"}},
 	}
-	if os.Geteuid() != 0 { // root reads any file
-		tests = append(tests, struct {
-			name string
-			tok  Token
-			file string
-			want []string
-		}{"unreadable", Token{}, unreadable, []string{"none was sent", unreadable + " cannot be read by this user", "--token"}})
-	}
+	tests = append(tests, struct {
+		name string
+		tok  Token
+		file string
+		want []string
+	}{"unreadable", Token{}, unreadable, []string{"none was sent", unreadable + " cannot be read by this user", "--token"}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.file == unreadable && os.Geteuid() == 0 {
+				t.Skip("root reads any file: no unreadable token file here")
+			}
 			c, err := Connect(srv.URL, tt.tok, tt.file)
 			if err != nil {
 				t.Fatal(err)
