@@ -58,7 +58,7 @@ func readToken(file string) (Token, string) {
 	b, err := os.ReadFile(file)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return Token{}, "there is no " + file + "; give the server's data directory with --data-dir or AGENTBOX_DATA_DIR (agentbox serve logs its token file's path as it starts), or " + give
+		return Token{}, "there is no " + file + "; give the server's data directory with --data-dir or AGENTBOX_DATA_DIR (agentbox serve logs its token file's path as it starts; one started with sudo keeps it under root's home), or " + give
 	case errors.Is(err, fs.ErrPermission):
 		return Token{}, file + " cannot be read by this user (permission denied); run as the server's user (e.g. with sudo), or " + give
 	case err != nil:
