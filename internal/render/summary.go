@@ -12,7 +12,7 @@ import (
 // or error, and what the host did with its repository. `agentbox run`
 // and `submit --follow` end with it.
 func Summary(w io.Writer, j wire.Job) error {
-	fmt.Fprintf(w, "\njob %s %s after %d steps", printable(j.JobID), printable(j.Status), j.Steps)
+	fmt.Fprintf(w, "\njob %s %s after %d %s", printable(j.JobID), printable(j.Status), j.Steps, plural(j.Steps, "step", "steps"))
 	if u := j.Usage; u.InputTokens+u.CacheReadTokens+u.OutputTokens > 0 {
 		fmt.Fprintf(w, ", %d tokens in (%d from cache), %d out, $%.4f", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens,
 			u.CacheReadTokens, u.OutputTokens, u.CostUSD)
