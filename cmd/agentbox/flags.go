@@ -220,12 +220,21 @@ func argsError(cmd *cobra.Command, args []string) error {
 	if want == "" {
 		return fmt.Errorf("%s takes no arguments; got %s", cmd.CommandPath(), got)
 	}
-	return fmt.Errorf("%s takes %s; got %s", cmd.CommandPath(), want, got)
+	hint := ""
+	if len(args) > 1 && (strings.HasSuffix(want, "TASK") || strings.HasSuffix(want, "MESSAGE")) {
+		hint = " (quote a text of several words)"
+	}
+	return fmt.Errorf("%s takes %s; got %s%s", cmd.CommandPath(), want, got, hint)
 }
 
+// quoteAll is args as an error shows them: quoted where needed, a long
+// one cut.
 func quoteAll(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
+		if r := []rune(a); len(r) > 40 {
+			a = string(r[:40]) + "…"
+		}
 		out[i] = quoteIfNeeded(a)
 	}
 	return out

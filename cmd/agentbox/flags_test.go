@@ -102,6 +102,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"submit", "--json=maybe", "task"}, "--json maybe: want true or false", "agentbox submit [flags] TASK"},
 		{[]string{"run", "--disk", "huge", "task"}, "--disk huge: want a size", "agentbox run [flags] TASK"},
 		{[]string{"run"}, "agentbox run takes TASK; got none", "agentbox run [flags] TASK"},
+		{[]string{"run", "fix", "the", "tests"}, "agentbox run takes TASK; got 3: fix the tests (quote a text of several words)", "agentbox run [flags] TASK"},
 		{[]string{"exec", "--cpus", "-1", "true"}, "--cpus -1: want a positive number", "agentbox exec [flags] COMMAND [ARG...]"},
 		{[]string{"exec", "--env", "NOEQUALS", "true"}, "KEY=VALUE", "agentbox exec [flags] COMMAND [ARG...]"},
 		{[]string{"diff", "--format", "zip", "job_1"}, "want diff or patch", "agentbox diff [flags] JOB_ID"},
