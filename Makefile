@@ -2,7 +2,7 @@
 .PHONY: build test image bench doctor clean
 
 build:
-	CGO_ENABLED=0 go build -trimpath -o bin/agentbox ./cmd/agentbox
+	CGO_ENABLED=0 go build -trimpath -ldflags "-X main.commit=$$(git rev-parse --short=12 HEAD 2>/dev/null)$$(git diff --quiet HEAD 2>/dev/null || echo +dirty)" -o bin/agentbox ./cmd/agentbox
 
 test:
 	./scripts/test.sh

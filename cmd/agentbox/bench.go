@@ -146,7 +146,7 @@ for --duration. Server and load generator share this machine's cores.`,
 		},
 	}
 	cmd.Flags().IntVar(&o.Clients, "clients", 32, "concurrent connections")
-	cmd.Flags().DurationVar(&o.Duration, "duration", 10*time.Second, "length of each phase")
+	cmd.Flags().Var(durationVar(&o.Duration, 10*time.Second), "duration", "length of each phase")
 	return cmd
 }
 
@@ -257,7 +257,8 @@ Results are recorded in docs/benchmarks.md.`,
 	}
 	cmd.Flags().IntVar(&o.Samples, "samples", 5, "uploads and docker cps to time, after one warm-up each")
 	cmd.Flags().IntVar(&o.Files, "files", 5000, "files of the project")
-	cmd.Flags().StringVar(&size, "size", "50000000", "bytes of the project, e.g. 50000000 or 200m")
+	size = "50000000"
+	cmd.Flags().Var(sizeVar(&size), "size", "bytes of the project, e.g. 50000000 or 200m")
 	cmd.Flags().StringVar(&o.Docker, "docker", "docker", "docker CLI used for the baselines")
 	a.driverFlag(cmd)
 	return cmd

@@ -92,6 +92,7 @@ context size. From a pipe or a script, messages are read a line at a time
 	addSandboxFlags(fl, &sb)
 	addNetworkFlags(fl, &nf, true)
 	a.driverFlag(cmd)
+	a.dataDirFlag(cmd, "where sessions are kept, under chats/")
 	return cmd
 }
 

@@ -24,20 +24,27 @@ import (
 
 // newClientCmds returns the commands that talk to a running server.
 func newClientCmds(a *app) []*cobra.Command {
-	return []*cobra.Command{
+	cmds := []*cobra.Command{
 		newSubmitCmd(a), newStatusCmd(a), newListCmd(a),
 		newLogsCmd(a), newCancelCmd(a), newDeleteCmd(a), newDownloadCmd(a), newViewCmd(a),
 		newReplyCmd(a),
 		newDiffCmd(a), newWorkersCmd(a),
 	}
+	for _, c := range cmds {
+		a.dataDirFlag(c, "the data directory of the local server, whose token file is sent when no token is given")
+	}
+	return cmds
 }
 
 const clientEnvHelp = `
 
 The server is --url, else AGENTBOX_URL, else http://127.0.0.1:8080. The token
-is --token, else AGENTBOX_TOKEN, else the token file that 'agentbox serve'
-wrote to its data directory (AGENTBOX_DATA_DIR) when the server is on a
-loopback address, so a local server needs no setup.`
+is --token, else AGENTBOX_TOKEN, else, when the server is on a loopback
+address, the token file of a local server: AGENTBOX_TOKEN_FILE, else the
+file 'agentbox serve' wrote to its data directory (--data-dir, else
+AGENTBOX_DATA_DIR), so a local server needs no setup. A server started with
+another data directory, or by another user (sudo), needs that directory
+given, or its token.`
 
 // clientFlags are the connection options of every client command.
 type clientFlags struct{ url, token string }
@@ -47,9 +54,18 @@ func (f *clientFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.token, "token", "", "API token (default $AGENTBOX_TOKEN, else <data dir>/token)")
 }
 
-// newClient connects to the server the flags and the configuration name.
+// newClient connects to the server the flags and the configuration name,
+// with the token they give (or a local server's), said by its source.
 func (a *app) newClient(f clientFlags) (*client.Client, error) {
-	return client.Connect(cmp.Or(f.url, a.cfg.Client.URL), cmp.Or(f.token, a.cfg.Client.Token), filepath.Join(a.cfg.DataDir, api.TokenFile))
+	tok := client.Token{Value: f.token, From: "--token"}
+	if tok.Value == "" {
+		tok = client.Token{Value: a.cfg.Client.Token, From: "AGENTBOX_TOKEN"}
+	}
+	file := filepath.Join(a.cfg.DataDir, api.TokenFile)
+	if a.cfg.Server.TokenFile != "" && a.flagCfg.DataDir == "" {
+		file = a.cfg.Server.TokenFile
+	}
+	return client.Connect(cmp.Or(f.url, a.cfg.Client.URL), tok, file)
 }
 
 // answerFlags are the options of a command that prints one answer of the
@@ -87,17 +103,17 @@ func askJob[T any](a *app, f *answerFlags, what string, ask func(*client.Client,
 // submitFlags are the options of `agentbox submit`.
 type submitFlags struct {
 	clientFlags
-	model, timeout, memory, disk, key string
-	maxSteps                          int
-	cpus                              float64
-	meta                              []string
-	follow, json                      bool
-	image, isolation                  string
-	repo, ref                         string
-	handBack                          handBackFlags
-	workspace, workspaceFrom          string
-	exclude                           []string
-	network                           wiring.NetworkFlags
+	model, memory, disk, cpus, key string
+	timeout                        time.Duration
+	maxSteps                       int
+	meta                           []string
+	follow, json                   bool
+	image, isolation               string
+	repo, ref                      string
+	handBack                       handBackFlags
+	workspace, workspaceFrom       string
+	exclude                        []string
+	network                        wiring.NetworkFlags
 }
 
 func newSubmitCmd(a *app) *cobra.Command {
@@ -133,11 +149,11 @@ The server checks the policy against its own settings.` + clientEnvHelp,
 	f.add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "", "model as provider:name (default: the server's)")
-	fl.StringVar(&f.timeout, "timeout", "", "wall-clock limit, e.g. 30m or 1h (default: the server's)")
+	fl.Var(durationVar(&f.timeout, 0), "timeout", "wall-clock limit, e.g. 30m or 1h (default: the server's)")
 	fl.IntVar(&f.maxSteps, "max-steps", 0, "most agent steps (default: the server's)")
-	fl.StringVar(&f.memory, "memory", "", "sandbox memory, e.g. 512m or 4g (default: the server's)")
-	fl.Float64Var(&f.cpus, "cpus", 0, "sandbox CPUs, e.g. 0.5 or 2 (default: the server's)")
-	fl.StringVar(&f.disk, "disk", "", "sandbox disk quota, workspace included, e.g. 2g (default: the server's)")
+	fl.Var(sizeVar(&f.memory), "memory", "sandbox memory, e.g. 512m or 4g (default: the server's)")
+	fl.Var(cpusVar(&f.cpus), "cpus", "sandbox CPUs, e.g. 0.5 or 2 (default: the server's)")
+	fl.Var(sizeVar(&f.disk), "disk", "sandbox disk quota, workspace included, e.g. 2g (default: the server's)")
 	fl.StringVar(&f.isolation, "isolation", "", isolationUsage)
 	fl.StringVar(&f.image, "image", "", "sandbox image, one the server allows (AGENTBOX_IMAGES; default: the server's sandbox image)")
 	fl.StringArrayVar(&f.meta, "meta", nil, "metadata KEY=VALUE kept with the job (repeatable)")
@@ -157,7 +173,7 @@ The server checks the policy against its own settings.` + clientEnvHelp,
 func (a *app) submit(cmd *cobra.Command, f submitFlags, task string) error {
 	req, err := f.request(cmd.InOrStdin(), task)
 	if err != nil {
-		return err
+		return usage(err)
 	}
 	c, err := a.newClient(f.clientFlags)
 	if err != nil {
@@ -178,7 +194,7 @@ func (a *app) submit(cmd *cobra.Command, f submitFlags, task string) error {
 	if err != nil || !f.follow {
 		return err
 	}
-	return followJob(cmd, c, sr.JobID, logsOptions{json: f.json})
+	return followJob(cmd, c, sr.JobID, logsOptions{json: f.json, summary: true})
 }
 
 // request builds the API request, checking each flag so that a mistake
@@ -192,11 +208,7 @@ func (f submitFlags) request(stdin io.Reader, task string) (wire.SubmitRequest, 
 	req.Image, req.Isolation = f.image, f.isolation
 	var l wire.Limits
 	errs := []error{f.checkStart()}
-	if f.timeout != "" {
-		d, err := parseTimeout(f.timeout)
-		errs = append(errs, err)
-		l.Timeout = wire.Duration(d)
-	}
+	l.Timeout = wire.Duration(f.timeout)
 	if f.memory != "" {
 		n, err := config.ParseMemory(f.memory)
 		errs = append(errs, flagErr("--memory", err))
@@ -207,10 +219,13 @@ func (f submitFlags) request(stdin io.Reader, task string) (wire.SubmitRequest, 
 		errs = append(errs, flagErr("--disk", err))
 		l.Disk = wire.ByteSize(n)
 	}
-	if f.cpus < 0 || f.maxSteps < 0 {
-		errs = append(errs, errors.New("--cpus and --max-steps must not be negative"))
+	if f.cpus != "" {
+		l.CPUs, _ = strconv.ParseFloat(f.cpus, 64) // checked as the flag was parsed
 	}
-	l.CPUs, l.MaxSteps = f.cpus, f.maxSteps
+	if f.maxSteps < 0 {
+		errs = append(errs, errors.New("--max-steps must not be negative"))
+	}
+	l.MaxSteps = f.maxSteps
 	if l != (wire.Limits{}) {
 		req.Limits = &l
 	}
@@ -244,17 +259,6 @@ func flagErr(flag string, err error) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %w", flag, err)
-}
-
-// parseTimeout accepts a duration (30m) or a number of seconds (1800).
-func parseTimeout(s string) (time.Duration, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		return d, nil
-	}
-	if secs, err := strconv.ParseFloat(s, 64); err == nil && secs >= 0 {
-		return time.Duration(secs * float64(time.Second)), nil
-	}
-	return 0, fmt.Errorf("--timeout %q: want a duration such as 30m or 1h30m", s)
 }
 
 func parseMeta(kvs []string) (map[string]string, error) {

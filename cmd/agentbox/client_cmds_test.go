@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -13,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
@@ -24,15 +21,9 @@ import (
 	"github.com/agentbox/agentbox/internal/wire"
 )
 
-// runClient runs the client commands in-process, as the root command does.
+// runClient runs the CLI in-process with stdin, as main does.
 func runClient(ctx context.Context, stdin string, args ...string) (stdout, stderr string, err error) {
-	a := &app{log: slog.New(slog.DiscardHandler)}
-	root := &cobra.Command{Use: "agentbox", SilenceUsage: true, SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
-			a.cfg, err = config.FromEnv()
-			return err
-		}}
-	root.AddCommand(newClientCmds(a)...)
+	root := newRootCmd()
 	var o, e bytes.Buffer
 	root.SetOut(&o)
 	root.SetErr(&e)
@@ -127,11 +118,11 @@ func TestClientBadInput(t *testing.T) {
 		{[]string{"submit", "--meta", "novalue", "x"}, "KEY=VALUE"},
 		{[]string{"submit", "--cpus", "-1", "x"}, "--cpus"},
 		{[]string{"submit", "--timeout", "48h", "x"}, "timeout"},
-		{[]string{"submit"}, "accepts 1 arg"},
-		{[]string{"status", "job_nope"}, "no such job"},
+		{[]string{"submit"}, "agentbox submit takes TASK; got none"},
+		{[]string{"status", "job_nope"}, "no job job_nope on http://127.0.0.1:"},
 		{[]string{"list", "--status", "done"}, "status"},
-		{[]string{"logs", "job_nope"}, "no such job"},
-		{[]string{"download", "job_nope"}, "no such job"},
+		{[]string{"logs", "job_nope"}, "no job job_nope on"},
+		{[]string{"download", "job_nope"}, "no job job_nope on"},
 		{[]string{"status", "--url", "localhost:1", "x"}, "http://host:port"},
 	} {
 		_, _, err := runClient(context.Background(), "", tt.args...)
@@ -256,7 +247,7 @@ func TestClientToken(t *testing.T) {
 	e := clientEnv(t)
 	t.Setenv("AGENTBOX_TOKEN", "")
 	_, _, err := runClient(context.Background(), "", "list")
-	if err == nil || !strings.Contains(err.Error(), "AGENTBOX_TOKEN or --token") {
+	if err == nil || !strings.Contains(err.Error(), "--token or AGENTBOX_TOKEN") {
 		t.Errorf("no token: %v", err)
 	}
 	mustRun(t, "list", "--token", apitest.Token)

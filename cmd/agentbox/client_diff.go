@@ -38,7 +38,7 @@ or a file gets the bytes unchanged; --raw sends them to a terminal too.` + clien
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "diff" && format != "patch" {
-				return fmt.Errorf("--format %q: want diff or patch", format)
+				return usage(fmt.Errorf("--format %q: want diff or patch", format))
 			}
 			c, err := a.newClient(f)
 			if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -13,8 +14,11 @@ import (
 
 // logsOptions are the options of `agentbox logs` (and submit --follow).
 type logsOptions struct {
-	noFollow, json bool
-	after          int64
+	follow, noFollow, json bool
+	after                  int64
+	// summary ends the steps with how the job ended, as run does
+	// (submit --follow, reply --follow).
+	summary bool
 }
 
 func newLogsCmd(a *app) *cobra.Command {
@@ -23,18 +27,29 @@ func newLogsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs [flags] JOB_ID",
 		Short: "Print a job's steps as they happen",
-		Long: `logs follows a job's event stream and prints each step as it happens: the
-output of commands raw on stdout; state changes, commands and exit codes as
-short lines on stderr. It returns when the job ends, exiting 0 if the job
-completed and 1 otherwise. A dropped connection is resumed where it broke.
+		Long: `logs follows a job's event stream and prints each step as it happens: what
+the job produced (its commands' output, the model's text, tool results) on
+stdout; state changes, commands, tool calls and exit codes as short lines on
+stderr. It returns when the job ends, exiting 0 if the job completed and 1
+otherwise. A dropped connection is resumed where it broke.
 
---no-follow prints what exists now and exits (0 only if the job completed).
+What the sandbox or the model wrote is printed without its control
+characters, so it cannot drive the terminal: an escape sequence's ESC is
+dropped and its other characters stay as text. agentbox's own colours and
+its spinner go to a terminal only: 'logs JOB > file' saves the stdout side
+as plain text, the steps still showing on the terminal.
+
+-f (--follow) is what logs does anyway; --no-follow prints what exists now
+and exits (0 only if the job completed).
 --json prints each event as one JSON object per line instead.` + clientEnvHelp,
 		Example: `  agentbox logs job_0193b2c4d5e6f7a8b9c
   agentbox logs --no-follow job_0193b2c4d5e6f7a8b9c > output.txt
   agentbox logs --json job_0193b2c4d5e6f7a8b9c | jq -c 'select(.type=="command")'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.follow && o.noFollow {
+				return usage(errors.New("--follow and --no-follow: give one"))
+			}
 			c, err := a.newClient(f)
 			if err != nil {
 				return err
@@ -44,6 +59,7 @@ completed and 1 otherwise. A dropped connection is resumed where it broke.
 	}
 	f.add(cmd)
 	fl := cmd.Flags()
+	fl.BoolVarP(&o.follow, "follow", "f", false, "follow the job until it ends (the default)")
 	fl.BoolVar(&o.noFollow, "no-follow", false, "print the events so far and exit")
 	fl.Int64Var(&o.after, "after", 0, "start after this event seq")
 	fl.BoolVar(&o.json, "json", false, "print events as JSON lines")
@@ -79,11 +95,21 @@ func followJob(cmd *cobra.Command, c *client.Client, id string, o logsOptions) e
 	if err != nil {
 		return fmt.Errorf("logs: %w", err)
 	}
+	switch {
+	case o.json:
+	case o.summary && ended(j.Status):
+		_ = render.Summary(cmd.ErrOrStderr(), j)
+		if j.DeletedAt.IsZero() {
+			fmt.Fprintf(cmd.ErrOrStderr(), "download: agentbox download %s\ndiff: agentbox diff %s\n", id, id)
+		}
+	default:
+		_ = render.Outcome(cmd.ErrOrStderr(), id, j)
+	}
 	if j.Status == "complete" {
 		return nil
 	}
-	if !o.json {
-		_ = render.Outcome(cmd.ErrOrStderr(), id, j)
-	}
 	return exitError{1}
 }
+
+// ended reports whether a job in status s has ended.
+func ended(s string) bool { return s == "complete" || s == "error" || s == "canceled" }

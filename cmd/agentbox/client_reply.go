@@ -66,7 +66,7 @@ func (a *app) reply(cmd *cobra.Command, f replyFlags, id, message string) error 
 	if err != nil || !f.follow {
 		return err
 	}
-	return followJob(cmd, c, j.JobID, logsOptions{json: f.json, after: after})
+	return followJob(cmd, c, j.JobID, logsOptions{json: f.json, after: after, summary: true})
 }
 
 // textArg is a command's text argument, read from stdin when it is "-".

@@ -37,7 +37,7 @@ func TestView(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "sandbox was removed") {
 		t.Errorf("ended job: %v", err)
 	}
-	if _, _, err := runClient(context.Background(), "", "view", "job_nope"); err == nil || !strings.Contains(err.Error(), "no such job") {
+	if _, _, err := runClient(context.Background(), "", "view", "job_nope"); err == nil || !strings.Contains(err.Error(), "no job job_nope on") {
 		t.Errorf("unknown job: %v", err)
 	}
 }

@@ -43,6 +43,7 @@ It exits 1 if anything required fails; warnings do not fail.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	a.dataDirFlag(cmd, "the data directory to check")
 	return cmd
 }
 

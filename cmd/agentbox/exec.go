@@ -61,26 +61,27 @@ of its own instead, as 'docker run --network' does, outside the proxy.` + networ
 			}
 			spec, err := f.Spec()
 			if err != nil {
-				return err
+				return usage(err)
 			}
 			req := wiring.Command(args, f.Timeout)
 			return exitWith(a.execOnce(cmd.Context(), spec, req, cmd.OutOrStdout(), cmd.ErrOrStderr(), f))
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.Memory, "memory", "", "memory limit, e.g. 512m or 2g (default from AGENTBOX_SANDBOX_MEMORY, else 2g)")
-	fl.StringVar(&f.CPUs, "cpus", "", "CPU limit, e.g. 0.5 or 2 (default from AGENTBOX_SANDBOX_CPUS, else 1)")
+	fl.Var(sizeVar(&f.Memory), "memory", "memory limit, e.g. 512m or 2g (default from AGENTBOX_SANDBOX_MEMORY, else 2g)")
+	fl.Var(cpusVar(&f.CPUs), "cpus", "CPU limit, e.g. 0.5 or 2 (default from AGENTBOX_SANDBOX_CPUS, else 1)")
 	fl.Int64Var(&f.Pids, "pids", 0, "process limit (default from AGENTBOX_SANDBOX_PIDS, else 512)")
-	fl.StringVar(&f.Disk, "disk", "", "disk quota on what the sandbox writes to the host, workspace included, e.g. 1g (default from AGENTBOX_SANDBOX_DISK, else 10g)")
+	fl.Var(sizeVar(&f.Disk), "disk", "disk quota on what the sandbox writes to the host, workspace included, e.g. 1g (default from AGENTBOX_SANDBOX_DISK, else 10g)")
 	fl.StringVar(&f.Isolation, "isolation", "", isolationUsage)
 	fl.StringVar(&f.network, "network", "", "none (the default: no network), open (any public host through the egress proxy), or a container network: bridge or a named one; host is refused")
 	addNetworkFlags(fl, &f.egress, false)
 	fl.StringVar(&f.Workspace, "workspace", "", "host directory to mount at /workspace (kept afterwards)")
-	fl.DurationVar(&f.Timeout, "timeout", 10*time.Minute, "kill the command and its children after this long")
+	fl.Var(durationVar(&f.Timeout, 10*time.Minute), "timeout", "kill the command and its children after this long")
 	fl.StringArrayVarP(&f.Env, "env", "e", nil, "set an environment variable KEY=VALUE (repeatable)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the command's output")
 	fl.BoolVar(&f.raw, "raw", false, "print the command's bytes as they are, escape sequences included, on a terminal too")
 	a.driverFlag(cmd)
+	a.dataDirFlag(cmd, "where sandboxes keep their state")
 	return cmd
 }
 

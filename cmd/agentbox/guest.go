@@ -31,7 +31,8 @@ or TCP (then every request must carry the sandbox's secret, from
 --secret-file or AGENTBOX_GUEST_SECRET). It executes commands and file
 operations for the host, confined to --workspace. It is not meant to be run
 by hand.`,
-		Args: cobra.NoArgs,
+		Args:   cobra.NoArgs,
+		Hidden: true,
 		// The guest must not read the host's configuration.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -78,7 +79,7 @@ by hand.`,
 	cmd.Flags().StringVar(&listen, "listen", "", "where to listen: unix:PATH, tcp:HOST:PORT, vsock:PORT or serial:DEVICE (default unix:<state dir>/"+guest.SocketName+")")
 	cmd.Flags().StringVar(&secretFile, "secret-file", "", "file holding the secret every request must carry (default AGENTBOX_GUEST_SECRET; required with tcp:)")
 	cmd.Flags().StringVar(&webBase, "web-base", "", "URL path under which the host serves this sandbox's Jupyter and noVNC pages")
-	cmd.Flags().DurationVar(&serviceTimeout, "service-timeout", 0, "how long the desktop's programs and Jupyter may take to start answering (default 20s)")
+	cmd.Flags().Var(durationVar(&serviceTimeout, 0), "service-timeout", "how long the desktop's programs and Jupyter may take to start answering (default 20s)")
 	cmd.Flags().BoolVar(&vmInit, "vm-init", false, "run as process 1 of a microVM: prepare it, run the guest on its serial port, power off")
 	_ = cmd.Flags().MarkHidden("vm-init")
 	cmd.Flags().BoolVar(&applySeccomp, strings.TrimPrefix(vminit.DaemonSeccompFlag, "--"), false,

@@ -7,9 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -20,7 +23,6 @@ import (
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/drivers"
-	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -42,18 +44,43 @@ func (a *app) driverFlag(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&a.flagCfg.Sandbox.Driver, "driver", "", "sandbox driver: "+strings.Join(drivers.Names(), ", ")+" (AGENTBOX_DRIVER; default "+drivers.Default+")")
 }
 
+// dataDirFlag adds --data-dir to a command that reads or writes the
+// data directory: where run and chat keep their work, and whose token
+// file a client command sends to a local server.
+func (a *app) dataDirFlag(cmd *cobra.Command, usage string) {
+	cmd.Flags().StringVar(&a.flagCfg.DataDir, "data-dir", "", usage+" (AGENTBOX_DATA_DIR; default ~/.local/share/agentbox)")
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
-	err := newRootCmd().ExecuteContext(ctx)
+	cmd, err := newRootCmd().ExecuteContextC(ctx)
 	stop()
-	if err != nil {
-		var ee exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
-		}
-		fmt.Fprintln(os.Stderr, "agentbox:", err)
-		os.Exit(exitCodeOf(err))
+	if code := report(os.Stderr, cmd, err); code != 0 {
+		os.Exit(code)
 	}
+}
+
+// report prints how the command cmd failed with err, if it did, and
+// returns the exit status: a usage error is shown with the command's
+// usage line.
+func report(w io.Writer, cmd *cobra.Command, err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	fmt.Fprintln(w, "agentbox:", err)
+	var ue usageError
+	if errors.As(err, &ue) && cmd != nil {
+		line := cmd.UseLine()
+		if cmd.HasAvailableSubCommands() {
+			line = cmd.CommandPath() + " COMMAND"
+		}
+		fmt.Fprintf(w, "usage: %s\nRun '%s --help' for more.\n", line, cmd.CommandPath())
+	}
+	return exitCodeOf(err)
 }
 
 // stopSignals are the signals that end a command the way Ctrl-C does:
@@ -93,17 +120,34 @@ container with no network, no root and hard resource limits.
 
 Configuration comes from flags and the environment (AGENTBOX_DATA_DIR,
 AGENTBOX_IMAGE, AGENTBOX_SANDBOX_MEMORY, AGENTBOX_SANDBOX_CPUS,
-AGENTBOX_SANDBOX_PIDS, DOCKER_HOST, ...); see docs/configuration.md.`,
+AGENTBOX_SANDBOX_PIDS, DOCKER_HOST, ...); see docs/configuration.md.
+
+Exit status, on every command:
+  0    it did what was asked (a job completed)
+  1    it failed: a job ended in error, the server refused a request,
+       doctor or image inspect found a problem
+  2    a usage error (an unknown flag or command, a wrong number of
+       arguments, a bad value in a flag or the environment, a request
+       the server finds invalid), or a request this host or server
+       cannot serve as asked (an isolation tier missing, a network
+       policy not allowed)
+  130  interrupted (Ctrl-C), or for run and chat, the job was canceled
+exec exits with its command's own status, like docker run.`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.FromEnv()
 			if err != nil {
-				return fmt.Errorf("configuration: %w", err)
+				return fmt.Errorf("%w: %w", errConfiguration, err)
 			}
 			if d := a.flagCfg.Sandbox.Driver; d != "" {
 				cfg.Sandbox.Driver = d // --driver wins over AGENTBOX_DRIVER
+			}
+			if d := a.flagCfg.DataDir; d != "" {
+				if cfg.DataDir, err = filepath.Abs(d); err != nil {
+					return fmt.Errorf("--data-dir %s: %w", d, err)
+				}
 			}
 			a.cfg = cfg
 			return nil
@@ -119,21 +163,49 @@ AGENTBOX_SANDBOX_PIDS, DOCKER_HOST, ...); see docs/configuration.md.`,
 		newServeCmd(a),
 		newRunCmd(a),
 		newChatCmd(a),
+		newVersionCmd(),
 	)
 	root.AddCommand(newClientCmds(a)...)
+	root.SetVersionTemplate(versionText())
+	root.SetFlagErrorFunc(flagError)
+	// A command that groups others runs nothing of its own (checkUsage
+	// makes it print its help): its usage is its commands'.
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
+	// help and completion are made now, not as the root runs, so that
+	// checkUsage covers them too.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	checkUsage(root)
 	return root
+}
+
+// versionText is what --version prints: what `agentbox version` does.
+func versionText() string {
+	var sb strings.Builder
+	_ = printVersion(&sb)
+	return sb.String()
 }
 
 // isolationUsage is the help of --isolation on exec, run and submit.
 const isolationUsage = "isolation tier: container, gvisor (gVisor's runsc) or microvm (default AGENTBOX_ISOLATION, else container); one that cannot run here is refused (exit 2), never replaced"
 
+// errConfiguration marks a configuration that does not parse or hold (a
+// bad value in the environment or a flag): a usage error, exit 2, though
+// the command line itself may be right.
+var errConfiguration = errors.New("configuration")
+
 // exitCodeOf is the exit status of a command that failed with err: 2 for
-// a request the host cannot serve as asked (an isolation tier missing
-// here, locally or on the server; a network policy the operator does not
-// allow, checked here), else 1.
+// a usage error or a bad configuration, a request the server found invalid (400, 422), or a
+// request the host cannot serve as asked (an isolation tier missing here,
+// locally or on the server; a network policy the operator does not allow,
+// checked here), else 1.
 func exitCodeOf(err error) int {
+	var ue usageError
 	var ce *client.Error
-	if errors.Is(err, sandbox.ErrIsolationUnavailable) || errors.As(err, &ce) && ce.Code == wire.CodeIsolation || errors.Is(err, jobs.ErrBadNetwork) {
+	switch {
+	case errors.As(err, &ue), errors.Is(err, errConfiguration), errors.Is(err, sandbox.ErrIsolationUnavailable), errors.Is(err, jobs.ErrBadNetwork):
+		return 2
+	case errors.As(err, &ce) && (ce.StatusCode == http.StatusBadRequest || ce.StatusCode == http.StatusUnprocessableEntity):
 		return 2
 	}
 	return 1

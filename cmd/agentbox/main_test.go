@@ -47,9 +47,15 @@ func TestEveryCommandExplainsItself(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sub := range []string{"exec", "image", "doctor", "bench", "guest"} {
-		if !strings.Contains(out, sub) {
+	for _, sub := range []string{"exec", "image", "doctor", "bench", "version"} {
+		if !strings.Contains(out, "\n  "+sub+" ") {
 			t.Errorf("--help does not list %s", sub)
+		}
+	}
+	// The commands agentbox starts itself are not for people.
+	for _, sub := range []string{"guest", "highlight"} {
+		if strings.Contains(out, "\n  "+sub+" ") {
+			t.Errorf("--help lists %s:\n%s", sub, out)
 		}
 	}
 }
@@ -64,7 +70,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{args: []string{"exec", "--cpus", "-1", "true"}, want: "--cpus"},
 		{args: []string{"exec", "--env", "NOEQUALS", "true"}, want: "KEY=VALUE"},
 		{args: []string{"exec", "--workspace", "/no/such/dir", "true"}, want: "not a directory"},
-		{args: []string{"exec"}, want: "requires at least 1 arg"},
+		{args: []string{"exec"}, want: "agentbox exec takes COMMAND [ARG...]; got none"},
 		{args: []string{"doctor"}, env: map[string]string{"AGENTBOX_SANDBOX_PIDS": "many"}, want: "AGENTBOX_SANDBOX_PIDS"},
 		{args: []string{"exec", "--driver", "firecracker", "true"}, want: `unknown sandbox driver "firecracker": known drivers are docker`},
 		{args: []string{"exec", "true"}, env: map[string]string{"AGENTBOX_DRIVER": "firecracker"}, want: `"firecracker": known drivers are docker`},
@@ -122,6 +128,11 @@ func TestDoctorWithoutEngine(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}
+	}
+	// --data-dir wins over AGENTBOX_DATA_DIR.
+	dir := filepath.Join(t.TempDir(), "other")
+	if out, _, _ := run(ctx, "doctor", "--data-dir", dir); !strings.Contains(out, "data dir      "+dir+" is writable") {
+		t.Errorf("doctor --data-dir %s:\n%s", dir, out)
 	}
 }
 

@@ -55,7 +55,7 @@ missing, a network policy the operator does not allow).` + networkHelp,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Task, f.Stdin = args[0], cmd.InOrStdin()
 			if err := hb.check(f.Repo); err != nil {
-				return err
+				return usage(err)
 			}
 			hb.toRun(&f)
 			var err error
@@ -68,7 +68,7 @@ missing, a network policy the operator does not allow).` + networkHelp,
 	fl := cmd.Flags()
 	fl.StringVar(&f.Model, "model", "", "model as provider:name, e.g. anthropic:claude-sonnet-4-5 or openai:gpt-4.1 (default AGENTBOX_MODEL)")
 	fl.IntVar(&f.MaxSteps, "max-steps", 0, "stop after this many model steps (default AGENTBOX_MAX_STEPS, else 100)")
-	fl.DurationVar(&f.Timeout, "timeout", 0, "wall-clock limit of the job (default AGENTBOX_JOB_TIMEOUT, else 30m)")
+	fl.Var(durationVar(&f.Timeout, 0), "timeout", "wall-clock limit of the job (default AGENTBOX_JOB_TIMEOUT, else 30m)")
 	addSandboxFlags(fl, &f.SandboxRequest)
 	fl.StringVar(&f.Repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned with the host's credentials (AGENTBOX_GIT_*)")
 	fl.StringVar(&f.Ref, "ref", "", "with --repo: the branch, tag or commit to start from (default: the remote's default branch)")
@@ -76,6 +76,7 @@ missing, a network policy the operator does not allow).` + networkHelp,
 	addProjectFlags(fl, &f.Workspace, &f.InPlace)
 	addNetworkFlags(fl, &nf, true)
 	a.driverFlag(cmd)
+	a.dataDirFlag(cmd, "where runs are kept, under runs/")
 	return cmd
 }
 
@@ -107,21 +108,7 @@ func printRun(w io.Writer, r wiring.RunReport) int {
 	} else if r.Unzipped > 0 {
 		fmt.Fprintf(w, "agentbox: %d workspace entries left out of the zip or stored differently; %s in it says why\n", r.Unzipped, artifact.ManifestName)
 	}
-	fmt.Fprintf(w, "\njob %s %s after %d steps", j.ID, j.Status, j.Steps)
-	if u := j.Usage; u.InputTokens+u.CacheReadTokens+u.OutputTokens > 0 {
-		fmt.Fprintf(w, ", %d tokens in (%d from cache), %d out, $%.4f", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens,
-			u.CacheReadTokens, u.OutputTokens, u.CostUSD)
-	}
-	fmt.Fprintln(w)
-	if j.Result != "" {
-		fmt.Fprintf(w, "result: %s\n", render.Printable(j.Result))
-	}
-	if j.Error != "" {
-		fmt.Fprintf(w, "error: %s\n", render.Printable(j.Error))
-	}
-	if j.Repo != nil {
-		_ = render.GitOutcome(w, j.Repo.Push, wire.Git(j.Git))
-	}
+	_ = render.Summary(w, summaryJob(j))
 	printResult(w, r)
 	switch j.Status {
 	case store.StatusComplete:
@@ -130,6 +117,17 @@ func printRun(w io.Writer, r wiring.RunReport) int {
 		return 130
 	}
 	return 1
+}
+
+// summaryJob is what render.Summary shows of a job run here, as the API
+// would give it to submit --follow.
+func summaryJob(j store.Job) wire.Job {
+	w := wire.Job{JobID: j.ID, Status: string(j.Status), Steps: j.Steps, Usage: wire.Usage(j.Usage), Result: j.Result, Error: j.Error}
+	if j.Repo != nil {
+		g := wire.Git(j.Git)
+		w.Repo, w.Git = &wire.Repo{URL: j.Repo.URL, Ref: j.Repo.Ref, Push: j.Repo.Push}, &g
+	}
+	return w
 }
 
 // printResult says where the job left its result.

@@ -58,9 +58,9 @@ period, then stops them and hands them back (pending) for the next start.`,
 	f.StringVar(&a.flagCfg.Blobs, "blobs", "", "where workspace checkpoints and final artifacts go, so a job survives a lost worker and every API replica serves its files: postgres (the job store's database), the absolute path of a directory every host mounts, or none (AGENTBOX_BLOBS; default postgres with a postgres:// store, else none; see docs/cluster.md)")
 	f.IntVar(&s.Concurrency, "concurrency", 0, "jobs run at once; 0 serves the API only (AGENTBOX_CONCURRENCY; default 2)")
 	f.BoolVar(&s.NoAuth, "no-auth", false, "turn auth off (loopback addresses only)")
-	f.DurationVar(&s.Lease, "lease", 0, "job lease without a heartbeat (AGENTBOX_LEASE; default 30s)")
-	f.DurationVar(&s.JobTimeout, "job-timeout", 0, "default job timeout (AGENTBOX_JOB_TIMEOUT; default 30m)")
-	f.DurationVar(&s.Grace, "grace", 0, "time running jobs get on shutdown; 0 stops them at once (AGENTBOX_GRACE; default 30s)")
+	f.Var(durationVar(&s.Lease, 0), "lease", "job lease without a heartbeat (AGENTBOX_LEASE; default 30s)")
+	f.Var(durationVar(&s.JobTimeout, 0), "job-timeout", "default job timeout (AGENTBOX_JOB_TIMEOUT; default 30m)")
+	f.Var(durationVar(&s.Grace, 0), "grace", "time running jobs get on shutdown; 0 stops them at once (AGENTBOX_GRACE; default 30s)")
 	f.StringVar(&s.PublicURL, "public-url", "", "where clients reach the server, e.g. https://agentbox.example.com behind a TLS proxy: links are made absolute with it and viewer cookies are Secure with https (AGENTBOX_PUBLIC_URL)")
 	f.StringVar(&s.ViewURL, "view-url", "", "give each job's desktop and Jupyter an origin of their own, e.g. https://{job}.view.example.com (a wildcard DNS name reaching this server), or http://{job}.localhost:8080 on one machine: a sandbox's pages then cannot reach other jobs' views or the API from the browser (AGENTBOX_VIEW_URL)")
 	f.StringVar(&a.flagCfg.Agent.Kind, "agent", "", "what works on jobs: model (a language model with tools) or shell (the task as a bash script) (AGENTBOX_AGENT; default model)")
@@ -123,7 +123,7 @@ func (a *app) applyServeFlags() error {
 
 func (a *app) serve(ctx context.Context) error {
 	if err := a.applyServeFlags(); err != nil {
-		return fmt.Errorf("configuration: %w", err)
+		return fmt.Errorf("%w: %w", errConfiguration, err)
 	}
 	srv, err := wiring.OpenServer(ctx, a.cfg, a.log)
 	if err != nil {

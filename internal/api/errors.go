@@ -63,7 +63,7 @@ func errorStatus(err error) (status int, code, msg string, internal bool) {
 	case errors.Is(err, errNoFile):
 		return http.StatusNotFound, wire.CodeNotFound, errNoFile.Error(), false
 	case errors.Is(err, store.ErrNotFound):
-		return http.StatusNotFound, wire.CodeNotFound, "no such job", false
+		return http.StatusNotFound, wire.CodeNotFound, wire.MessageNoSuchJob, false
 	case errors.Is(err, store.ErrConflict):
 		return http.StatusUnprocessableEntity, wire.CodeIdempotencyConflict, "Idempotency-Key was already used with a different request", false
 	case errors.Is(err, workspace.ErrTooLarge):

@@ -27,6 +27,9 @@ import (
 type Client struct {
 	base  string // scheme://host[/prefix], no trailing slash
 	token string
+	// tried and advice say, should the server refuse the token, which
+	// one it was (or why none was sent) and what to do (see Connect).
+	tried, advice string
 	// HTTP is the underlying client; it must not time out whole requests,
 	// since event streams last as long as their job.
 	HTTP *http.Client
@@ -48,7 +51,12 @@ func New(baseURL, token string) (*Client, error) {
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("server URL %q: no credentials, query or fragment allowed", baseURL)
 	}
-	return &Client{base: strings.TrimRight(u.String(), "/"), token: token, HTTP: &http.Client{}}, nil
+	c := &Client{base: strings.TrimRight(u.String(), "/"), token: token, HTTP: &http.Client{}}
+	c.tried, c.advice = "refused the token given", "give this server's token"
+	if token == "" {
+		c.tried = "wants a token and none was sent"
+	}
+	return c, nil
 }
 
 // URL returns the server's base URL.
@@ -63,11 +71,21 @@ type Error struct {
 	Code       string // one of the wire.Code* constants; empty if the body was not a JSON error
 	Message    string
 	URL        string
+	// Job is the job the request was about, if any: a 404 for it is
+	// "no job ID on URL".
+	Job string
+	// Tried and Advice are set on a 401: which token the client sent, by
+	// its source, or why it sent none ("refused the token from
+	// AGENTBOX_TOKEN"); and what to do.
+	Tried, Advice string
 }
 
 func (e *Error) Error() string {
 	if e.StatusCode == http.StatusUnauthorized {
-		return fmt.Sprintf("the server at %s refused the token (401 %s): set AGENTBOX_TOKEN or --token", e.URL, e.Message)
+		return fmt.Sprintf("the server at %s %s (401 %s): %s", e.URL, e.Tried, e.Message, e.Advice)
+	}
+	if e.StatusCode == http.StatusNotFound && e.Message == wire.MessageNoSuchJob && e.Job != "" {
+		return fmt.Sprintf("no job %s on %s", e.Job, e.URL)
 	}
 	if e.Code == "" {
 		return fmt.Sprintf("server answered %d: %s", e.StatusCode, e.Message)
@@ -114,7 +132,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	}
 	if resp.StatusCode != want {
 		defer resp.Body.Close()
-		return nil, c.serverError(resp)
+		return nil, c.serverError(resp, path)
 	}
 	return resp, nil
 }
@@ -136,19 +154,32 @@ func (c *Client) transportError(ctx context.Context, err error) error {
 	return fmt.Errorf("request to %s: %w", c.base, err)
 }
 
-func (c *Client) serverError(resp *http.Response) error {
+// serverError is the error answer resp to a request of path.
+func (c *Client) serverError(resp *http.Response, path string) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	e := &Error{StatusCode: resp.StatusCode, URL: c.base}
+	e := &Error{StatusCode: resp.StatusCode, URL: c.base, Job: jobOf(path)}
+	if resp.StatusCode == http.StatusUnauthorized {
+		e.Tried, e.Advice = c.tried, c.advice
+	}
 	var body wire.ErrorResponse
 	if json.Unmarshal(b, &body) == nil && body.Error.Code != "" {
-		e.Code, e.Message = body.Error.Code, body.Error.Message
+		e.Code, e.Message = body.Error.Code, c.redact(body.Error.Message)
 		return e
 	}
 	e.Message = http.StatusText(resp.StatusCode)
 	if s := strings.TrimSpace(string(b)); s != "" {
-		e.Message += ": " + truncate(s, 200)
+		e.Message += ": " + truncate(c.redact(s), 200)
 	}
 	return e
+}
+
+// redact keeps the token out of a server's message: an error is printed,
+// logged, pasted into issues.
+func (c *Client) redact(msg string) string {
+	if c.token == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, c.token, "<token>")
 }
 
 func truncate(s string, n int) string {
@@ -177,6 +208,22 @@ func decodeAnswer(resp *http.Response, method, path string, out any) error {
 }
 
 func jobPath(id string) string { return "/v1/jobs/" + url.PathEscape(id) }
+
+// jobOf is the job ID in a request path jobPath made, else "".
+func jobOf(path string) string {
+	rest, ok := strings.CutPrefix(path, "/v1/jobs/")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		rest = rest[:i]
+	}
+	id, err := url.PathUnescape(rest)
+	if err != nil {
+		return ""
+	}
+	return id
+}
 
 // Submit submits a job. A non-empty idempotencyKey makes retries safe: the
 // server returns the job it created for the key the first time.

@@ -75,7 +75,7 @@ func TestErrors(t *testing.T) {
 		t.Errorf("cancel unknown: %v", err)
 	}
 	_, err = newClient(t, e.URL, "wrong").List(ctx, client.ListOptions{})
-	if err == nil || !strings.Contains(err.Error(), "AGENTBOX_TOKEN or --token") {
+	if err == nil || !strings.Contains(err.Error(), "refused the token given") || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("wrong token: %v", err)
 	}
 	_, err = newClient(t, e.URL, apitest.Token).Submit(ctx, wire.SubmitRequest{Task: ""}, "")

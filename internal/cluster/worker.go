@@ -152,7 +152,7 @@ func guestTarget(u *url.URL) (p, raw string, ok bool) {
 func (w *worker) guestError(rw http.ResponseWriter, r *http.Request, id string, err error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeError(rw, http.StatusNotFound, wire.CodeNotFound, "no such job")
+		writeError(rw, http.StatusNotFound, wire.CodeNotFound, wire.MessageNoSuchJob)
 	case errors.Is(err, jobs.ErrNoSandbox):
 		writeError(rw, http.StatusConflict, wire.CodeNoSandbox, err.Error())
 	case r.Context().Err() != nil:

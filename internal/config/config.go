@@ -315,14 +315,12 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("AGENTBOX_AGENT", &c.Agent.Kind)
 	errs = append(errs, intEnv(lookup, "AGENTBOX_MAX_STEPS", &c.Agent.MaxSteps),
 		intEnv(lookup, "AGENTBOX_CONTEXT_WINDOW", &c.Agent.ContextWindow))
-	if v, ok := lookup("AGENTBOX_MAX_TOKENS"); ok && v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		errs = append(errs, wrapEnv("AGENTBOX_MAX_TOKENS", err))
-		c.Agent.MaxTokens = n
-	}
+	errs = append(errs, int64Env(lookup, "AGENTBOX_MAX_TOKENS", &c.Agent.MaxTokens))
 	if v, ok := lookup("AGENTBOX_MAX_COST"); ok && v != "" {
 		f, err := strconv.ParseFloat(v, 64)
-		errs = append(errs, wrapEnv("AGENTBOX_MAX_COST", err))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("AGENTBOX_MAX_COST: %q is not a number of dollars such as 2.50", v))
+		}
 		c.Agent.MaxCostUSD = f
 	}
 	str("ANTHROPIC_API_KEY", &c.Model.AnthropicKey)
@@ -337,11 +335,7 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 		errs = append(errs, wrapEnv("AGENTBOX_SANDBOX_CPUS", err))
 		c.Sandbox.NanoCPUs = n
 	}
-	if v, ok := lookup("AGENTBOX_SANDBOX_PIDS"); ok && v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		errs = append(errs, wrapEnv("AGENTBOX_SANDBOX_PIDS", err))
-		c.Sandbox.PidsLimit = n
-	}
+	errs = append(errs, int64Env(lookup, "AGENTBOX_SANDBOX_PIDS", &c.Sandbox.PidsLimit))
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
@@ -354,6 +348,19 @@ func intEnv(lookup func(string) (string, bool), key string, dst *int) error {
 		return nil
 	}
 	n, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("%s: %q is not a whole number", key, v)
+	}
+	*dst = n
+	return nil
+}
+
+func int64Env(lookup func(string) (string, bool), key string, dst *int64) error {
+	v, ok := lookup(key)
+	if !ok || v == "" {
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
 		return fmt.Errorf("%s: %q is not a whole number", key, v)
 	}
@@ -489,7 +496,7 @@ func isWord(s string) bool { return s != "" && !strings.ContainsAny(s, " \t\n=,"
 func ParseMemory(s string) (int64, error) {
 	n, err := units.RAMInBytes(s)
 	if err != nil {
-		return 0, fmt.Errorf("memory %q: want a size such as 512m or 2g: %w", s, err)
+		return 0, fmt.Errorf("%q: want a size such as 512m or 2g", s)
 	}
 	return n, nil
 }

@@ -153,6 +153,9 @@ func TestInvalid(t *testing.T) {
 		"memory tiny":        {map[string]string{"AGENTBOX_SANDBOX_MEMORY": "1m"}, "at least 64MiB"},
 		"cpus zero":          {map[string]string{"AGENTBOX_SANDBOX_CPUS": "0"}, "AGENTBOX_SANDBOX_CPUS"},
 		"pids few":           {map[string]string{"AGENTBOX_SANDBOX_PIDS": "3"}, "at least 32"},
+		"pids words":         {map[string]string{"AGENTBOX_SANDBOX_PIDS": "many"}, `AGENTBOX_SANDBOX_PIDS: "many" is not a whole number`},
+		"tokens words":       {map[string]string{"AGENTBOX_MAX_TOKENS": "1e6"}, `AGENTBOX_MAX_TOKENS: "1e6" is not a whole number`},
+		"cost words":         {map[string]string{"AGENTBOX_MAX_COST": "$5"}, `AGENTBOX_MAX_COST: "$5" is not a number of dollars`},
 		"network of words":   {map[string]string{"AGENTBOX_SANDBOX_NETWORK": "my net"}, "sandbox network"},
 		"driver of words":    {map[string]string{"AGENTBOX_DRIVER": "a b"}, "sandbox driver"},
 		"transport, words":   {map[string]string{"AGENTBOX_GUEST_TRANSPORT": "t c p"}, "guest transport"},
@@ -180,7 +183,7 @@ func TestInvalid(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := fromLookup(lookup(tt.env))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "strconv") {
 				t.Errorf("err = %v, want %q", err, tt.want)
 			}
 		})

@@ -24,3 +24,8 @@ const (
 	CodeBadGateway          = "bad_gateway"           // 502: the job's sandbox did not answer the proxy
 	CodeUnavailable         = "unavailable"           // 503: too many event streams; a sandbox service that cannot start
 )
+
+// MessageNoSuchJob is the message of a 404 about a job that does not
+// exist (not a file of one, nor a route); the CLI repeats the ID it asked
+// for ("no job job_… on http://…").
+const MessageNoSuchJob = "no such job"
