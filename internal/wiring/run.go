@@ -171,7 +171,7 @@ func runJobsConfig(cfg config.Config, dir string, logw io.Writer, inPlace bool, 
 	quiet := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelError}))
 	jc := jobsConfig{dir: dir, workers: true, maxAttempts: 1, ceilings: &cfg.Sandbox.Ceilings,
 		sched: jobs.SchedulerConfig{WorkerID: "run-" + filepath.Base(dir), Concurrency: 1,
-			DefaultTimeout: cfg.Server.JobTimeout, Grace: -1, Log: quiet}}
+			DefaultTimeout: cfg.Server.JobTimeout, MaxOutputEvents: cfg.Server.LiveOutputMax, Grace: -1, Log: quiet}}
 	if inPlace {
 		jc.inPlace = from
 	}
