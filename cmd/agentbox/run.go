@@ -97,7 +97,7 @@ func (a *app) runTask(ctx context.Context, f wiring.RunRequest, out, errw io.Wri
 		Interrupted: func() {
 			fmt.Fprintln(shown, "agentbox: interrupted: canceling the job and removing its sandbox")
 		}})
-	live.Stop()
+	r.Elapsed = live.Stop()
 	if err != nil {
 		return 0, err
 	}
@@ -117,6 +117,9 @@ func printRun(w io.Writer, r wiring.RunReport) int {
 	if u := j.Usage; u.InputTokens+u.CacheReadTokens+u.OutputTokens > 0 {
 		fmt.Fprintf(w, ", %d tokens in (%d from cache), %d out, $%.4f", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens,
 			u.CacheReadTokens, u.OutputTokens, u.CostUSD)
+	}
+	if r.Elapsed > 0 {
+		fmt.Fprint(w, " · "+render.Elapsed(r.Elapsed))
 	}
 	fmt.Fprintln(w)
 	if j.Result != "" {

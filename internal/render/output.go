@@ -147,7 +147,7 @@ func (s *Steps) showExecResult(ev event.ToolResult) (ok bool, err error) {
 	}
 	fmt.Fprintf(&sb, "  %s %s\n", choose(ev.IsError, "✗", "✓"), line)
 	for _, l := range fold(r.rest) {
-		sb.WriteString("  " + l + "\n")
+		sb.WriteString(strings.TrimRight("  "+l, " ") + "\n")
 	}
 	_, err = io.WriteString(s.out, sb.String())
 	return true, err

@@ -31,6 +31,8 @@ type RunIO struct {
 // RunReport is how a job done by RunJob ended and what it left.
 type RunReport struct {
 	Job store.Job
+	// Elapsed is how long the run took, as its caller timed it (0: not told).
+	Elapsed time.Duration
 	// Workspace is the job's workspace directory.
 	Workspace string
 	// Zip is the workspace's artifacts.zip, "" if ZipErr says why there is none.
