@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
+	"github.com/agentbox/agentbox/internal/testenv"
 )
 
 // sseEvent is one event of GET /v1/jobs/{id}/events as text/event-stream,
@@ -279,4 +281,51 @@ func TestLiveOutputLatency(t *testing.T) {
 			t.Errorf("%s: p50 %v; want well under 500ms (goal 100ms)", name, p50)
 		}
 	}
+}
+
+// TestTerminalShowsOutputAsItRuns: in a terminal, chat and run show a
+// running command's first line under its step before the step ends, with
+// the same status line below it: what runs and for how long.
+func TestTerminalShowsOutputAsItRuns(t *testing.T) {
+	sandboxEnv(t)
+	const command = "echo first; sleep 12; echo second"
+	running := func(s string) bool {
+		return strings.Contains(s, "│ first") && regexp.MustCompile(`running bash · \d+s`).MatchString(s)
+	}
+	midStep := func(t *testing.T, screen string) {
+		t.Helper()
+		if strings.Contains(screen, "│ second") || strings.Contains(screen, "exit 0") {
+			t.Errorf("the screen was read after the step ended:\n%s", screen)
+		}
+		noEscapes(t, screen)
+	}
+	t.Run("chat", func(t *testing.T) {
+		useModel(t, llmtest.Script{Steps: []llmtest.Step{
+			step(llmtest.Call("bash", map[string]any{"command": command})),
+			step(llmtest.Say("Counted.")),
+		}})
+		tty := testenv.StartTmux(t, 120, 40, nil, guestBinary, "chat", "--session", "live")
+		tty.WaitFor("the prompt", time.Minute, atPrompt)
+		tty.Type("go")
+		tty.Keys("Enter")
+		midStep(t, tty.WaitFor("the first line and the status line", time.Minute, running))
+		screen := tty.WaitFor("the turn's end", time.Minute, func(s string) bool { return strings.Contains(s, "Counted.") && atPrompt(s) })
+		if !strings.Contains(screen, "│ second") || !strings.Contains(screen, "✓ exit 0 (success)") {
+			t.Errorf("the step's end:\n%s", screen)
+		}
+		tty.Keys("C-d")
+		tty.WaitFor("chat to leave", 30*time.Second, func(string) bool { _, done := tty.Exited(); return done })
+	})
+	t.Run("run", func(t *testing.T) {
+		useModel(t, llmtest.Script{Steps: []llmtest.Step{
+			step(llmtest.Call("bash", map[string]any{"command": command})),
+			step(llmtest.Call("finish", map[string]any{"summary": "counted"})),
+		}})
+		tty := testenv.StartTmux(t, 120, 40, nil, guestBinary, "run", "count")
+		midStep(t, tty.WaitFor("the first line and the status line", time.Minute, running))
+		tty.WaitFor("run to end", time.Minute, func(string) bool { _, done := tty.Exited(); return done })
+		if code, _ := tty.Exited(); code != 0 {
+			t.Errorf("run exited %d:\n%s", code, tty.Screen())
+		}
+	})
 }
