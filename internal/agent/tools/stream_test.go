@@ -106,3 +106,25 @@ func TestBashCutKeepsOutput(t *testing.T) {
 		})
 	}
 }
+
+// TestRunCodeStreamsOutput: run_code's program streams its output to
+// Env.Output too, and its result is as without.
+func TestRunCodeStreamsOutput(t *testing.T) {
+	t.Parallel()
+	env, _ := sandboxEnv(t)
+	var w watched
+	streamed := *env
+	streamed.Output = w.output
+	res := call(t, &streamed, tools.RunCodeTool{}, obj{"language": "python", "code": "import sys\nprint('out')\nprint('warn', file=sys.stderr)"})
+	wantText(t, res, false, "exit code: 0", "<stdout>\nout\n</stdout>", "<stderr>\nwarn\n</stderr>")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	byStream := map[string]string{}
+	for _, c := range w.chunks {
+		stream, text, _ := strings.Cut(c, ":")
+		byStream[stream] += text
+	}
+	if byStream["stdout"] != "out\n" || byStream["stderr"] != "warn\n" {
+		t.Errorf("Env.Output was given %q", byStream)
+	}
+}
