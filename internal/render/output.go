@@ -165,3 +165,29 @@ func shortNote(n string) string {
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// showCellResult prints the python tool's result the way a notebook shows
+// a cell's output: its <stderr> section's lines marked as stderr, without
+// the tags. ok is false for another tool's result.
+func (s *Steps) showCellResult(ev event.ToolResult) (ok bool, err error) {
+	if ev.Name != "python" {
+		return false, nil
+	}
+	mark := choose(ev.IsError, "✗", "│")
+	var sb strings.Builder
+	inErr := false
+	for _, l := range fold(strings.Split(strings.TrimRight(printable(ev.Text), "\n"), "\n")) {
+		switch {
+		case l == "<stderr>" || l == "</stderr>":
+			inErr = l == "<stderr>"
+		case inErr && s.outColor:
+			sb.WriteString(errMark + red + l + reset + "\n")
+		case inErr:
+			sb.WriteString(errMark + l + "\n")
+		default:
+			sb.WriteString("  " + mark + " " + l + "\n")
+		}
+	}
+	_, err = io.WriteString(s.out, sb.String())
+	return true, err
+}

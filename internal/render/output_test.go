@@ -70,6 +70,17 @@ func TestExecResultWithoutLiveOutput(t *testing.T) {
 	}
 }
 
+// TestPythonResultWithoutTags: the python tool's result shows its
+// stderr section marked apart, without the tags.
+func TestPythonResultWithoutTags(t *testing.T) {
+	var out bytes.Buffer
+	s := NewSteps(&out, &bytes.Buffer{})
+	_ = s.Payload(event.ToolResult{ID: "p", Name: "python", Text: "hello\n<stderr>\nDeprecationWarning: x\n</stderr>\nOut[3]: 42\n"})
+	if want := "  │ hello\n  ! DeprecationWarning: x\n  │ Out[3]: 42\n"; out.String() != want {
+		t.Errorf("%q\nwant %q", out.String(), want)
+	}
+}
+
 // TestStderrRedOnTerminal: on a terminal stderr's lines are red; off one
 // no escape byte is written.
 func TestStderrRedOnTerminal(t *testing.T) {

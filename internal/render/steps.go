@@ -157,6 +157,9 @@ func (s *Steps) showResult(ev event.ToolResult) error {
 	if ok, err := s.showExecResult(ev); ok {
 		return err
 	}
+	if ok, err := s.showCellResult(ev); ok {
+		return err
+	}
 	lines := fold(strings.Split(strings.TrimRight(printable(ev.Text), "\n"), "\n"))
 	mark := choose(ev.IsError, "✗", "│")
 	var sb strings.Builder
