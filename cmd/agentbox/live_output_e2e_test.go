@@ -329,3 +329,37 @@ func TestTerminalShowsOutputAsItRuns(t *testing.T) {
 		}
 	})
 }
+
+// TestLiveOutputCapPerJob: a job stores at most AGENTBOX_LIVE_OUTPUT_MAX
+// bytes of output events, then one log event says so.
+func TestLiveOutputCapPerJob(t *testing.T) {
+	s := newServer(t, "AGENTBOX_LIVE_OUTPUT_MAX=64k")
+	s.start()
+	id, code := s.submit("seq 1 100000; echo done >&2")
+	if code != 201 {
+		t.Fatalf("submit: %d", code)
+	}
+	if j := s.awaitFinal([]string{id})[id]; j.Status != "complete" {
+		t.Fatalf("job %+v", j)
+	}
+	var stored int
+	var logs []string
+	for _, ev := range s.events(id) {
+		switch ev.Type {
+		case "output":
+			var p outputPayload
+			json.Unmarshal(ev.Payload, &p)
+			stored += len(p.Text)
+		case "log":
+			var p struct{ Message string }
+			json.Unmarshal(ev.Payload, &p)
+			logs = append(logs, p.Message)
+		}
+	}
+	if stored != 64<<10 {
+		t.Errorf("%d bytes of output events stored; want the cap, 65536", stored)
+	}
+	if len(logs) != 1 || !strings.Contains(logs[0], "more than 65536 bytes of output") {
+		t.Errorf("log events %q; want one saying the output passed the cap", logs)
+	}
+}

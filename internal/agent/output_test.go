@@ -22,7 +22,7 @@ func TestRebuildIgnoresLiveOutput(t *testing.T) {
 	with := []store.Event{
 		logged(event.TypeModel, map[string]any{"step": 1, "message": llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{call("a")}}}),
 		out("a", "one\n"),
-		logged(event.TypeNotice, map[string]any{"step": 0, "text": "this job's commands have written more than 8 MiB of output"}),
+		logged(event.TypeLog, event.Log{Level: "info", Message: "this job's commands have written more than 8 MiB of output"}),
 		out("a", "two\n"),
 		logged(event.TypeToolResult, map[string]any{"step": 1, "id": "a", "name": "bash", "text": "exit code: 0 (success)\n<stdout>\none\ntwo\n</stdout>\n"}),
 		logged(event.TypeModel, map[string]any{"step": 2, "message": llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{call("b")}}}),
@@ -30,7 +30,7 @@ func TestRebuildIgnoresLiveOutput(t *testing.T) {
 	}
 	var without []store.Event
 	for _, ev := range with {
-		if ev.Type != event.TypeOutput && ev.Type != event.TypeNotice {
+		if ev.Type != event.TypeOutput && ev.Type != event.TypeLog {
 			without = append(without, ev)
 		}
 	}

@@ -26,8 +26,8 @@ const (
 // the shell agent's script), batched by an outputBatcher; and flush, which
 // emits what is still held and must be called once the command has ended,
 // before its result is emitted. The bytes of output events a job stores
-// are capped (SchedulerConfig.MaxOutputEvents): past the cap, one notice
-// says so and output is no longer logged.
+// are capped (SchedulerConfig.MaxOutputEvents): past the cap, one log
+// event says so and output is no longer logged.
 func (r *Run) Output(ctx context.Context, call string) (write func(stream string, p []byte), flush func()) {
 	ctx = context.WithoutCancel(ctx)
 	b := newOutputBatcher(func(stream string, text []byte) {
@@ -36,7 +36,7 @@ func (r *Run) Output(ctx context.Context, call string) (write func(stream string
 			r.Emit(ctx, event.Output{Call: call, Stream: stream, Text: string(kept)})
 		}
 		if notice != "" {
-			r.Emit(ctx, event.Notice{Text: notice})
+			r.Emit(ctx, event.Log{Level: "info", Message: notice})
 		}
 	})
 	return b.write, b.close

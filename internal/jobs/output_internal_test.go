@@ -115,10 +115,10 @@ func TestOutputCap(t *testing.T) {
 			if !utf8Valid(p.Text) {
 				t.Errorf("an output event cut a character: %q", p.Text)
 			}
-		case event.Notice:
+		case event.Log:
 			notices++
-			if !strings.Contains(p.Text, "100 bytes") {
-				t.Errorf("the notice: %q", p.Text)
+			if !strings.Contains(p.Message, "100 bytes") {
+				t.Errorf("the notice: %q", p.Message)
 			}
 		}
 	}
