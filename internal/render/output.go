@@ -145,7 +145,8 @@ func (s *Steps) showExecResult(ev event.ToolResult) (ok bool, err error) {
 	if ev.DurationMS > 0 {
 		line += " · " + Elapsed(msDuration(ev.DurationMS))
 	}
-	fmt.Fprintf(&sb, "  %s %s\n", choose(ev.IsError, "✗", "✓"), line)
+	failed := ev.IsError || strings.HasPrefix(r.summary, "not completed")
+	fmt.Fprintf(&sb, "  %s %s\n", choose(failed, "✗", "✓"), line)
 	for _, l := range fold(r.rest) {
 		sb.WriteString(strings.TrimRight("  "+l, " ") + "\n")
 	}

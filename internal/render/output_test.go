@@ -51,7 +51,7 @@ func TestExecResultWithoutLiveOutput(t *testing.T) {
 		{"exit code: 0 (success)\n<stdout>\nhello\n</stdout>\n<stderr>\noops\n</stderr>\n",
 			"  │ hello\n  ! oops\n  ✓ exit 0 (success)\n"},
 		{"exit code: 0 (success)\n(no output)\n", "  ✓ exit 0 (success)\n"},
-		{"not completed: job timed out after 5s\n<stdout>\nstart\n</stdout>\n", "  │ start\n  ✓ not completed: job timed out after 5s\n"},
+		{"not completed: job timed out after 5s\n<stdout>\nstart\n</stdout>\n", "  │ start\n  ✗ not completed: job timed out after 5s\n"},
 		{"exit code: 1 (failure)\n<stderr>\nno\n</stderr>\n\nthe proxy refused example.com:443", "  ! no\n  ✓ exit 1 (failure)\n\n  the proxy refused example.com:443\n"},
 		{"plain text", "  │ plain text\n"},
 	}
