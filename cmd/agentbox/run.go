@@ -92,7 +92,7 @@ func (a *app) runTask(ctx context.Context, f wiring.RunRequest, out, errw io.Wri
 		Interrupted: func() {
 			fmt.Fprintln(shown, "agentbox: interrupted: canceling the job and removing its sandbox")
 		}})
-	live.Stop()
+	r.Elapsed = live.Stop()
 	if err != nil {
 		return 0, err
 	}
@@ -122,7 +122,8 @@ func printRun(w io.Writer, r wiring.RunReport) int {
 // summaryJob is what render.Summary shows of a job run here, as the API
 // would give it to submit --follow.
 func summaryJob(j store.Job) wire.Job {
-	w := wire.Job{JobID: j.ID, Status: string(j.Status), Steps: j.Steps, Usage: wire.Usage(j.Usage), Result: j.Result, Error: j.Error}
+	w := wire.Job{JobID: j.ID, Status: string(j.Status), Steps: j.Steps, Usage: wire.Usage(j.Usage), Result: j.Result, Error: j.Error,
+		CreatedAt: j.CreatedAt, EndedAt: j.EndedAt}
 	if j.Repo != nil {
 		g := wire.Git(j.Git)
 		w.Repo, w.Git = &wire.Repo{URL: j.Repo.URL, Ref: j.Repo.Ref, Push: j.Repo.Push}, &g

@@ -69,9 +69,10 @@ func (a *Agent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 	}
 	l := &Loop{
 		Model: model, Tools: a.cfg.Tools, System: SystemPrompt(r.EgressPolicy()),
-		Env:   &tools.Env{Guest: r.Sandbox.Guest(), Timeout: a.cfg.ToolTimeout, SpillDir: SpillDir, Network: r.EgressDenials()},
-		Emit:  func(p event.Payload) { r.Emit(context.WithoutCancel(ctx), p) },
-		Media: r,
+		Env:    &tools.Env{Guest: r.Sandbox.Guest(), Timeout: a.cfg.ToolTimeout, SpillDir: SpillDir, Network: r.EgressDenials()},
+		Emit:   func(p event.Payload) { r.Emit(context.WithoutCancel(ctx), p) },
+		Output: func(call string) (func(string, []byte), func()) { return r.Output(ctx, call) },
+		Media:  r,
 	}
 	if err := a.withMemory(l, r.Job); err != nil {
 		return jobs.Outcome{Status: store.StatusError, Error: err.Error()}, nil

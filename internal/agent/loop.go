@@ -6,6 +6,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,11 @@ type Loop struct {
 	// Media, if set, keeps the images of tool results for the job's
 	// timeline.
 	Media ImageKeeper
+	// Output, if set, watches one call's commands: it returns where their
+	// output goes as it is produced (tools.Env.Output) and a function,
+	// run when the call has ended and before its result is emitted, that
+	// flushes what is still held.
+	Output func(call string) (write func(stream string, p []byte), flush func())
 	// OnText, if set, sees the model's text as it streams.
 	OnText func(delta string)
 	// RepeatLimit: a failing call repeated this many times in a row makes
@@ -177,16 +183,15 @@ func (l *Loop) runTools(ctx context.Context, calls []llm.Block, cutOff bool) ([]
 	out := make([]llm.Block, 0, len(calls))
 	var finish *tools.Finish
 	var failure error
+	failed := "" // failure in words for the model
 	for i, c := range calls {
 		l.Emit(event.ToolCall{Step: l.Steps, ID: c.ID, Name: c.Name, Input: orEmpty(c.Input)})
 		begin := time.Now()
-		res, err := l.result(ctx, c, skipReason(failure, finish, cutOff && i == len(calls)-1))
+		res, err := l.result(ctx, c, skipReason(failed, finish, cutOff && i == len(calls)-1))
 		l.ToolTime += time.Since(begin)
 		if err != nil {
-			failure, res = err, tools.Result{IsError: true, Text: "not completed: " + err.Error()}
-			if errors.Is(ctx.Err(), context.Canceled) {
-				res.Text = "not completed: canceled" // by the user or the job's cancel, not a failure of the tool
-			}
+			failure, res = err, notCompleted(ctx, res, err)
+			failed = cmp.Or(tools.StopReason(ctx), err.Error())
 		}
 		if note := l.repeats.observe(c, res, l.repeatLimit()); note != "" {
 			res.Text += "\n\n" + note
@@ -203,6 +208,22 @@ func (l *Loop) runTools(ctx context.Context, calls []llm.Block, cutOff bool) ([]
 		}
 	}
 	return out, finish, failure
+}
+
+// notCompleted is the result of a call that failed with err: what the
+// tool kept of a step cut by ctx's end (a command's output so far) with
+// why in one plain line ("not completed: canceled", "... job timed out
+// after 5s"), never the transport's words; or the error of a broken
+// sandbox.
+func notCompleted(ctx context.Context, res tools.Result, err error) tools.Result {
+	if ctx.Err() == nil {
+		return tools.Result{IsError: true, Text: "not completed: " + err.Error()}
+	}
+	if res.Text == "" {
+		res.Text = "not completed: " + tools.StopReason(ctx)
+	}
+	res.IsError = true
+	return res
 }
 
 // ImageKeeper keeps the images of tool results, as the job's Run
@@ -227,10 +248,10 @@ func (l *Loop) keepImages(imgs []llm.Image) []string {
 }
 
 // skipReason says why a call is not run, or "" to run it.
-func skipReason(failure error, finish *tools.Finish, cutOff bool) string {
+func skipReason(failure string, finish *tools.Finish, cutOff bool) string {
 	switch {
-	case failure != nil:
-		return "not run: an earlier call in this step failed: " + failure.Error()
+	case failure != "":
+		return "not run: an earlier call in this step failed: " + failure
 	case finish != nil:
 		return "not run: finish was already called"
 	case cutOff:
@@ -251,7 +272,15 @@ func (l *Loop) result(ctx context.Context, c llm.Block, skip string) (tools.Resu
 // runTool runs one call; an unknown tool or bad input is the model's
 // mistake, shown to it as an error result.
 func (l *Loop) runTool(ctx context.Context, c llm.Block) (tools.Result, error) {
-	return tools.Call(ctx, l.Env, l.Tools, c.Name, orEmpty(c.Input))
+	env := l.Env
+	if l.Output != nil && env != nil {
+		write, flush := l.Output(c.ID)
+		defer flush()
+		e := *env
+		e.Output = write
+		env = &e
+	}
+	return tools.Call(ctx, env, l.Tools, c.Name, orEmpty(c.Input))
 }
 
 func (l *Loop) repeatLimit() int {

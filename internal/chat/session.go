@@ -233,7 +233,7 @@ func load(dir, name string) (history, error) {
 // start makes the agent loop of the session's sandbox, going on from h.
 func (s *Session) start(ctx context.Context, h history) error {
 	s.loop = &agent.Loop{Model: s.cfg.Model, Tools: s.cfg.Tools, System: agent.SystemPrompt(s.effective()) + chatPrompt,
-		Env: &tools.Env{Guest: s.sb.Guest(), SpillDir: agent.SpillDir, Network: s.denials()}, Emit: s.emit, OnText: func(d string) { _ = s.steps.Text(d) },
+		Env: &tools.Env{Guest: s.sb.Guest(), SpillDir: agent.SpillDir, Network: s.denials()}, Emit: s.emit, Output: s.output, OnText: func(d string) { _ = s.steps.Text(d) },
 		Messages: agent.CloseDangling(h.Messages, "interrupted before it finished"), Usage: h.Usage, Steps: h.Steps}
 	if err := agent.EnableMemory(s.loop, s.cfg.ContextWindow); err != nil {
 		s.removeSandbox(context.WithoutCancel(ctx))

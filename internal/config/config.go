@@ -101,6 +101,10 @@ type Server struct {
 	// tar.gz) may unpack to (AGENTBOX_MAX_UPLOAD, default 1 GiB; 0 is the
 	// default too); a larger one is refused with 413.
 	MaxUpload int64
+	// LiveOutputMax caps the bytes of a job's commands' output stored as
+	// output events while they run (AGENTBOX_LIVE_OUTPUT_MAX, default 8 MiB);
+	// past it, each step's result still carries its output.
+	LiveOutputMax int64
 	// ViewURL gives each job's desktop and Jupyter views an origin of
 	// their own (AGENTBOX_VIEW_URL): a template such as
 	// https://{job}.view.example.com, under a wildcard DNS name and
@@ -235,7 +239,7 @@ func Default() Config {
 		Server: Server{
 			Addr: "127.0.0.1:8080", Concurrency: 2, Lease: 30 * time.Second,
 			JobTimeout: 30 * time.Minute, MaxAttempts: 3, Grace: 30 * time.Second,
-			Retention: 7 * 24 * time.Hour, MaxUpload: 1 << 30, HTTP: defaultHTTP(),
+			Retention: 7 * 24 * time.Hour, MaxUpload: 1 << 30, LiveOutputMax: 8 << 20, HTTP: defaultHTTP(),
 		},
 		Role:   RoleAll,
 		Client: Client{URL: "http://127.0.0.1:8080"},
@@ -307,6 +311,11 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 		n, err := ParseMemory(v)
 		errs = append(errs, wrapEnv("AGENTBOX_MAX_UPLOAD", err))
 		c.Server.MaxUpload = n
+	}
+	if v, ok := lookup("AGENTBOX_LIVE_OUTPUT_MAX"); ok && v != "" {
+		n, err := ParseMemory(v)
+		errs = append(errs, wrapEnv("AGENTBOX_LIVE_OUTPUT_MAX", err))
+		c.Server.LiveOutputMax = n
 	}
 	errs = append(errs, sandboxEnv(lookup, &c.Sandbox)...)
 	errs = append(errs, httpEnv(lookup, &c.Server.HTTP)...)
@@ -444,6 +453,9 @@ func (s Server) Validate() error {
 	}
 	if s.Lease < time.Second || s.JobTimeout < time.Second || s.Grace < 0 {
 		errs = append(errs, fmt.Errorf("lease %v and job timeout %v must be at least 1s, grace not negative", s.Lease, s.JobTimeout))
+	}
+	if s.LiveOutputMax < 0 {
+		errs = append(errs, fmt.Errorf("live output max %d: must not be negative", s.LiveOutputMax))
 	}
 	if s.PublicURL != "" {
 		if u, err := url.Parse(s.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||

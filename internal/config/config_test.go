@@ -13,15 +13,16 @@ func lookup(env map[string]string) func(string) (string, bool) {
 
 func TestFromEnv(t *testing.T) {
 	c, err := fromLookup(lookup(map[string]string{
-		"AGENTBOX_DATA_DIR":       "/srv/agentbox",
-		"AGENTBOX_SANDBOX_MEMORY": "512m",
-		"AGENTBOX_SANDBOX_CPUS":   "0.5",
-		"AGENTBOX_SANDBOX_PIDS":   "64",
-		"DOCKER_HOST":             "unix:///run/podman/podman.sock",
-		"ANTHROPIC_API_KEY":       "k",
-		"AGENTBOX_DISPLAY_SIZE":   "1280x800",
-		"AGENTBOX_PUBLIC_URL":     "https://agentbox.example.com",
-		"AGENTBOX_MAX_UPLOAD":     "256m",
+		"AGENTBOX_DATA_DIR":        "/srv/agentbox",
+		"AGENTBOX_SANDBOX_MEMORY":  "512m",
+		"AGENTBOX_SANDBOX_CPUS":    "0.5",
+		"AGENTBOX_SANDBOX_PIDS":    "64",
+		"DOCKER_HOST":              "unix:///run/podman/podman.sock",
+		"ANTHROPIC_API_KEY":        "k",
+		"AGENTBOX_DISPLAY_SIZE":    "1280x800",
+		"AGENTBOX_PUBLIC_URL":      "https://agentbox.example.com",
+		"AGENTBOX_MAX_UPLOAD":      "256m",
+		"AGENTBOX_LIVE_OUTPUT_MAX": "2m",
 
 		"AGENTBOX_HTTP_HEADER_TIMEOUT":     "5s",
 		"AGENTBOX_HTTP_IDLE_TIMEOUT":       "1m",
@@ -37,7 +38,7 @@ func TestFromEnv(t *testing.T) {
 	if c.DataDir != "/srv/agentbox" || c.Sandbox.MemoryBytes != 512<<20 || c.Sandbox.NanoCPUs != 5e8 ||
 		c.Sandbox.PidsLimit != 64 || c.Docker.Host != "unix:///run/podman/podman.sock" || c.Model.AnthropicKey != "k" ||
 		c.Sandbox.DisplayWidth != 1280 || c.Sandbox.DisplayHeight != 800 || c.Server.PublicURL != "https://agentbox.example.com" ||
-		c.Server.MaxUpload != 256<<20 {
+		c.Server.MaxUpload != 256<<20 || c.Server.LiveOutputMax != 2<<20 {
 		t.Errorf("config %+v", c)
 	}
 	want := HTTP{HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, BodyTimeout: 20 * time.Second, WriteTimeout: 90 * time.Second, MinUploadRate: 64 << 10, MaxConns: 1000}
@@ -82,7 +83,7 @@ func TestSandboxBoundsDefaults(t *testing.T) {
 	}
 	s := c.Sandbox
 	if s.DiskBytes != 10<<30 || s.NoFile != 1024 || s.UIDs != (UIDRange{200000, 299999}) || s.MinFreeDisk != 2<<30 || c.Server.Retention != 7*24*time.Hour ||
-		c.Server.MaxUpload != 1<<30 || s.MinFreeInodes != 200_000 {
+		c.Server.MaxUpload != 1<<30 || s.MinFreeInodes != 200_000 || c.Server.LiveOutputMax != 8<<20 {
 		t.Errorf("defaults %+v, retention %v", s, c.Server.Retention)
 	}
 	ce := s.Ceilings
@@ -173,6 +174,7 @@ func TestInvalid(t *testing.T) {
 		"disk over":          {map[string]string{"AGENTBOX_CEILING_DISK": "5g"}, "default sandbox disk 10GiB is over its ceiling 5GiB"},
 		"retention words":    {map[string]string{"AGENTBOX_RETENTION": "a week"}, "AGENTBOX_RETENTION"},
 		"upload words":       {map[string]string{"AGENTBOX_MAX_UPLOAD": "a lot"}, "AGENTBOX_MAX_UPLOAD"},
+		"live output words":  {map[string]string{"AGENTBOX_LIVE_OUTPUT_MAX": "plenty"}, "AGENTBOX_LIVE_OUTPUT_MAX"},
 		"body timeout none":  {map[string]string{"AGENTBOX_HTTP_BODY_TIMEOUT": "0s"}, "AGENTBOX_HTTP_BODY_TIMEOUT 0s: at least 100ms"},
 		"write timeout tiny": {map[string]string{"AGENTBOX_HTTP_WRITE_TIMEOUT": "10ms"}, "AGENTBOX_HTTP_WRITE_TIMEOUT 10ms: at least 100ms"},
 		"rate words":         {map[string]string{"AGENTBOX_HTTP_MIN_UPLOAD_RATE": "fast"}, "AGENTBOX_HTTP_MIN_UPLOAD_RATE"},

@@ -166,20 +166,56 @@ func callContext(ctx context.Context) (context.Context, context.CancelFunc) {
 func (c *Client) ExecStream(ctx context.Context, req ExecRequest, onOutput func(stream string, p []byte)) (ExecResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, execDeadline(req))
 	defer cancel()
-	resp, err := c.do(ctx, http.MethodPost, "/exec/stream", nil, jsonBody(req))
+	return c.execStream(ctx, req, nil, onOutput)
+}
+
+// ExecWatch runs a command like Exec, its result carrying the output as
+// Exec's does (each stream's head and tail within the cap), and calls
+// onOutput with each chunk as it is produced, up to the cap. When the
+// command is cut short (ctx ends, the guest goes away) the error comes
+// with a result holding the output streamed until then (Canceled set), so
+// the caller can still show it.
+func (c *Client) ExecWatch(ctx context.Context, req ExecRequest, onOutput func(stream string, p []byte)) (ExecResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, execDeadline(req))
+	defer cancel()
+	var got [2]bytes.Buffer // what was streamed, within the cap
+	keep := func(stream string, p []byte) {
+		b := &got[0]
+		if stream == "stderr" {
+			b = &got[1]
+		}
+		b.Write(p[:min(len(p), max(int(req.OutputLimit())-b.Len(), 0))])
+		onOutput(stream, p)
+	}
+	res, err := c.execStream(ctx, req, url.Values{"capture": {"1"}}, keep)
+	if err != nil {
+		return ExecResult{Stdout: got[0].Bytes(), Stderr: got[1].Bytes(), Canceled: true, ExitCode: -1}, err
+	}
+	if res.Stdout == nil && res.Stderr == nil { // a guest from before capture=1: the head it streamed
+		res.Stdout, res.Stderr = got[0].Bytes(), got[1].Bytes()
+	}
+	return res, nil
+}
+
+func (c *Client) execStream(ctx context.Context, req ExecRequest, q url.Values, onOutput func(stream string, p []byte)) (ExecResult, error) {
+	resp, err := c.do(ctx, http.MethodPost, "/exec/stream", q, jsonBody(req))
 	if err != nil {
 		return ExecResult{}, err
 	}
 	defer resp.Body.Close()
 	// One output byte can cost ~40 bytes on the wire (an event per byte
-	// written); the decoded output itself must stay within the caps.
+	// written); the decoded output itself must stay within the caps, and a
+	// captured result adds each stream's capture, base64-encoded.
 	limit := req.OutputLimit()
-	r := bufio.NewReaderSize(io.LimitReader(resp.Body, 80*limit+1<<20), 64<<10)
+	r := bufio.NewReaderSize(io.LimitReader(resp.Body, 84*limit+1<<20), 64<<10)
 	dec := json.NewDecoder(r)
 	var got int64
 	for {
 		var ev StreamEvent
 		if err := dec.Decode(&ev); err != nil {
+			if ctx.Err() != nil {
+				return ExecResult{}, fmt.Errorf("exec stream: %w", context.Cause(ctx))
+			}
 			return ExecResult{}, fmt.Errorf("%w: exec stream ended early: %w", ErrUnavailable, err)
 		}
 		switch ev.Type {
@@ -191,6 +227,9 @@ func (c *Client) ExecStream(ctx context.Context, req ExecRequest, onOutput func(
 		case "exit", "error":
 			if ev.Result == nil {
 				return ExecResult{}, fmt.Errorf("%w: exec stream: %s event without result", ErrUnavailable, ev.Type)
+			}
+			if int64(len(ev.Result.Stdout)) > limit+1024 || int64(len(ev.Result.Stderr)) > limit+1024 {
+				return ExecResult{}, fmt.Errorf("%w: guest captured over its output cap", ErrTooLarge)
 			}
 			return *ev.Result, nil
 		}

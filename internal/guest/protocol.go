@@ -93,7 +93,8 @@ type ExecResult struct {
 
 // StreamEvent is one NDJSON line of POST /exec/stream: output as it is
 // produced ("stdout", "stderr"), then one "exit" carrying the result without
-// the output bodies.
+// the output bodies, or, with ?capture=1, with them as /exec gives them
+// (each stream's head and tail within its cap).
 type StreamEvent struct {
 	Type   string      `json:"type"`
 	Data   []byte      `json:"data,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/agentbox/agentbox/internal/egress"
+	"sync"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/event"
@@ -44,6 +45,11 @@ type Run struct {
 	// moved here from a worker that was lost, and its files are as they
 	// were at that checkpoint, maybe steps behind the log.
 	Restored *Restored
+
+	// maxOutput caps the bytes of output events of the job (0: the default).
+	maxOutput  int64
+	budgetOnce sync.Once
+	budget     *outputBudget
 }
 
 // Restored says which checkpoint a run's workspace was restored from.
@@ -283,8 +289,9 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		events: func(ctx context.Context, after int64, limit int) ([]store.Event, error) {
 			return s.store.Events(ctx, j.ID, after, limit)
 		},
-		keep:    s.keepImage(j.ID),
-		network: je,
+		keep:      s.keepImage(j.ID),
+		network:   je,
+		maxOutput: s.cfg.MaxOutputEvents,
 	})
 	if why := stoppedBy(sb); why != nil {
 		cancel(why)

@@ -40,6 +40,9 @@ type SchedulerConfig struct {
 	Poll        time.Duration // how often to look for work unwoken; default 1s
 	// DefaultTimeout applies to jobs that set none; default 30m.
 	DefaultTimeout time.Duration
+	// MaxOutputEvents caps the bytes of output events (commands' output as
+	// it runs) one job stores; default DefaultMaxOutputEvents.
+	MaxOutputEvents int64
 	// Grace is how long running jobs may finish after shutdown begins; then
 	// they are stopped and their leases released. Zero means the default,
 	// 30s; a negative value means no grace.

@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/event"
@@ -24,9 +23,9 @@ func (ShellAgent) Run(ctx context.Context, r *Run) (Outcome, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		req.TimeoutMS = max(time.Until(dl).Milliseconds(), 1)
 	}
-	out := newOutputBatcher(func(p event.Output) { r.Emit(context.WithoutCancel(ctx), p) })
-	res, err := r.Sandbox.Guest().ExecStream(ctx, req, out.write)
-	out.close()
+	write, flush := r.Output(ctx, "")
+	res, err := r.Sandbox.Guest().ExecStream(ctx, req, write)
+	flush()
 	if err != nil {
 		return Outcome{}, fmt.Errorf("run task: %w", err)
 	}
@@ -36,62 +35,4 @@ func (ShellAgent) Run(ctx context.Context, r *Run) (Outcome, error) {
 		return Outcome{Status: store.StatusError, Steps: 1, Error: fmt.Sprintf("task script exited %d", res.ExitCode)}, nil
 	}
 	return Outcome{Status: store.StatusComplete, Steps: 1, Result: "task script exited 0"}, nil
-}
-
-// outputBatcher turns a command's output chunks into output events, at most
-// one per stream every 100ms or 32 KiB, so a chatty command does not cost
-// one durable write per line.
-type outputBatcher struct {
-	emit func(event.Output)
-	mu   sync.Mutex
-	buf  map[string][]byte
-	stop chan struct{}
-	done chan struct{}
-}
-
-func newOutputBatcher(emit func(event.Output)) *outputBatcher {
-	b := &outputBatcher{emit: emit, buf: map[string][]byte{}, stop: make(chan struct{}), done: make(chan struct{})}
-	go b.loop()
-	return b
-}
-
-func (b *outputBatcher) write(stream string, p []byte) {
-	b.mu.Lock()
-	b.buf[stream] = append(b.buf[stream], p...)
-	full := len(b.buf[stream]) >= 32<<10
-	b.mu.Unlock()
-	if full {
-		b.flush()
-	}
-}
-
-func (b *outputBatcher) loop() {
-	defer close(b.done)
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			b.flush()
-		case <-b.stop:
-			b.flush()
-			return
-		}
-	}
-}
-
-func (b *outputBatcher) flush() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, stream := range []string{"stdout", "stderr"} {
-		if p := b.buf[stream]; len(p) > 0 {
-			b.emit(event.Output{Stream: stream, Text: string(p)})
-			b.buf[stream] = nil
-		}
-	}
-}
-
-func (b *outputBatcher) close() {
-	close(b.stop)
-	<-b.done
 }

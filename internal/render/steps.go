@@ -26,18 +26,23 @@ import (
 type Steps struct {
 	out, errw io.Writer
 	color     bool // colour the steps on errw
+	outColor  bool // colour what goes to out
+	live      callOutput
 }
 
 // NewSteps returns the printer of events to out and errw. The steps on
 // errw are coloured only when errw is a terminal and NO_COLOR is not set.
 func NewSteps(out, errw io.Writer) *Steps {
-	return &Steps{out: out, errw: errw, color: ColorOn(errw)}
+	return &Steps{out: out, errw: errw, color: ColorOn(errw), outColor: ColorOn(out)}
 }
 
 // Show prints one event from its type and stored payload. An event of a
 // type it does not know, or one it has no line for, is shown raw.
 func (s *Steps) Show(typ string, payload json.RawMessage) error {
 	ev, _ := event.Decode(typ, payload)
+	if _, ok := ev.(event.Output); !ok {
+		s.endOutput()
+	}
 	var err error
 	switch ev := ev.(type) {
 	case event.Model:
@@ -49,7 +54,7 @@ func (s *Steps) Show(typ string, payload json.RawMessage) error {
 	case event.Notice:
 		err = s.line("[agentbox] %s", ev.Text)
 	case event.Output:
-		_, err = io.WriteString(s.out, printable(ev.Text))
+		err = s.showOutput(ev)
 	case event.State:
 		err = s.line("[%s]%s%s", ev.Status, prefixed(" attempt ", nonZero(ev.Attempt)), prefixed(" ", ev.Error))
 	case event.Command:
@@ -149,6 +154,12 @@ func (s *Steps) showModel(ev event.Model) error {
 // showResult prints a tool's result, folded to its head and tail when
 // long.
 func (s *Steps) showResult(ev event.ToolResult) error {
+	if ok, err := s.showExecResult(ev); ok {
+		return err
+	}
+	if ok, err := s.showCellResult(ev); ok {
+		return err
+	}
 	lines := fold(strings.Split(strings.TrimRight(printable(ev.Text), "\n"), "\n"))
 	mark := choose(ev.IsError, "✗", "│")
 	var sb strings.Builder

@@ -17,6 +17,9 @@ func Summary(w io.Writer, j wire.Job) error {
 		fmt.Fprintf(w, ", %d tokens in (%d from cache), %d out, $%.4f", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens,
 			u.CacheReadTokens, u.OutputTokens, u.CostUSD)
 	}
+	if !j.CreatedAt.IsZero() && j.EndedAt.After(j.CreatedAt) {
+		fmt.Fprint(w, " · "+Elapsed(j.EndedAt.Sub(j.CreatedAt)))
+	}
 	fmt.Fprintln(w)
 	if j.Result != "" {
 		fmt.Fprintf(w, "result: %s\n", printable(j.Result))

@@ -32,6 +32,8 @@ type RunIO struct {
 // RunReport is how a job done by RunJob ended and what it left.
 type RunReport struct {
 	Job store.Job
+	// Elapsed is how long the run took, as its caller timed it (0: not told).
+	Elapsed time.Duration
 	// Workspace is the job's workspace directory.
 	Workspace string
 	// Zip is the workspace's artifacts.zip, "" if ZipErr says why there is none.
@@ -182,7 +184,7 @@ func runJobsConfig(cfg config.Config, dir string, logw io.Writer, inPlace bool, 
 	quiet := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelError}))
 	jc := jobsConfig{dir: dir, workers: true, maxAttempts: 1, ceilings: &cfg.Sandbox.Ceilings,
 		sched: jobs.SchedulerConfig{WorkerID: "run-" + filepath.Base(dir), Concurrency: 1,
-			DefaultTimeout: cfg.Server.JobTimeout, Grace: -1, Log: quiet}}
+			DefaultTimeout: cfg.Server.JobTimeout, MaxOutputEvents: cfg.Server.LiveOutputMax, Grace: -1, Log: quiet}}
 	if inPlace {
 		jc.inPlace = from
 	}

@@ -121,7 +121,7 @@ func highlighter(cfg config.Config) string {
 func (s *Server) openJobs(ctx context.Context, reg *prometheus.Registry) error {
 	cfg := s.cfg
 	sc := jobs.SchedulerConfig{WorkerID: workerID(cfg.DataDir), Concurrency: cfg.Server.Concurrency, Lease: cfg.Server.Lease,
-		DefaultTimeout: cfg.Server.JobTimeout, Grace: schedulerGrace(cfg.Server.Grace), Log: s.log,
+		DefaultTimeout: cfg.Server.JobTimeout, MaxOutputEvents: cfg.Server.LiveOutputMax, Grace: schedulerGrace(cfg.Server.Grace), Log: s.log,
 		Address: advertiseAddr(cfg, s.listener.Addr())}
 	if !runsJobs(cfg.Role) {
 		sc.Concurrency = 0

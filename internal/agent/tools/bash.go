@@ -56,7 +56,10 @@ func (BashTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 	}
 	timeout := env.timeout(in.TimeoutSeconds)
 	since := time.Now()
-	res, err := run(ctx, g, guest.Shell(in.Command), timeout, env.captureMax())
+	res, err := run(ctx, g, guest.Shell(in.Command), timeout, env.captureMax(), env.Output)
+	if err != nil && ctx.Err() != nil {
+		return Result{Text: cutText(ctx, res, env.maxOutput()), IsError: true}, err
+	}
 	if err != nil {
 		return failure(NameBash, err)
 	}

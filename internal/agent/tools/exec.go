@@ -12,16 +12,52 @@ import (
 )
 
 // run executes req in the sandbox with the given timeout, capping each
-// output stream near max bytes. Only a broken guest or a canceled ctx is an
-// error; everything about the command itself is in the result.
-func run(ctx context.Context, g *guest.Client, req guest.ExecRequest, timeout time.Duration, max int) (guest.ExecResult, error) {
+// output stream near max bytes, and passes its output to out as it is
+// produced when out is set. Only a broken guest or a canceled ctx is an
+// error; everything about the command itself is in the result, and a
+// command cut by ctx's end leaves the output it had in the result.
+func run(ctx context.Context, g *guest.Client, req guest.ExecRequest, timeout time.Duration, max int, out func(stream string, p []byte)) (guest.ExecResult, error) {
 	req.TimeoutMS = timeout.Milliseconds()
 	req.MaxOutput = int64(max)
-	res, err := g.Exec(ctx, req)
+	var res guest.ExecResult
+	var err error
+	if out != nil {
+		res, err = g.ExecWatch(ctx, req, out)
+	} else {
+		res, err = g.Exec(ctx, req)
+	}
 	if err == nil {
 		err = canceled(ctx)
 	}
 	return res, err
+}
+
+// cutText is a command's result when its step was cut short (a job's
+// timeout, a cancel): why, in one plain line, then the output it had.
+func cutText(ctx context.Context, res guest.ExecResult, max int) string {
+	var b strings.Builder
+	b.WriteString("not completed: " + StopReason(ctx) + "\n")
+	room := max - b.Len() - 60
+	outMax, errMax := share(room, len(res.Stdout), len(res.Stderr))
+	section(&b, "stdout", Truncate(string(res.Stdout), outMax))
+	section(&b, "stderr", Truncate(string(res.Stderr), errMax))
+	return b.String()
+}
+
+// StopReason says in one plain line why ctx ended: "canceled", "timed
+// out", or its cause's own words ("job timed out after 5s", "canceled by
+// request"); "" while it has not.
+func StopReason(ctx context.Context) string {
+	cause := context.Cause(ctx)
+	switch {
+	case cause == nil:
+		return ""
+	case cause == context.Canceled:
+		return "canceled"
+	case cause == context.DeadlineExceeded:
+		return "timed out"
+	}
+	return cause.Error()
 }
 
 // execText renders a command's result for the model: the exit code, what

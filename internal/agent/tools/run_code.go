@@ -57,7 +57,7 @@ func (RunCodeTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Re
 		return errorf("run_code: code is empty"), nil
 	}
 	s := &snippet{g: g, dir: "/tmp/agentbox-run-" + strings.ToLower(rand.Text()[:16]),
-		timeout: env.timeout(in.TimeoutSeconds), max: env.maxOutput()}
+		timeout: env.timeout(in.TimeoutSeconds), max: env.maxOutput(), out: env.Output}
 	defer s.cleanup(ctx)
 	since := time.Now()
 	run := s.python
@@ -74,6 +74,7 @@ type snippet struct {
 	dir     string
 	timeout time.Duration
 	max     int
+	out     func(stream string, p []byte) // Env.Output
 }
 
 const (
@@ -102,9 +103,9 @@ func (s *snippet) typescript(ctx context.Context, code string) (Result, error) {
 	}
 	req := s.shell(tscScript)
 	req.Cwd = s.dir // tsc names files relative to its working directory
-	res, err := run(ctx, s.g, req, s.timeout, s.max)
+	res, err := run(ctx, s.g, req, s.timeout, s.max, s.out)
 	if err != nil {
-		return failure(NameRunCode, err)
+		return s.failure(ctx, res, err)
 	}
 	switch {
 	case res.TimedOut || res.StartError != "":
@@ -120,7 +121,7 @@ func (s *snippet) typescript(ctx context.Context, code string) (Result, error) {
 func (s *snippet) save(ctx context.Context, name, code string) (Result, bool, error) {
 	req := s.shell(saveScript, name)
 	req.Stdin = []byte(code)
-	res, err := run(ctx, s.g, req, time.Minute, s.max)
+	res, err := run(ctx, s.g, req, time.Minute, s.max, nil)
 	if err != nil {
 		r, err := failure(NameRunCode, err)
 		return r, false, err
@@ -135,11 +136,20 @@ func (s *snippet) save(ctx context.Context, name, code string) (Result, bool, er
 func (s *snippet) exec(ctx context.Context, script string) (Result, error) {
 	req := s.shell(script)
 	req.Env = map[string]string{"PYTHONUNBUFFERED": "1"} // keep the output of a program killed at its timeout
-	res, err := run(ctx, s.g, req, s.timeout, s.max)
+	res, err := run(ctx, s.g, req, s.timeout, s.max, s.out)
 	if err != nil {
-		return failure(NameRunCode, err)
+		return s.failure(ctx, res, err)
 	}
 	return Result{Text: s.clean(execText(res, s.timeout, s.max)), IsError: res.ExitCode != 0 || res.TimedOut}, nil
+}
+
+// failure is the result of a run that did not end on its own: cut by
+// ctx's end (with the output it had), or a broken guest.
+func (s *snippet) failure(ctx context.Context, res guest.ExecResult, err error) (Result, error) {
+	if ctx.Err() != nil {
+		return Result{Text: s.clean(cutText(ctx, res, s.max)), IsError: true}, err
+	}
+	return failure(NameRunCode, err)
 }
 
 // shell runs script with the snippet's directory as $1 and args after it.

@@ -37,6 +37,11 @@ type Env struct {
 	// which connections the proxy refused, for the hint a failed command's
 	// result gets; nil means the job has no network.
 	Network NetworkDenials
+	// Output, if set, is given a command's output as it is produced
+	// ("stdout" or "stderr" and a chunk; bash and run_code), for whoever
+	// watches the step; the result still carries the output the model
+	// sees. It must not block long: the command's output waits on it.
+	Output func(stream string, p []byte)
 }
 
 // SpillCapture is how much of each output stream is captured for spilling.

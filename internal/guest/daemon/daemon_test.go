@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -284,5 +285,44 @@ func TestExecStreamCapsOutput(t *testing.T) {
 	}
 	if !bytes.HasPrefix(got, bytes.Repeat([]byte("y"), 1000)) || !bytes.Contains(got, []byte("output capped at 1000 bytes")) || len(got) > 1200 {
 		t.Errorf("streamed %d bytes: %.60q…", len(got), got[min(len(got), 990):])
+	}
+}
+
+// TestExecWatchCapturesLikeExec: ExecWatch streams the output up to the
+// cap and returns the result Exec would, the head and the tail of each
+// stream included; a call cut by its context returns the output streamed
+// until then with its error.
+func TestExecWatchCapturesLikeExec(t *testing.T) {
+	c, ws := start(t)
+	req := guest.Shell("seq 1 20000; echo oops >&2; echo END")
+	req.MaxOutput = 1000
+	plain, err := c.Exec(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	res, err := c.ExecWatch(context.Background(), req, func(_ string, p []byte) { got = append(got, p...) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.DurationMS, plain.DurationMS = 0, 0
+	if !reflect.DeepEqual(res, plain) {
+		t.Errorf("ExecWatch's result differs from Exec's:\n%+v\n%+v", res, plain)
+	}
+	if !bytes.HasSuffix(res.Stdout, []byte("20000\nEND\n")) || !bytes.Contains(got, []byte("output capped at 1000 bytes")) {
+		t.Errorf("stdout %.40q…, streamed %d bytes", res.Stdout, len(got))
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req = guest.Shell("echo started; echo warn >&2; while [ ! -e stop ]; do sleep 0.01; done; sleep 60")
+	seen := 0
+	res, err = c.ExecWatch(ctx, req, func(_ string, p []byte) {
+		if seen++; seen == 2 { // both lines are in
+			os.WriteFile(filepath.Join(ws, "stop"), nil, 0o644)
+			cancel()
+		}
+	})
+	if err == nil || string(res.Stdout) != "started\n" || string(res.Stderr) != "warn\n" {
+		t.Errorf("a canceled ExecWatch: err %v, result %+v", err, res)
 	}
 }

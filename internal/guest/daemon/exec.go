@@ -68,7 +68,15 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
 	limit := req.OutputLimit()
 	stdout := output.NewStream(limit, func(p []byte) { send(guest.StreamEvent{Type: "stdout", Data: p}) })
 	stderr := output.NewStream(limit, func(p []byte) { send(guest.StreamEvent{Type: "stderr", Data: p}) })
-	res, err := s.run(r.Context(), req, stdout, stderr)
+	var outW, errW io.Writer = stdout, stderr
+	// capture=1 also keeps each stream's head and tail as /exec does, for
+	// the exit event: the live chunks stop at the cap, the result does not.
+	var capOut, capErr *output.Capture
+	if r.URL.Query().Get("capture") == "1" {
+		capOut, capErr = output.NewCapture(limit), output.NewCapture(limit)
+		outW, errW = io.MultiWriter(stdout, capOut), io.MultiWriter(stderr, capErr)
+	}
+	res, err := s.run(r.Context(), req, outW, errW)
 	if err != nil { // prepare already passed, so this is rare; report it in-band
 		send(guest.StreamEvent{Type: "error", Result: &guest.ExecResult{StartError: err.Error(), ExitCode: 126}})
 		return
@@ -76,6 +84,10 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
 	var cut1, cut2 bool
 	res.StdoutBytes, cut1 = stdout.Count()
 	res.StderrBytes, cut2 = stderr.Count()
+	if capOut != nil {
+		res.Stdout, _, _ = capOut.Result()
+		res.Stderr, _, _ = capErr.Result()
+	}
 	res.Truncated = cut1 || cut2
 	send(guest.StreamEvent{Type: "exit", Result: &res})
 }
