@@ -301,3 +301,36 @@ type ViewerLinks struct {
 type Health struct {
 	Status string `json:"status"`
 }
+
+// FileList is GET /v1/jobs/{id}/files/DIR?list (or .../files/ for the
+// workspace's root): one directory of the job's workspace, sorted by
+// name. A running job's is read from a snapshot of its workspace taken at
+// SnapshotAt.
+type FileList struct {
+	// Path is the directory, "" for the workspace's root.
+	Path    string      `json:"path"`
+	Entries []FileEntry `json:"entries"`
+	// Truncated says the directory has more entries than listed.
+	Truncated bool `json:"truncated,omitempty"`
+	// Hidden counts the entries left out as the workspace's .gitignore
+	// or a common cache directory (__pycache__, node_modules, ...)
+	// would have them; ?all=1 lists them too.
+	Hidden int `json:"hidden,omitempty"`
+	// SnapshotAt is when the snapshot a running job's files are read
+	// from was taken; zero for an ended job's workspace.
+	SnapshotAt time.Time `json:"snapshot_at,omitzero"`
+}
+
+// FileEntry is one entry of a FileList, as lstat sees it: a link is
+// never followed.
+type FileEntry struct {
+	Name string `json:"name"`
+	// Type is file, dir, symlink, fifo, socket, device or other.
+	Type string `json:"type"`
+	Size int64  `json:"size"`
+	// Mode is the permission bits in octal ("0644").
+	Mode  string    `json:"mode"`
+	MTime time.Time `json:"mtime"`
+	// Target is a symlink's target, as written.
+	Target string `json:"target,omitempty"`
+}
