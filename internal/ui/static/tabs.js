@@ -90,6 +90,16 @@ function init(root) {
   const files = root.querySelector("#files-panel");
   const viewer = files.querySelector(".viewer");
   files.addEventListener("click", async e => {
+    const all = e.target.closest("button.tree-all");
+    if (all) {
+      const into = all.closest(".tree-sub, .tree-root");
+      await load(into, `${base}/tree?all=1&path=${encodeURIComponent(all.dataset.dir)}`);
+      return;
+    }
+    if (e.target.closest("button.tree-refresh")) {
+      await loaders.files();
+      return;
+    }
     const dir = e.target.closest("button.tree-dir");
     if (dir) {
       const open = dir.getAttribute("aria-expanded") === "true";
