@@ -16,8 +16,8 @@ type tabs struct {
 	// Deleted: the job's workspace was removed; nothing to show.
 	Deleted bool
 	Frame   bool // see viewTab
-	ZipURL     string
-	Views      []viewTab
+	ZipURL  string
+	Views   []viewTab
 }
 
 // viewTab is the tab of one of a running job's views.
