@@ -8,6 +8,7 @@
 package wire
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -163,6 +164,36 @@ type Job struct {
 	// /v1/jobs/{id} fills it in.
 	QueuePosition int   `json:"queue_position,omitempty"`
 	Links         Links `json:"links"`
+	// Effective is the model and limits the server applies to the job:
+	// what it asked for, and the server's defaults for the rest.
+	Effective *Effective `json:"effective,omitempty"`
+}
+
+// Effective is a model and limits a job runs with; as a server's
+// Defaults, what it applies to a job that names none.
+type Effective struct {
+	// Model is "provider:name"; empty for a server without a model (or
+	// whose jobs are shell scripts).
+	Model  string `json:"model,omitempty"`
+	Limits Limits `json:"limits"`
+}
+
+// For is what a job that asked for model and limits runs with under
+// the defaults e: each of its limits, or e's where it named none.
+func (e Effective) For(model string, asked Limits) Effective {
+	l := e.Limits
+	l.Timeout = cmp.Or(asked.Timeout, l.Timeout)
+	l.MaxSteps = cmp.Or(asked.MaxSteps, l.MaxSteps)
+	l.Memory = cmp.Or(asked.Memory, l.Memory)
+	l.CPUs = cmp.Or(asked.CPUs, l.CPUs)
+	l.Disk = cmp.Or(asked.Disk, l.Disk)
+	l.ContextWindow = cmp.Or(asked.ContextWindow, l.ContextWindow)
+	l.Egress = cmp.Or(asked.Egress, l.Egress)
+	if model != "" {
+		e.Model = model
+	}
+	e.Limits = l
+	return e
 }
 
 // NetworkSummary is GET /v1/jobs/{id}/network: the policy in force and
