@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -196,6 +197,14 @@ func (s *server) diff(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return badRequest("format %q: want diff (the default) or patch", f)
 	}
+	all := allParam(r)
+	da, canAll := s.svc.(diffAller)
+	switch {
+	case all && patch:
+		return badRequest("all=1 is for the diff: a patch is the commit of the job's change, which leaves out what .gitignore ignores")
+	case all && !canAll:
+		return badRequest("this server gives no diff with ignored files (all=1)")
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/x-diff; charset=utf-8")
 	if patch {
@@ -203,7 +212,17 @@ func (s *server) diff(w http.ResponseWriter, r *http.Request) error {
 	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	cw := &countWriter{w: w}
+	if all {
+		return s.endStream(r, cw, "diff stream failed", da.DiffAll(r.Context(), pathID(r), cw))
+	}
 	return s.endStream(r, cw, "diff stream failed", s.svc.Diff(r.Context(), pathID(r), patch, cw))
+}
+
+// diffAller gives a job's diff with what it leaves out by default (see
+// jobs.Service.DiffAll): an ability of the Service found by type
+// assertion.
+type diffAller interface {
+	DiffAll(ctx context.Context, id string, w io.Writer) error
 }
 
 // workspace checks that the request's job has a workspace to read and
