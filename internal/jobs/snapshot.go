@@ -90,11 +90,11 @@ func (s *Service) SetSnapshots(dir string) error {
 // liveFiles returns a store serving running job j's files from a
 // snapshot of its workspace, held until ctx ends.
 func (s *Service) liveFiles(ctx context.Context, j store.Job) (workspace.Store, error) {
-	if s.snaps == nil {
-		return nil, fmt.Errorf("%w: job %s is %s; this server reads its files once it has ended", ErrNotEnded, j.ID, j.Status)
-	}
 	if j.Status == store.StatusPending {
 		return nil, fmt.Errorf("%w: job %s is pending: wait for the job to start; its files can be read while it runs", ErrNotEnded, j.ID)
+	}
+	if s.snaps == nil {
+		return nil, fmt.Errorf("%w: job %s is %s; this server reads its files once it has ended", ErrNotEnded, j.ID, j.Status)
 	}
 	sn, err := s.snaps.get(ctx, j.ID, func(dir string) ([]string, error) { return s.copyLive(ctx, j.ID, dir) })
 	if err != nil {

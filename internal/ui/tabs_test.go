@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store"
 )
 
 // fragmentHTML renders a job page fragment as the routes do.
@@ -306,5 +307,27 @@ func TestTreeLeavesOutIgnored(t *testing.T) {
 	}
 	if d, _ := listTree(root, ".", true); names(d) != "build node_modules src .gitignore app.log keep.txt" || d.Hidden != 0 {
 		t.Errorf("root with all: %q, %d hidden", names(d), d.Hidden)
+	}
+}
+
+// TestDeletedJobShown: a deleted job says so in the list and on its page,
+// which offers no zip.
+func TestDeletedJobShown(t *testing.T) {
+	j := store.Job{ID: "j1", Task: "t", Status: store.StatusComplete, DeletedAt: time.Now(), CreatedAt: time.Now()}
+	u := New(Config{}, nil, nil)
+	w := httptest.NewRecorder()
+	if err := u.fragment(w, "jobs", "rows", listData{Jobs: []store.Job{j}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(w.Body.String(), `status-deleted">deleted<`) {
+		t.Errorf("the list row of a deleted job:\n%s", w.Body.String())
+	}
+	h := fragmentHTML(t, "job-summary", u.header(j))
+	if !strings.Contains(h, "complete, deleted") || strings.Contains(h, `id="zip"`) {
+		t.Errorf("the header of a deleted job:\n%s", h)
+	}
+	td, _ := u.tabsData(httptest.NewRequest("GET", "/jobs/j1", nil), j)
+	if !td.(tabs).Deleted {
+		t.Error("the tabs of a deleted job do not know it")
 	}
 }
