@@ -2,8 +2,8 @@ package api_test
 
 import (
 	"archive/zip"
-	"context"
 	"bytes"
+	"context"
 	"io"
 	"io/fs"
 	"net/http"
