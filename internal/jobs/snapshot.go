@@ -159,7 +159,9 @@ func (s *Service) liveDir(ctx context.Context, id string) (string, error) {
 func (ss *snapshots) get(ctx context.Context, id string, take func(dir string) ([]string, error)) (*snap, error) {
 	ss.mu.Lock()
 	sn := ss.byJob[id]
-	fresh := sn != nil && (!sn.done() || sn.err == nil && time.Since(sn.taken) < snapshotFresh(sn.took))
+	// A failed snapshot is given again while fresh too: one past the
+	// bounds costs its reading once, not once a request.
+	fresh := sn != nil && (!sn.done() || time.Since(sn.taken) < snapshotFresh(sn.took))
 	if !fresh {
 		if sn != nil {
 			ss.retire(id, sn)
