@@ -88,6 +88,14 @@ func TestRunningJobFiles(t *testing.T) {
 	if !slices.Contains(zipped, "a.txt") || !slices.Contains(zipped, "d/b.txt") {
 		t.Errorf("zip of a running job holds %v", zipped)
 	}
+	// The UI's Files tab: its tree and viewer while the job runs.
+	if code, b := s.fetchAll("/ui/jobs/" + id + "/tree?path="); code != 200 || !strings.Contains(string(b), `data-file="a.txt"`) ||
+		!strings.Contains(string(b), "a snapshot taken at") || strings.Contains(string(b), "__pycache__/") {
+		t.Errorf("the Files tab's tree of a running job: %d\n%s", code, b)
+	}
+	if code, b := s.fetchAll("/ui/jobs/" + id + "/view?path=d%2Fb.txt"); code != 200 || !strings.Contains(string(b), "d/b.txt") {
+		t.Errorf("the Files tab's viewer of a running job: %d\n%s", code, b)
+	}
 	if got := s.job(id).Status; got != "running" {
 		t.Errorf("job is %s after its files were read, want running", got)
 	}
