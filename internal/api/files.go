@@ -117,7 +117,7 @@ func (s *server) listFiles(w http.ResponseWriter, r *http.Request, ws workspace.
 	if err != nil {
 		return err
 	}
-	out := wire.FileList{Path: strings.TrimPrefix(p, "."), Entries: make([]wire.FileEntry, len(l.Entries)), Truncated: l.Truncated, Hidden: l.Hidden}
+	out := wire.FileList{Path: rootless(p), Entries: make([]wire.FileEntry, len(l.Entries)), Truncated: l.Truncated, Hidden: l.Hidden}
 	for i, e := range l.Entries {
 		out.Entries[i] = wire.FileEntry{Name: e.Name, Type: e.Type, Size: e.Size, Mode: fmt.Sprintf("%04o", uint32(e.Mode)), MTime: e.MTime.UTC(), Target: e.Target}
 	}
@@ -126,6 +126,14 @@ func (s *server) listFiles(w http.ResponseWriter, r *http.Request, ws workspace.
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// rootless is a workspace path as a listing names it: "" for the root.
+func rootless(p string) string {
+	if p == "." {
+		return ""
+	}
+	return p
 }
 
 // allParam reports whether the request asks for everything (?all=1,

@@ -216,6 +216,11 @@ func TestFileRefusalsSayWhatToDo(t *testing.T) {
 	if types["etc"] != "symlink:/etc" || types["src"] != "dir:" || types["hello.txt"] != "file:" || types["fifo"] != "fifo:" || !l.SnapshotAt.IsZero() {
 		t.Errorf("root listing of an ended job: %+v", l)
 	}
+	e.WriteFile(id, ".cfg/a.toml", "a = 1\n")
+	resp, b = do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/files/.cfg/"})
+	if l := decode[wire.FileList](t, b); resp.StatusCode != 200 || l.Path != ".cfg" || len(l.Entries) != 1 || l.Entries[0].Name != "a.toml" {
+		t.Errorf("listing .cfg: %d %+v", resp.StatusCode, l)
+	}
 	if _, err := e.Svc.Delete(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}

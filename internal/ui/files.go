@@ -151,7 +151,10 @@ func (u *UI) serveWorkspace(w http.ResponseWriter, r *http.Request, name string,
 // first; without all, what the .gitignore files and the common caches
 // would leave out is counted instead.
 func listTree(root *os.Root, dir string, all bool) (treeData, error) {
-	d := treeData{Path: strings.TrimPrefix(dir, "."), All: all}
+	d := treeData{Path: dir, All: all}
+	if dir == "." {
+		d.Path = ""
+	}
 	var hide func(string, bool) bool
 	if !all {
 		hide = ignore.Load(root, dir).Hidden
