@@ -34,8 +34,9 @@ func Copy(ctx context.Context, src *os.Root, dir string, lim Limits) (skipped []
 // CopyLive is Copy of a tree a running sandbox may be changing while it is
 // read, as a checkpoint reads one: an entry that is gone, or was replaced
 // (by a link among others), between its directory's listing and its read
-// is left out and named in skipped, not the copy's failure. Nothing is
-// ever read through a link: the race only costs the copy that entry.
+// is left out and named in skipped, not the copy's failure, as is one the
+// server may not read. Nothing is ever read through a link: the race only
+// costs the copy that entry.
 func CopyLive(ctx context.Context, src *os.Root, dir string, lim Limits) (skipped []string, err error) {
 	return copyTree(ctx, src, dir, lim, true)
 }
@@ -74,10 +75,18 @@ type copier struct {
 }
 
 // changed is what the copy makes of err, met reading the source entry p:
-// in a live copy, an entry that changed under the walk is skipped (nil).
+// in a live copy, an entry that changed under the walk is skipped (nil),
+// and so is one the server may not read (a server that is not root, a
+// file of the sandbox's uid with mode 0600).
 func (c *copier) changed(p string, err error) error {
-	if c.live && changedMeanwhile(err) {
+	switch {
+	case !c.live:
+		return err
+	case changedMeanwhile(err):
 		c.skip(p, "changed while it was copied ("+err.Error()+"), which this copy leaves out")
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		c.skip(p, "not readable by the server, which this copy leaves out")
 		return nil
 	}
 	return err
