@@ -125,8 +125,7 @@ func (s *Service) copyLive(ctx context.Context, id, dir string) ([]string, error
 	switch {
 	case errors.Is(err, workspace.ErrTooLarge):
 		return nil, fmt.Errorf("%w: the workspace of running job %s is over what a snapshot takes (%s, %d entries): "+
-			"its files and zip can be read once it has ended; meanwhile look with agentbox exec %s ls",
-			ErrNotEnded, id, config.SizeText(SnapshotMaxBytes), SnapshotMaxEntries, id)
+			"its files and zip can be read once it has ended", ErrNotEnded, id, config.SizeText(SnapshotMaxBytes), SnapshotMaxEntries)
 	case errors.Is(context.Cause(ctx), errSnapshotSlow):
 		return nil, fmt.Errorf("%w: a snapshot of running job %s's workspace took over %v: its files and zip can be read once it has ended",
 			ErrNotEnded, id, SnapshotTimeout)
