@@ -16,15 +16,17 @@ const rawUsage = "print the sandbox's bytes as they are, escape sequences includ
 func newDiffCmd(a *app) *cobra.Command {
 	var f clientFlags
 	var format string
-	var raw bool
+	var raw, all bool
 	cmd := &cobra.Command{
 		Use:   "diff [flags] JOB_ID",
 		Short: "Show what an ended job changed, as a unified diff or a patch",
 		Long: `diff prints what the job changed in its workspace since it started, as a
 unified diff: against the commit it cloned for a repository job (new
 untracked files included), else against its starting workspace (empty,
-uploaded or another job's). Binary files are named, not shown. The job
-must have ended (its sandbox gone).
+uploaded or another job's). Binary files are named, not shown. What the
+workspace's .gitignore files ignore and caches (__pycache__, .pytest_cache,
+.mypy_cache, .ruff_cache, node_modules, .venv, .tox) are left out; --all
+keeps them. The job must have ended (its sandbox gone).
 
 --format patch prints git format-patch output instead (repository jobs),
 which 'git am' applies to a clone of the repository.
@@ -44,11 +46,18 @@ or a file gets the bytes unchanged; --raw sends them to a terminal too.` + clien
 			if err != nil {
 				return err
 			}
+			if all && format == "patch" {
+				return fmt.Errorf("--all is for the diff (--format diff): a patch is the commit of the job's change, without ignored files")
+			}
 			if format == "diff" {
 				format = ""
 			}
 			out := render.ForTerminal(cmd.OutOrStdout(), raw)
-			_, err = c.Diff(cmd.Context(), args[0], format, out)
+			if all {
+				_, err = c.DiffAll(cmd.Context(), args[0], out)
+			} else {
+				_, err = c.Diff(cmd.Context(), args[0], format, out)
+			}
 			if err := cmp.Or(err, out.Close()); err != nil {
 				return fmt.Errorf("diff: %w", err)
 			}
@@ -57,6 +66,7 @@ or a file gets the bytes unchanged; --raw sends them to a terminal too.` + clien
 	}
 	f.add(cmd)
 	cmd.Flags().BoolVar(&raw, "raw", false, rawUsage)
+	cmd.Flags().BoolVar(&all, "all", false, "keep what .gitignore ignores and caches (__pycache__, node_modules, ...)")
 	cmd.Flags().StringVar(&format, "format", "diff", "diff (a unified diff) or patch (git format-patch output, for repository jobs)")
 	return cmd
 }

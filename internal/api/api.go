@@ -96,6 +96,10 @@ type Config struct {
 	// process of the agentbox binary for each); its zero value shows them
 	// as plain text.
 	Highlight ui.Highlight
+	// Defaults are the model and limits the server applies to a job that
+	// names none: jobs are answered with their effective ones, and the
+	// UI's new-job form shows them. nil: neither.
+	Defaults *wire.Effective
 }
 
 func (c Config) withDefaults() Config {
@@ -204,7 +208,8 @@ func New(cfg Config, svc Service, reg *prometheus.Registry, log *slog.Logger) ht
 		panic("api.New: " + err.Error() + " (check it with CheckViewURL first)")
 	}
 	s.views = views
-	s.ui = ui.New(ui.Config{FrameSrc: s.frameSrc(), NoAuth: cfg.NoAuth, Now: s.cfg.Now, MediaKey: s.mediaKey, Highlight: cfg.Highlight}, svc, log)
+	s.ui = ui.New(ui.Config{FrameSrc: s.frameSrc(), NoAuth: cfg.NoAuth, Now: s.cfg.Now, MediaKey: s.mediaKey, Highlight: cfg.Highlight,
+		Defaults: cfg.Defaults}, svc, log)
 	if len(s.tokens) == 0 && !cfg.NoAuth {
 		log.Warn("api: no token configured and auth not disabled; every request but /healthz will be refused")
 	}

@@ -78,7 +78,18 @@ func (s *server) jobDTO(j store.Job) wire.Job {
 		Turn: max(j.Turn, 1), Worker: runningOn(j), Links: s.links(j.ID),
 		Isolation: cmp.Or(j.Isolation, sandbox.IsolationContainer),
 		Network:   jobs.JobNetwork(j),
+		Effective: s.effective(j),
 	}
+}
+
+// effective is the model and limits job j runs with under the server's
+// defaults; nil when the server states none.
+func (s *server) effective(j store.Job) *wire.Effective {
+	if s.cfg.Defaults == nil {
+		return nil
+	}
+	e := s.cfg.Defaults.For(j.Model, limitsDTO(j.Limits))
+	return &e
 }
 
 // runningOn is the worker running j, empty unless it is running.

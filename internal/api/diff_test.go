@@ -194,3 +194,30 @@ func TestDiffRouteOverItsBound(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffRouteAll: the diff leaves out what .gitignore ignores and
+// __pycache__, ?all=1 keeps them (kept apart from the default diff), and
+// all=1 with format=patch is refused.
+func TestDiffRouteAll(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	r := e.Repos()
+	id := e.Submit("x").ID
+	startFromSnapshot(t, e, r, id)
+	e.WriteFile(id, ".gitignore", "*.log\n")
+	e.WriteFile(id, "app.py", "print(1)\n")
+	e.WriteFile(id, "debug.log", "noise\n")
+	e.WriteFile(id, "__pycache__/app.pyc", "pyc\n")
+	e.Finish(id, store.StatusComplete, "")
+	for _, pass := range []string{"made", "kept"} {
+		_, d := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/diff"})
+		_, all := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/diff?all=1"})
+		if !strings.Contains(string(d), "+++ b/app.py") || strings.Contains(string(d), "debug.log") || strings.Contains(string(d), "__pycache__") {
+			t.Errorf("%s: the diff:\n%s", pass, d)
+		}
+		if !strings.Contains(string(all), "+++ b/debug.log") || !strings.Contains(string(all), "+++ b/__pycache__/app.pyc") {
+			t.Errorf("%s: the diff with all=1:\n%s", pass, all)
+		}
+	}
+	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/diff?all=1&format=patch"})
+	wantError(t, resp, b, http.StatusBadRequest, wire.CodeBadRequest)
+}

@@ -44,7 +44,7 @@ func bodyFailure(err error) bool {
 
 // errNoFile hides why a workspace path could not be opened (absent, escapes
 // the workspace, a dangling symlink): all look the same to the client.
-var errNoFile = errors.New("no such file in the job's workspace")
+var errNoFile = errors.New("no such file in the job's workspace; GET /v1/jobs/{id}/files/DIR/ lists what a directory holds (files/ the top)")
 
 // errorStatus maps an error to its HTTP status, code and client message.
 // It is the only place that knows which sentinel means which status; internal

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,9 +10,12 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"strings"
 	"syscall"
 
 	"github.com/agentbox/agentbox/internal/artifact"
+	"github.com/agentbox/agentbox/internal/ignore"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/workspace"
@@ -21,12 +25,23 @@ import (
 // have left behind.
 const openFlags = os.O_RDONLY | syscall.O_NONBLOCK
 
-// file handles GET /v1/jobs/{id}/files/{path...}: one regular file of an
-// ended job's workspace. Every access goes through os.Root, so neither
-// "..", an absolute path nor a symlink can reach outside the workspace.
+// maxListEntries bounds the entries one directory listing gives.
+const maxListEntries = 1000
+
+// file handles GET /v1/jobs/{id}/files/{path...}: one regular file of the
+// job's workspace, or with ?list (or a path ending in '/', the root's
+// empty one among them) one directory of it as a wire.FileList. A running
+// job's are read from a snapshot of its workspace (jobs.Service.Workspace),
+// never the live one. Every access goes through os.Root, so neither "..",
+// an absolute path nor a symlink can reach outside the workspace; a
+// listing follows no link at all.
 func (s *server) file(w http.ResponseWriter, r *http.Request) error {
 	p := r.PathValue("path")
-	if !fs.ValidPath(p) || p == "." {
+	list := r.URL.Query().Has("list") || p == "" || strings.HasSuffix(p, "/")
+	if p = strings.TrimSuffix(p, "/"); p == "" {
+		p = "."
+	}
+	if !fs.ValidPath(p) {
 		return badRequest("file path must be relative to the workspace, without '.' or '..' segments")
 	}
 	ws, err := s.workspace(r)
@@ -38,9 +53,12 @@ func (s *server) file(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("open workspace: %w", err)
 	}
 	defer root.Close()
+	if list {
+		return s.listFiles(w, r, ws, root, p)
+	}
 	f, err := root.OpenFile(p, openFlags, 0)
 	if err != nil {
-		return errNoFile
+		return noFile(root, p)
 	}
 	defer f.Close()
 	info, err := f.Stat()
@@ -48,9 +66,10 @@ func (s *server) file(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return errNoFile
 	case info.IsDir():
-		return badRequest("%s is a directory; download artifacts.zip for the whole workspace", p)
+		return badRequest("%s is a directory: list it with GET /v1/jobs/%s/files/%s/ (or ?list), or download the whole workspace with GET /v1/jobs/%s/artifacts.zip",
+			p, pathID(r), p, pathID(r))
 	case !info.Mode().IsRegular():
-		return badRequest("%s is not a regular file", p)
+		return badRequest("%s is a %s, not a regular file: it has no content to download", p, workspace.TypeOf(info.Mode()))
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
@@ -58,6 +77,74 @@ func (s *server) file(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
 	http.ServeContent(w, r, "", info.ModTime(), f)
 	return nil
+}
+
+// noFile says why path p of root could not be opened: a symlink on its
+// way that leads out of the workspace (or nowhere) is named, with its
+// target, since the zip holds the link itself; else there is no such file.
+func noFile(root *os.Root, p string) error {
+	for q := p; q != "."; q = path.Dir(q) {
+		fi, err := root.Lstat(q)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		target, _ := root.Readlink(q)
+		return errorf(http.StatusNotFound, wire.CodeNotFound,
+			"%s is a symlink to %s, which is outside the workspace or missing: it is not followed; download the zip (artifacts.zip) to get the link itself", q, target)
+	}
+	return errNoFile
+}
+
+// listFiles answers a directory listing of p: the entries the
+// workspace's .gitignore and the common caches would leave out are left
+// out unless ?all=1.
+func (s *server) listFiles(w http.ResponseWriter, r *http.Request, ws workspace.Store, root *os.Root, p string) error {
+	var hide func(string, bool) bool
+	if !allParam(r) {
+		hide = ignore.Load(root, p).Hidden
+	}
+	l, err := workspace.List(root, p, maxListEntries, hide)
+	if errors.Is(err, workspace.ErrNotDir) {
+		if fi, lerr := root.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			target, _ := root.Readlink(p)
+			return badRequest("%s is a symlink to %s: a listing follows no link; list the target's path if it is in the workspace, or download the zip", p, target)
+		}
+		if fi, lerr := root.Lstat(p); lerr == nil && !fi.IsDir() {
+			return badRequest("%s is not a directory: download it with GET /v1/jobs/%s/files/%s", p, pathID(r), p)
+		}
+		return noFile(root, p)
+	}
+	if err != nil {
+		return err
+	}
+	out := wire.FileList{Path: rootless(p), Entries: make([]wire.FileEntry, len(l.Entries)), Truncated: l.Truncated, Hidden: l.Hidden}
+	for i, e := range l.Entries {
+		out.Entries[i] = wire.FileEntry{Name: e.Name, Type: e.Type, Size: e.Size, Mode: fmt.Sprintf("%04o", uint32(e.Mode)), MTime: e.MTime.UTC(), Target: e.Target}
+	}
+	if sn, ok := ws.(jobs.Snapshot); ok {
+		out.SnapshotAt = sn.TakenAt().UTC()
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// rootless is a workspace path as a listing names it: "" for the root.
+func rootless(p string) string {
+	if p == "." {
+		return ""
+	}
+	return p
+}
+
+// allParam reports whether the request asks for everything (?all=1,
+// ?all=true, or a bare ?all), ignored files and caches too.
+func allParam(r *http.Request) bool {
+	q := r.URL.Query()
+	if !q.Has("all") {
+		return false
+	}
+	v := q.Get("all")
+	return v == "" || v == "1" || v == "true"
 }
 
 // artifacts handles GET /v1/jobs/{id}/artifacts.zip: the ended job's whole
@@ -118,6 +205,14 @@ func (s *server) diff(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return badRequest("format %q: want diff (the default) or patch", f)
 	}
+	all := allParam(r)
+	da, canAll := s.svc.(diffAller)
+	switch {
+	case all && patch:
+		return badRequest("all=1 is for the diff: a patch is the commit of the job's change, which leaves out what .gitignore ignores")
+	case all && !canAll:
+		return badRequest("this server gives no diff with ignored files (all=1)")
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/x-diff; charset=utf-8")
 	if patch {
@@ -125,7 +220,17 @@ func (s *server) diff(w http.ResponseWriter, r *http.Request) error {
 	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	cw := &countWriter{w: w}
+	if all {
+		return s.endStream(r, cw, "diff stream failed", da.DiffAll(r.Context(), pathID(r), cw))
+	}
 	return s.endStream(r, cw, "diff stream failed", s.svc.Diff(r.Context(), pathID(r), patch, cw))
+}
+
+// diffAller gives a job's diff with what it leaves out by default (see
+// jobs.Service.DiffAll): an ability of the Service found by type
+// assertion.
+type diffAller interface {
+	DiffAll(ctx context.Context, id string, w io.Writer) error
 }
 
 // workspace checks that the request's job has a workspace to read and

@@ -3,6 +3,7 @@ package api_test
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"io"
 	"io/fs"
 	"net/http"
@@ -176,5 +177,57 @@ func TestArtifactsOfEndedJobWithoutWorkspace(t *testing.T) {
 	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/artifacts.zip"})
 	if got := wantError(t, resp, b, http.StatusNotFound, wire.CodeNotFound); !strings.Contains(got.Message, "no workspace") {
 		t.Errorf("message %q", got.Message)
+	}
+}
+
+// TestFileRefusalsSayWhatToDo: a pending job's files say to wait for it
+// to start; a deleted job's that there is nothing to download; a
+// directory without ?list how to list it; a symlink out names its target.
+func TestFileRefusalsSayWhatToDo(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	pending := e.Submit("x").ID
+	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + pending + "/files/"})
+	if d := wantError(t, resp, b, http.StatusConflict, wire.CodeNotEnded); !strings.Contains(d.Message, "wait for the job to start") {
+		t.Errorf("pending: %q", d.Message)
+	}
+	id := endedJobWithWorkspace(t, e)
+	resp, b = do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/files/src"})
+	if d := wantError(t, resp, b, http.StatusBadRequest, wire.CodeBadRequest); !strings.Contains(d.Message, "?list") {
+		t.Errorf("a directory: %q", d.Message)
+	}
+	resp, b = do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/files/passwd"})
+	if d := wantError(t, resp, b, http.StatusNotFound, wire.CodeNotFound); !strings.Contains(d.Message, "symlink to /etc/passwd") || !strings.Contains(d.Message, "zip") {
+		t.Errorf("a symlink out: %q", d.Message)
+	}
+	resp, b = do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/files/etc?list"})
+	if d := wantError(t, resp, b, http.StatusBadRequest, wire.CodeBadRequest); !strings.Contains(d.Message, "symlink to /etc") {
+		t.Errorf("listing a symlink: %q", d.Message)
+	}
+	var l wire.FileList
+	resp, b = do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/files/"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("root listing: %d %s", resp.StatusCode, b)
+	}
+	l = decode[wire.FileList](t, b)
+	types := map[string]string{}
+	for _, en := range l.Entries {
+		types[en.Name] = en.Type + ":" + en.Target
+	}
+	if types["etc"] != "symlink:/etc" || types["src"] != "dir:" || types["hello.txt"] != "file:" || types["fifo"] != "fifo:" || !l.SnapshotAt.IsZero() {
+		t.Errorf("root listing of an ended job: %+v", l)
+	}
+	e.WriteFile(id, ".cfg/a.toml", "a = 1\n")
+	resp, b = do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/files/.cfg/"})
+	if l := decode[wire.FileList](t, b); resp.StatusCode != 200 || l.Path != ".cfg" || len(l.Entries) != 1 || l.Entries[0].Name != "a.toml" {
+		t.Errorf("listing .cfg: %d %+v", resp.StatusCode, l)
+	}
+	if _, err := e.Svc.Delete(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/files/", "/files/hello.txt", "/artifacts.zip"} {
+		resp, b = do(t, e, req{method: "GET", path: "/v1/jobs/" + id + p})
+		if d := wantError(t, resp, b, http.StatusGone, wire.CodeDeleted); !strings.Contains(d.Message, "nothing to download") {
+			t.Errorf("%s of a deleted job: %q", p, d.Message)
+		}
 	}
 }

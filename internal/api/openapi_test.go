@@ -91,7 +91,8 @@ func TestOpenAPISchemasMatchDTOs(t *testing.T) {
 		"Git": reflect.TypeFor[wire.Git](), "MessageRequest": reflect.TypeFor[wire.MessageRequest](),
 		"Worker": reflect.TypeFor[wire.Worker](), "WorkerList": reflect.TypeFor[wire.WorkerList](),
 		"Policy": reflect.TypeFor[egress.Policy](), "NetworkSummary": reflect.TypeFor[wire.NetworkSummary](),
-		"NetworkHost": reflect.TypeFor[wire.NetworkHost](),
+		"NetworkHost": reflect.TypeFor[wire.NetworkHost](), "Effective": reflect.TypeFor[wire.Effective](),
+		"FileList": reflect.TypeFor[wire.FileList](), "FileEntry": reflect.TypeFor[wire.FileEntry](),
 	}
 	maps.Copy(dtos, eventSchemas())
 	notDTOs := []string{"Status"} // an enum, not a struct

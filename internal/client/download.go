@@ -94,3 +94,10 @@ func (c *Client) Diff(ctx context.Context, id, format string, w io.Writer) (int6
 	}
 	return c.download(ctx, p, w)
 }
+
+// DiffAll is Diff (format diff) with what the server leaves out by
+// default: the files the workspace's .gitignore ignores and the caches
+// (__pycache__, node_modules, ...).
+func (c *Client) DiffAll(ctx context.Context, id string, w io.Writer) (int64, error) {
+	return c.download(ctx, jobPath(id)+"/diff?all=1", w)
+}

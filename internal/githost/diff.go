@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/agentbox/agentbox/internal/ignore"
 )
 
 // BaseRef is the ref of a git dir that holds the commit a job started
@@ -40,12 +42,32 @@ func (h *Host) Snapshot(ctx context.Context, gitDir, workDir string) (string, er
 // if it does not exist. Call it only once nothing writes workDir any more
 // (the sandbox is gone).
 func (h *Host) Diff(ctx context.Context, gitDir, workDir, base string, w io.Writer) error {
-	from, tree, _, err := h.worktree(ctx, gitDir, workDir, base)
+	return h.DiffWith(ctx, gitDir, workDir, base, DiffOptions{}, w)
+}
+
+// DiffOptions choose what a diff leaves out.
+type DiffOptions struct {
+	// All keeps what the .gitignore files ignore and the caches
+	// (ignore.Caches), which a diff otherwise leaves out.
+	All bool
+}
+
+// DiffWith is Diff as opts say: without All, what is under a cache
+// directory (__pycache__, node_modules, ...) is left out too, wherever
+// it is and whether or not base has it.
+func (h *Host) DiffWith(ctx context.Context, gitDir, workDir, base string, opts DiffOptions, w io.Writer) error {
+	from, tree, _, err := h.worktreeAll(ctx, gitDir, workDir, base, opts.All)
 	if err != nil {
 		return err
 	}
-	_, err = h.git(ctx, run{args: []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--end-of-options", from, tree},
-		gitDir: gitDir, stdout: w})
+	args := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--end-of-options", from, tree}
+	if !opts.All {
+		args = append(args, "--")
+		for _, c := range ignore.Caches {
+			args = append(args, ":(exclude,glob)**/"+c+"/**")
+		}
+	}
+	_, err = h.git(ctx, run{args: args, gitDir: gitDir, stdout: w})
 	if err != nil {
 		return fmt.Errorf("diff: %w", err)
 	}
@@ -82,6 +104,11 @@ func (h *Host) FormatPatch(ctx context.Context, gitDir, workDir, base, message s
 // worktree records workDir's tree in gitDir and returns it with base's
 // tree (the empty tree for "") and the notes of writeTree.
 func (h *Host) worktree(ctx context.Context, gitDir, workDir, base string) (from, tree string, notes treeNotes, err error) {
+	return h.worktreeAll(ctx, gitDir, workDir, base, false)
+}
+
+// worktreeAll is worktree, with all keeping what .gitignore ignores.
+func (h *Host) worktreeAll(ctx context.Context, gitDir, workDir, base string, all bool) (from, tree string, notes treeNotes, err error) {
 	if err := h.InitBare(ctx, gitDir); err != nil {
 		return "", "", notes, err
 	}
@@ -93,7 +120,7 @@ func (h *Host) worktree(ctx context.Context, gitDir, workDir, base string) (from
 	if err != nil {
 		return "", "", notes, fmt.Errorf("base %q of %s: %w", base, gitDir, err)
 	}
-	tree, notes, err = h.writeTree(ctx, gitDir, workDir, base)
+	tree, notes, err = h.writeTreeAll(ctx, gitDir, workDir, base, all)
 	return line(out), tree, notes, err
 }
 

@@ -294,3 +294,31 @@ func TestSparseFileIsNotRead(t *testing.T) {
 		t.Errorf("commit of a workspace with a sparse file: %v", err)
 	}
 }
+
+// TestDiffLeavesOutIgnoredAndCaches: a diff leaves out what the
+// workspace's .gitignore ignores and the caches tools make, wherever
+// they are; All keeps both.
+func TestDiffLeavesOutIgnoredAndCaches(t *testing.T) {
+	h := newHost(t, githost.Config{})
+	work, gitDir := t.TempDir(), filepath.Join(t.TempDir(), "job.git")
+	base, err := h.Snapshot(bg, gitDir, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, work, ".gitignore", "*.log\n", 0o644)
+	write(t, work, "app.py", "print(1)\n", 0o644)
+	write(t, work, "run.log", "noise\n", 0o644)
+	write(t, work, "__pycache__/app.cpython-312.pyc", "\x00pyc", 0o644)
+	write(t, work, "pkg/__pycache__/m.pyc", "\x00pyc", 0o644)
+	write(t, work, ".pytest_cache/v/cache/lastfailed", "{}\n", 0o644)
+	write(t, work, "web/node_modules/left-pad/index.js", "module.exports = 1\n", 0o644)
+	d := diff(t, h, gitDir, work, base)
+	mustContain(t, "diff", d, "+++ b/app.py", "+++ b/.gitignore")
+	mustNotContain(t, "diff", d, "run.log", "__pycache__", ".pytest_cache", "node_modules")
+	var all bytes.Buffer
+	if err := h.DiffWith(bg, gitDir, work, base, githost.DiffOptions{All: true}, &all); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "diff with all", all.String(), "+++ b/app.py", "+++ b/run.log", "__pycache__/app.cpython-312.pyc",
+		"pkg/__pycache__/m.pyc", ".pytest_cache/v/cache/lastfailed", "web/node_modules/left-pad/index.js")
+}

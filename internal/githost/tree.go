@@ -66,6 +66,7 @@ type treeWalk struct {
 	entriesLeft int
 	over        bool
 	notes       treeNotes
+	all         bool // keep what .gitignore ignores
 }
 
 // writeTree records the tree of workDir in gitDir and returns its id, as
@@ -79,6 +80,11 @@ type treeWalk struct {
 // (see ignorer) is named in them too. The index-info lines go to git as
 // they are made.
 func (h *Host) writeTree(ctx context.Context, gitDir, workDir, base string) (tree string, notes treeNotes, err error) {
+	return h.writeTreeAll(ctx, gitDir, workDir, base, false)
+}
+
+// writeTreeAll is writeTree, with all keeping what .gitignore ignores.
+func (h *Host) writeTreeAll(ctx context.Context, gitDir, workDir, base string, all bool) (tree string, notes treeNotes, err error) {
 	tmp, err := os.MkdirTemp(gitDir, "agentbox-tree-")
 	if err != nil {
 		return "", notes, fmt.Errorf("tree: %w", err)
@@ -86,7 +92,7 @@ func (h *Host) writeTree(ctx context.Context, gitDir, workDir, base string) (tre
 	defer os.RemoveAll(tmp)
 	index := filepath.Join(tmp, "index")
 	w, wait := h.startIndex(ctx, gitDir, index)
-	notes, err = h.walkTree(ctx, gitDir, workDir, base, tmp, w)
+	notes, err = h.walkTree(ctx, gitDir, workDir, base, tmp, w, all)
 	w.CloseWithError(err) // nil: git reads the end of its input
 	if indexErr := wait(); err == nil {
 		err = indexErr
@@ -118,7 +124,7 @@ func (h *Host) startIndex(ctx context.Context, gitDir, index string) (w *io.Pipe
 
 // walkTree reads workDir into index-info lines written to index, and
 // blobs; tmp is a directory of its own for the ignore rules.
-func (h *Host) walkTree(ctx context.Context, gitDir, workDir, base, tmp string, index io.Writer) (treeNotes, error) {
+func (h *Host) walkTree(ctx context.Context, gitDir, workDir, base, tmp string, index io.Writer, all bool) (treeNotes, error) {
 	format, err := h.git(ctx, run{args: []string{"rev-parse", "--show-object-format"}, gitDir: gitDir})
 	if err != nil {
 		return treeNotes{}, err
@@ -137,7 +143,7 @@ func (h *Host) walkTree(ctx context.Context, gitDir, workDir, base, tmp string, 
 	}
 	defer root.Close()
 	t := &treeWalk{ctx: ctx, root: root, objs: objs, tracked: tracked, index: bufio.NewWriterSize(index, 64<<10),
-		bytesLeft: maxTreeBytes, namesLeft: maxTreeNameBytes, entriesLeft: maxTreeEntries}
+		bytesLeft: maxTreeBytes, namesLeft: maxTreeNameBytes, entriesLeft: maxTreeEntries, all: all}
 	t.ignore = h.newIgnorer(gitDir, tmp, &t.notes.rules)
 	defer t.ignore.done()
 	err = t.dir(".", false)
@@ -190,10 +196,12 @@ func (t *treeWalk) dir(p string, ignoring bool) error {
 	if err != nil {
 		return nil // gone or unreadable: nothing to record
 	}
-	if has, err := t.ignore.enter(t.root, p, ents); err != nil {
-		return err
-	} else if has {
-		ignoring = true
+	if !t.all {
+		has, err := t.ignore.enter(t.root, p, ents)
+		if err != nil {
+			return err
+		}
+		ignoring = ignoring || has
 	}
 	for _, e := range ents {
 		q := path.Join(p, e.Name())

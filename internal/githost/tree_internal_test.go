@@ -120,7 +120,7 @@ func walkNotes(t *testing.T, work string) (treeNotes, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	notes, err := h.walkTree(context.Background(), gitDir, work, "", tmp, io.Discard)
+	notes, err := h.walkTree(context.Background(), gitDir, work, "", tmp, io.Discard, false)
 	if err != nil {
 		t.Fatal(err)
 	}

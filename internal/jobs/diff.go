@@ -46,7 +46,34 @@ func (s *Service) SetRepos(r *Repos) { s.repos = r }
 // the sandbox cannot touch. ErrDeleted once its data was removed, ErrNoDiff
 // when there is nothing to take a diff of.
 func (s *Service) Diff(ctx context.Context, id string, patch bool, w io.Writer) error {
-	f, err := s.diffFile(ctx, id, patch)
+	kind := kindDiff
+	if patch {
+		kind = kindPatch
+	}
+	return s.diffTo(ctx, id, kind, w)
+}
+
+// DiffAll is Diff with what it leaves out kept: the files the
+// workspace's .gitignore files ignore, and the caches (__pycache__,
+// node_modules, ...; see githost.DiffWith).
+func (s *Service) DiffAll(ctx context.Context, id string, w io.Writer) error {
+	return s.diffTo(ctx, id, kindAll, w)
+}
+
+// diffKind is what is asked of a job's diff.
+type diffKind int
+
+const (
+	kindDiff  diffKind = iota // the diff, without ignored files and caches
+	kindPatch                 // the patch (repository jobs)
+	kindAll                   // the diff with ignored files and caches
+)
+
+// ext is the extension of a kept file of the kind.
+func (k diffKind) ext() string { return [...]string{".diff", ".patch", ".all.diff"}[k] }
+
+func (s *Service) diffTo(ctx context.Context, id string, kind diffKind, w io.Writer) error {
+	f, err := s.diffFile(ctx, id, kind)
 	if err != nil {
 		return err
 	}
@@ -59,29 +86,29 @@ func (s *Service) Diff(ctx context.Context, id string, patch bool, w io.Writer) 
 
 // diffFile returns job id's diff (or patch) as a file open at its start:
 // an ended job's kept one, else one made for this call.
-func (s *Service) diffFile(ctx context.Context, id string, patch bool) (*os.File, error) {
-	j, err := s.diffable(ctx, id, patch)
+func (s *Service) diffFile(ctx context.Context, id string, kind diffKind) (*os.File, error) {
+	j, err := s.diffable(ctx, id, kind == kindPatch)
 	if err != nil {
 		return nil, err
 	}
 	if !j.Status.Final() {
-		return s.spool(ctx, j, patch, "")
+		return s.spool(ctx, j, kind, "")
 	}
-	return s.kept(ctx, j, patch)
+	return s.kept(ctx, j, kind)
 }
 
 // makeDiff writes job j's diff (or patch) to w with the host's git.
-func (s *Service) makeDiff(ctx context.Context, j store.Job, patch bool, w io.Writer) error {
+func (s *Service) makeDiff(ctx context.Context, j store.Job, kind diffKind, w io.Writer) error {
 	gitDir, dir, done, err := s.diffDirs(ctx, j)
 	if err != nil {
 		return err
 	}
 	defer done()
 	h := s.repos.Host
-	if patch {
+	if kind == kindPatch {
 		err = h.FormatPatch(ctx, gitDir, dir, j.Git.BaseCommit, patchMessage(j), w)
 	} else {
-		err = h.Diff(ctx, gitDir, dir, j.Git.BaseCommit, w)
+		err = h.DiffWith(ctx, gitDir, dir, j.Git.BaseCommit, githost.DiffOptions{All: kind == kindAll}, w)
 	}
 	if errors.Is(err, githost.ErrBound) {
 		return fmt.Errorf("%w: %w", ErrDiffUnavailable, err)
@@ -142,7 +169,7 @@ func (s *Service) Artifacts(ctx context.Context, id string, w io.Writer, opts ar
 		return artifact.Report{}, err
 	}
 	if s.repos != nil {
-		opts.Extra = append(opts.Extra, artifact.Extra{Name: DiffName, Open: func() (io.ReadCloser, error) { return s.diffFile(ctx, id, false) }})
+		opts.Extra = append(opts.Extra, artifact.Extra{Name: DiffName, Open: func() (io.ReadCloser, error) { return s.diffFile(ctx, id, kindDiff) }})
 	}
 	opts.Extra = append(opts.Extra, s.networkExtra(ctx, id))
 	return ws.Zip(ctx, id, w, opts)

@@ -104,12 +104,8 @@ func (r *Repos) diffDir(id string) string { return filepath.Join(r.Dir, id+".dif
 
 // keptDiff is the file ended job j's diff (or patch) is kept in: named
 // by what changes when the job runs again (a turn, an attempt, its end).
-func (r *Repos) keptDiff(j store.Job, patch bool) string {
-	ext := ".diff"
-	if patch {
-		ext = ".patch"
-	}
-	return filepath.Join(r.diffDir(j.ID), keptRun(j)+ext)
+func (r *Repos) keptDiff(j store.Job, kind diffKind) string {
+	return filepath.Join(r.diffDir(j.ID), keptRun(j)+kind.ext())
 }
 
 // keptRun is the part of a kept file's name that names the job's run.
@@ -181,12 +177,12 @@ func (w *spoolWriter) Write(p []byte) (int, error) {
 
 // kept opens ended job j's kept diff (or patch), made first if it is not
 // there yet; a refusal remembered for this run of the job is given again.
-func (s *Service) kept(ctx context.Context, j store.Job, patch bool) (*os.File, error) {
-	name := s.repos.keptDiff(j, patch)
+func (s *Service) kept(ctx context.Context, j store.Job, kind diffKind) (*os.File, error) {
+	name := s.repos.keptDiff(j, kind)
 	if f, err := openKept(name); f != nil || err != nil {
 		return f, err
 	}
-	return s.spool(ctx, j, patch, name)
+	return s.spool(ctx, j, kind, name)
 }
 
 // openKept opens kept file name, or returns the refusal remembered in
@@ -206,7 +202,7 @@ func openKept(name string) (*os.File, error) {
 // name (and any other the job's diff had is removed); without, it is
 // named by nothing once open. Made one slot at a time, and a kept file
 // by one request at a time.
-func (s *Service) spool(ctx context.Context, j store.Job, patch bool, keep string) (*os.File, error) {
+func (s *Service) spool(ctx context.Context, j store.Job, kind diffKind, keep string) (*os.File, error) {
 	if keep != "" {
 		made, err := s.repos.making(ctx, keep)
 		if err != nil {
@@ -235,7 +231,7 @@ func (s *Service) spool(ctx context.Context, j store.Job, patch bool, keep strin
 	if err != nil {
 		return nil, fmt.Errorf("diff: %w", err)
 	}
-	if err := s.fill(ctx, j, patch, f, keep); err != nil {
+	if err := s.fill(ctx, j, kind, f, keep); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -245,12 +241,12 @@ func (s *Service) spool(ctx context.Context, j store.Job, patch bool, keep strin
 // fill writes job j's diff into spool file f, then names it keep (or
 // nothing), and rewinds it. A refusal that the same run of the job
 // would meet again is remembered beside keep.
-func (s *Service) fill(ctx context.Context, j store.Job, patch bool, f *os.File, keep string) error {
+func (s *Service) fill(ctx context.Context, j store.Job, kind diffKind, f *os.File, keep string) error {
 	fw := &spoolWriter{f: f, r: s.repos, what: "diff"}
-	if patch {
+	if kind == kindPatch {
 		fw.what = "patch"
 	}
-	err := s.makeDiff(ctx, j, patch, fw)
+	err := s.makeDiff(ctx, j, kind, fw)
 	if fw.err != nil {
 		err = fw.err
 	}
@@ -288,7 +284,8 @@ func (r *Repos) refuse(keep string, err error) {
 // dropKept removes the job's kept diffs, patches and refusals of its
 // earlier runs: those not named as keep's run is.
 func (r *Repos) dropKept(keep string) {
-	dir, run := filepath.Dir(keep), strings.TrimSuffix(strings.TrimSuffix(filepath.Base(keep), ".diff"), ".patch")+"."
+	run, _, _ := strings.Cut(filepath.Base(keep), ".") // keptRun holds no dot
+	dir, run := filepath.Dir(keep), run+"."
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		name := e.Name()

@@ -104,6 +104,9 @@ type Service struct {
 	// scheduler's running proxies among them).
 	egress   *egress.Config
 	netWatch *netWatchers
+	// snaps are the snapshots running jobs' files are read from; nil:
+	// they are refused (SetSnapshots).
+	snaps *snapshots
 }
 
 // SetIsolation sets the tier of a job that names none (def, "" for
@@ -405,8 +408,10 @@ func (s *Service) WaitEvents(ctx context.Context, id string, after int64, poll t
 // removed, store.ErrNotFound if it ended before it had one. An ended
 // job's is its final state. A running job's is read from its last
 // checkpoint when the store is a Shared one (a snapshot the sandbox
-// cannot touch); else, or before its first checkpoint, ErrNotEnded: the
-// live workspace is the sandbox's to change under a reader.
+// cannot touch), else from a snapshot of its live workspace that this
+// call takes or reuses (see SetSnapshots), held until ctx ends; never
+// from the live workspace, which the sandbox may change under a reader.
+// ErrNotEnded, saying what to do, when there is none to read yet.
 func (s *Service) Workspace(ctx context.Context, id string) (workspace.Store, error) {
 	j, err := s.store.GetJob(ctx, id)
 	if err != nil {
@@ -415,10 +420,16 @@ func (s *Service) Workspace(ctx context.Context, id string) (workspace.Store, er
 	if err := s.readable(j); err != nil {
 		return nil, err
 	}
+	if !j.Status.Final() && s.shared() == nil {
+		return s.liveFiles(ctx, j)
+	}
+	if j.Status.Final() {
+		s.dropSnapshot(id)
+	}
 	ok, err := s.ws.Exists(ctx, id)
 	switch {
 	case err == nil && !ok && !j.Status.Final():
-		return nil, fmt.Errorf("%w: job %s is %s and has no checkpoint yet", ErrNotEnded, id, j.Status)
+		return nil, fmt.Errorf("%w: job %s is %s and has no checkpoint yet: wait for its first step to end", ErrNotEnded, id, j.Status)
 	case err != nil || !ok:
 		return nil, fmt.Errorf("job %s has no workspace: %w", id, store.ErrNotFound)
 	}
@@ -426,14 +437,11 @@ func (s *Service) Workspace(ctx context.Context, id string) (workspace.Store, er
 }
 
 // readable says why job j's workspace cannot be read, if it cannot: it
-// was removed, or the job runs and its workspace is only the live one.
+// was removed.
 func (s *Service) readable(j store.Job) error {
-	switch {
-	case !j.Status.Final() && s.shared() == nil:
-		return fmt.Errorf("%w: job %s is %s", ErrNotEnded, j.ID, j.Status)
-	case !j.DeletedAt.IsZero():
-		return fmt.Errorf("%w: the workspace of job %s was removed at %s (DELETE, or the retention period); its record and events remain",
-			ErrDeleted, j.ID, j.DeletedAt.UTC().Format(time.RFC3339))
+	if !j.DeletedAt.IsZero() {
+		return fmt.Errorf("%w: the workspace of job %s was deleted at %s (DELETE, or the retention period) and its files removed with it: "+
+			"nothing to download; its record and events remain", ErrDeleted, j.ID, j.DeletedAt.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/docker/go-units"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/wire"
 )
 
@@ -24,19 +26,30 @@ func Job(w io.Writer, j wire.Job) error {
 		}
 	}
 	row("job", j.JobID)
-	row("status", j.Status)
+	row("status", statusText(j))
 	if j.QueuePosition > 0 {
 		row("queue position", fmt.Sprint(j.QueuePosition))
 	}
 	row("worker", j.Worker)
 	row("task", firstLine(j.Task, 100))
-	row("model", j.Model)
+	model, limits := j.Model, ""
+	if e := j.Effective; e != nil {
+		model, limits = e.Model, LimitsText(e.Limits)
+		if j.Model == "" && model != "" {
+			model += " (the server's default)"
+		}
+	}
+	row("model", model)
+	row("limits", limits)
 	row("image", j.Image)
 	row("isolation", j.Isolation)
 	row("network", PolicyLine(j.Network))
 	row("created", stamp(j.CreatedAt))
 	row("started", stamp(j.StartedAt))
 	row("ended", stamp(j.EndedAt))
+	if !j.DeletedAt.IsZero() {
+		row("deleted", stamp(j.DeletedAt)+": its workspace, files, zip and diff are gone; its record and log remain")
+	}
 	row("attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts))
 	row("steps", fmt.Sprint(j.Steps))
 	if j.Turn > 1 {
@@ -55,11 +68,52 @@ func Job(w io.Writer, j wire.Job) error {
 			}
 		}
 	}
-	if j.Status == "complete" || j.Status == "error" || j.Status == "canceled" {
+	if (j.Status == "complete" || j.Status == "error" || j.Status == "canceled") && j.DeletedAt.IsZero() {
 		row("download", "agentbox download "+j.JobID)
 		row("diff", "agentbox diff "+j.JobID)
 	}
 	return tw.Flush()
+}
+
+// statusText is a job's status as the CLI shows it: "complete, deleted"
+// once its data was deleted.
+func statusText(j wire.Job) string {
+	if !j.DeletedAt.IsZero() {
+		return j.Status + ", deleted"
+	}
+	return j.Status
+}
+
+// LimitsText writes limits as one line: "30m timeout · 100 steps ·
+// 2GiB memory · 1 CPU · 10GiB disk", leaving out those not set.
+func LimitsText(l wire.Limits) string {
+	var parts []string
+	add := func(ok bool, s string) {
+		if ok {
+			parts = append(parts, s)
+		}
+	}
+	add(l.Timeout > 0, durationText(time.Duration(l.Timeout))+" timeout")
+	add(l.MaxSteps > 0, fmt.Sprint(l.MaxSteps, " steps"))
+	add(l.Memory > 0, config.SizeText(int64(l.Memory))+" memory")
+	add(l.CPUs == 1, "1 CPU")
+	add(l.CPUs > 0 && l.CPUs != 1, strconv.FormatFloat(l.CPUs, 'f', -1, 64)+" CPUs")
+	add(l.Disk > 0, config.SizeText(int64(l.Disk))+" disk")
+	add(l.Egress > 0, config.SizeText(int64(l.Egress))+" egress")
+	add(l.ContextWindow > 0, fmt.Sprint(l.ContextWindow, " tokens of context"))
+	return strings.Join(parts, " · ")
+}
+
+// durationText writes d without zero units: "30m", "1h30m".
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // gitRows are what the host did with a repository job's result, as
@@ -98,7 +152,7 @@ func Jobs(w io.Writer, jobs []wire.Job) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSTATUS\tCREATED\tSTEPS\tTASK")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", printable(j.JobID), printable(j.Status), ago(j.CreatedAt), j.Steps, printable(firstLine(j.Task, 60)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", printable(j.JobID), printable(statusText(j)), ago(j.CreatedAt), j.Steps, printable(firstLine(j.Task, 60)))
 	}
 	return tw.Flush()
 }

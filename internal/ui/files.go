@@ -9,22 +9,27 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
+	"github.com/agentbox/agentbox/internal/ignore"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
-// The job page's Files tab: the ended job's workspace as a tree, one
-// directory a request, and a viewer that highlights a file on the server.
+// The job page's Files tab: the job's workspace as a tree, one directory
+// a request, and a viewer that highlights a file on the server.
 // Everything is read through the workspace's os.Root, so no name, ".." or
 // link reaches outside it; links are listed as links and never followed.
-// The workspace exists once the job has ended, as for the API's files
-// route: a running sandbox could swap a file for a link between a check
-// and a read.
+// A running job's workspace is read from a snapshot the service takes
+// (jobs.Service.Workspace), never the live one: a running sandbox could
+// swap a file for a link between a check and a read. What the
+// workspace's .gitignore and the common caches would leave out is left
+// out of the tree unless asked (?all=1).
 
 // Limits of the Files tab.
 const (
@@ -50,8 +55,16 @@ type treeEntry struct {
 
 // treeData is a directory listing.
 type treeData struct {
+	Path    string // "" for the root
 	Entries []treeEntry
 	Cut     bool // more than MaxTreeEntries entries
+	// Hidden counts the entries left out as ignored or caches; All says
+	// none were.
+	Hidden int
+	All    bool
+	// SnapshotAt is when a running job's snapshot was taken, as a time
+	// of day; "" for an ended job.
+	SnapshotAt string
 }
 
 // viewData is a file as the viewer shows it.
@@ -82,103 +95,102 @@ func cleanPath(p string) (string, error) {
 	return p, nil
 }
 
-// root opens the request's job's workspace.
-func (u *UI) root(r *http.Request) (*os.Root, error) {
+// root opens the request's job's workspace (a running job's snapshot,
+// held until the request ends), and says when a snapshot was taken.
+func (u *UI) root(r *http.Request) (*os.Root, time.Time, error) {
 	id := r.PathValue("id")
 	ws, err := u.svc.Workspace(r.Context(), id)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	root, err := ws.Open(r.Context(), id)
 	if err != nil {
-		return nil, fmt.Errorf("open workspace: %w", err)
+		return nil, time.Time{}, fmt.Errorf("open workspace: %w", err)
 	}
-	return root, nil
+	var at time.Time
+	if sn, ok := ws.(jobs.Snapshot); ok {
+		at = sn.TakenAt()
+	}
+	return root, at, nil
 }
 
-// Tree serves GET /ui/jobs/{id}/tree?path=DIR: one directory of the ended
-// job's workspace, directories first.
+// Tree serves GET /ui/jobs/{id}/tree?path=DIR[&all=1]: one directory of
+// the job's workspace, directories first, without what .gitignore and
+// the common caches would leave out unless all.
 func (u *UI) Tree(w http.ResponseWriter, r *http.Request) error {
-	return u.serveWorkspace(w, r, "tree", func(root *os.Root, p string) (any, error) { return listDir(root, p) })
+	all := r.URL.Query().Get("all") == "1"
+	return u.serveWorkspace(w, r, "tree", func(root *os.Root, p string, at time.Time) (any, error) {
+		d, err := listTree(root, p, all)
+		if !at.IsZero() {
+			d.SnapshotAt = at.Local().Format("15:04:05")
+		}
+		return d, err
+	})
 }
 
 // serveWorkspace renders the fragment name with what read makes of the
 // request's path in its job's workspace.
-func (u *UI) serveWorkspace(w http.ResponseWriter, r *http.Request, name string, read func(*os.Root, string) (any, error)) error {
+func (u *UI) serveWorkspace(w http.ResponseWriter, r *http.Request, name string, read func(*os.Root, string, time.Time) (any, error)) error {
 	p, err := cleanPath(r.URL.Query().Get("path"))
 	if err != nil {
 		return err
 	}
-	root, err := u.root(r)
+	root, at, err := u.root(r)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	d, err := read(root, p)
+	d, err := read(root, p, at)
 	if err != nil {
 		return err
 	}
 	return u.fragment(w, "job", name, d)
 }
 
-// listDir lists dir of root, up to MaxTreeEntries entries.
-func listDir(root *os.Root, dir string) (treeData, error) {
-	var d treeData
-	f, err := root.OpenFile(dir, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
-	if err != nil {
+// listTree lists dir of root, up to MaxTreeEntries entries, directories
+// first; without all, what the .gitignore files and the common caches
+// would leave out is counted instead.
+func listTree(root *os.Root, dir string, all bool) (treeData, error) {
+	d := treeData{Path: dir, All: all}
+	if dir == "." {
+		d.Path = ""
+	}
+	var hide func(string, bool) bool
+	if !all {
+		hide = ignore.Load(root, dir).Hidden
+	}
+	l, err := workspace.List(root, dir, MaxTreeEntries, hide)
+	if errors.Is(err, workspace.ErrNotDir) {
 		return d, fmt.Errorf("%w: %s is not a directory of the workspace", store.ErrInvalid, dir)
 	}
-	defer f.Close()
-	ents, err := f.ReadDir(MaxTreeEntries + 1)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return d, fmt.Errorf("list %s: %w", dir, err)
+	if err != nil {
+		return d, err
 	}
-	if len(ents) > MaxTreeEntries {
-		ents, d.Cut = ents[:MaxTreeEntries], true
-	}
-	for _, e := range ents {
-		te := treeEntry{Name: e.Name(), Path: path.Join(dir, e.Name()), Kind: kindOf(e.Type())}
-		if te.Kind == "link" {
-			te.Target, _ = root.Readlink(te.Path)
+	d.Cut, d.Hidden = l.Truncated, l.Hidden
+	for _, e := range l.Entries {
+		te := treeEntry{Name: e.Name, Path: e.Path, Kind: e.Type, Target: e.Target}
+		if te.Kind == "symlink" {
+			te.Kind = "link"
 		}
 		d.Entries = append(d.Entries, te)
 	}
-	slices.SortFunc(d.Entries, func(a, b treeEntry) int {
-		if (a.Kind == "dir") != (b.Kind == "dir") {
-			if a.Kind == "dir" {
-				return -1
-			}
+	slices.SortStableFunc(d.Entries, func(a, b treeEntry) int {
+		switch {
+		case a.Kind == "dir" && b.Kind != "dir":
+			return -1
+		case a.Kind != "dir" && b.Kind == "dir":
 			return 1
 		}
-		return strings.Compare(a.Name, b.Name)
+		return 0
 	})
 	return d, nil
-}
-
-// kindOf names a directory entry's type, as lstat sees it.
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "dir"
-	case m.IsRegular():
-		return "file"
-	case m&fs.ModeSymlink != 0:
-		return "link"
-	case m&fs.ModeNamedPipe != 0:
-		return "fifo"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "other"
 }
 
 // View serves GET /ui/jobs/{id}/view?path=FILE: a regular file of the
 // ended job's workspace, highlighted, its first MaxViewBytes; a binary
 // file as its size and a download link.
 func (u *UI) View(w http.ResponseWriter, r *http.Request) error {
-	return u.serveWorkspace(w, r, "file-view", func(root *os.Root, p string) (any, error) {
+	return u.serveWorkspace(w, r, "file-view", func(root *os.Root, p string, _ time.Time) (any, error) {
 		d, text, err := readView(root, p)
 		d.Download = "/v1/jobs/" + url.PathEscape(r.PathValue("id")) + "/files/" + escapePath(p)
 		if err == nil && !d.Binary {

@@ -13,12 +13,11 @@ type tabs struct {
 	// Ended: the job's workspace and diff can be read, its sandbox (the
 	// desktop, Jupyter) is gone.
 	Ended bool
-	// Checkpoint: the job runs, and its workspace and diff can be read as
-	// its last checkpoint has them (a server with a blob store).
-	Checkpoint bool
-	Frame      bool // see viewTab
-	ZipURL     string
-	Views      []viewTab
+	// Deleted: the job's workspace was removed; nothing to show.
+	Deleted bool
+	Frame   bool // see viewTab
+	ZipURL  string
+	Views   []viewTab
 }
 
 // viewTab is the tab of one of a running job's views.
@@ -34,12 +33,8 @@ type viewTab struct {
 // tabsData is what the job page's tabs (files, diff, desktop, Jupyter) need.
 func (u *UI) tabsData(r *http.Request, j store.Job) (any, error) {
 	t := tabs{
-		ID: j.ID, Ended: j.Status.Final(), Frame: u.cfg.FrameSrc != "",
+		ID: j.ID, Ended: j.Status.Final(), Frame: u.cfg.FrameSrc != "", Deleted: !j.DeletedAt.IsZero(),
 		ZipURL: "/v1/jobs/" + url.PathEscape(j.ID) + "/artifacts.zip",
-	}
-	if !t.Ended {
-		_, err := u.svc.Workspace(r.Context(), j.ID)
-		t.Checkpoint = err == nil
 	}
 	for _, v := range []viewTab{{Service: "desktop", Tab: "Desktop", Title: "desktop"}, {Service: "jupyter", Tab: "Jupyter", Title: "Jupyter notebook"}} {
 		v.Ended, v.Frame = t.Ended, t.Frame

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/store"
 )
 
 // fragmentHTML renders a job page fragment as the routes do.
@@ -141,7 +142,7 @@ func testWorkspace(t *testing.T) *os.Root {
 
 func TestTreeListsLinksWithoutFollowing(t *testing.T) {
 	root := testWorkspace(t)
-	d, err := listDir(root, ".")
+	d, err := listTree(root, ".", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestTreeListsLinksWithoutFollowing(t *testing.T) {
 	if strings.Contains(html, "<b>") || !strings.Contains(html, "&lt;b&gt;x.bin") || !strings.Contains(html, `data-file="main.go"`) {
 		t.Errorf("tree fragment:\n%s", html)
 	}
-	if _, err := listDir(root, "sub/up"); err == nil {
+	if _, err := listTree(root, "sub/up", true); err == nil {
 		t.Error("a link out of the workspace was listed as a directory")
 	}
 	if _, _, err := readView(root, "out"); err == nil {
@@ -243,33 +244,90 @@ func TestLinesCapped(t *testing.T) {
 	}
 }
 
-// TestRunningJobTabs: a running job's Files tab offers its zip when the
-// server reads its workspace from a checkpoint (a blob store), saying so,
-// and says it comes at the end otherwise.
+// TestRunningJobTabs: a running job's Files tab offers its zip, saying
+// it is a snapshot taken when asked for, without taking one to render
+// the page.
 func TestRunningJobTabs(t *testing.T) {
-	for _, tt := range []struct {
-		noWorkspace error
-		want, not   string
-	}{
-		{nil, "as its last checkpoint has them", "can be read once the job has ended"},
-		{fmt.Errorf("%w: job j1 is running", jobs.ErrNotEnded), "can be read once the job has ended", "artifacts.zip"},
-	} {
-		s := newLog()
-		s.noWorkspace = tt.noWorkspace
-		r := httptest.NewRequest("GET", "/jobs/j1", nil)
-		r.SetPathValue("id", "j1")
-		w := httptest.NewRecorder()
-		if err := New(Config{}, s, nil).Job(w, r, Session{CSRF: "c"}); err != nil {
+	s := newLog()
+	s.noWorkspace = fmt.Errorf("%w: the page took a snapshot", jobs.ErrNotEnded)
+	r := httptest.NewRequest("GET", "/jobs/j1", nil)
+	r.SetPathValue("id", "j1")
+	w := httptest.NewRecorder()
+	if err := New(Config{}, s, nil).Job(w, r, Session{CSRF: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(w.Body.String(), `id="files-panel"`)
+	if i < 0 {
+		t.Fatalf("no files panel:\n%s", w.Body.String())
+	}
+	panel := w.Body.String()[i:]
+	panel = panel[:strings.Index(panel, "</section>")]
+	if !strings.Contains(panel, "a snapshot of its workspace taken when you ask") || !strings.Contains(panel, "artifacts.zip") {
+		t.Errorf("the files panel of a running job:\n%s", panel)
+	}
+}
+
+// TestTreeLeavesOutIgnored: the Files tab leaves out what the
+// workspace's .gitignore and the common caches would, counting them,
+// and lists them with all.
+func TestTreeLeavesOutIgnored(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"src/__pycache__/m.pyc", "src/m.py", "build/out.o", "app.log", "keep.txt", "node_modules/x/i.js"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		i := strings.Index(w.Body.String(), `id="files-panel"`)
-		if i < 0 {
-			t.Fatalf("no files panel:\n%s", w.Body.String())
+		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
+			t.Fatal(err)
 		}
-		panel := w.Body.String()[i:]
-		panel = panel[:strings.Index(panel, "</section>")]
-		if !strings.Contains(panel, tt.want) || strings.Contains(panel, tt.not) {
-			t.Errorf("workspace error %v: the files panel lacks %q or has %q:\n%s", tt.noWorkspace, tt.want, tt.not, panel)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("*.log\n/build/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	names := func(d treeData) string {
+		var out []string
+		for _, e := range d.Entries {
+			out = append(out, e.Name)
 		}
+		return strings.Join(out, " ")
+	}
+	d, err := listTree(root, ".", false)
+	if err != nil || names(d) != "src .gitignore keep.txt" || d.Hidden != 3 {
+		t.Errorf("root: %q, %d hidden, %v", names(d), d.Hidden, err)
+	}
+	if html := fragmentHTML(t, "tree", d); !strings.Contains(html, "3 left out") || !strings.Contains(html, "tree-all") {
+		t.Errorf("tree fragment says nothing of what it left out:\n%s", html)
+	}
+	if d, _ := listTree(root, "src", false); names(d) != "m.py" || d.Hidden != 1 {
+		t.Errorf("src: %q, %d hidden", names(d), d.Hidden)
+	}
+	if d, _ := listTree(root, ".", true); names(d) != "build node_modules src .gitignore app.log keep.txt" || d.Hidden != 0 {
+		t.Errorf("root with all: %q, %d hidden", names(d), d.Hidden)
+	}
+}
+
+// TestDeletedJobShown: a deleted job says so in the list and on its page,
+// which offers no zip.
+func TestDeletedJobShown(t *testing.T) {
+	j := store.Job{ID: "j1", Task: "t", Status: store.StatusComplete, DeletedAt: time.Now(), CreatedAt: time.Now()}
+	u := New(Config{}, nil, nil)
+	w := httptest.NewRecorder()
+	if err := u.fragment(w, "jobs", "rows", listData{Jobs: []store.Job{j}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(w.Body.String(), `status-deleted">deleted<`) {
+		t.Errorf("the list row of a deleted job:\n%s", w.Body.String())
+	}
+	h := fragmentHTML(t, "job-summary", u.header(j))
+	if !strings.Contains(h, "complete, deleted") || strings.Contains(h, `id="zip"`) {
+		t.Errorf("the header of a deleted job:\n%s", h)
+	}
+	td, _ := u.tabsData(httptest.NewRequest("GET", "/jobs/j1", nil), j)
+	if !td.(tabs).Deleted {
+		t.Error("the tabs of a deleted job do not know it")
 	}
 }

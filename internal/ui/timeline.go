@@ -48,6 +48,8 @@ type headerView struct {
 	ZipURL, CancelURL       string
 	HeaderURL, EventsURL    string
 	MessagesURL             string
+	// Model and Limits are what the job runs with (see runsWith).
+	Model, Limits string
 }
 
 // timelineData is the job page's header and the last page of its log.
@@ -155,6 +157,7 @@ func (u *UI) header(j store.Job) headerView {
 	h := headerView{Job: j, Final: j.Status.Final(), Created: clock(j.CreatedAt), Started: clock(j.StartedAt), Ended: clock(j.EndedAt),
 		ZipURL: base + "/artifacts.zip", CancelURL: base + "/cancel", MessagesURL: base + "/messages", EventsURL: base + "/events",
 		HeaderURL: "/ui/jobs/" + url.PathEscape(j.ID) + "/header"}
+	h.Model, h.Limits = u.runsWith(j)
 	switch {
 	case j.StartedAt.IsZero():
 	case !j.EndedAt.IsZero():

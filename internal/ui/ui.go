@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
 
@@ -61,6 +62,10 @@ type Config struct {
 	// Highlight is how the file viewer highlights; its zero value shows
 	// files as plain text.
 	Highlight Highlight
+	// Defaults are the model and limits the server applies to a job that
+	// names none: the new-job form's placeholders, and what a job page
+	// shows of what it runs with. nil: the form shows no placeholders.
+	Defaults *wire.Effective
 }
 
 // Session is what a page knows of its viewer's session.

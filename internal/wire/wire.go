@@ -8,6 +8,7 @@
 package wire
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -163,6 +164,36 @@ type Job struct {
 	// /v1/jobs/{id} fills it in.
 	QueuePosition int   `json:"queue_position,omitempty"`
 	Links         Links `json:"links"`
+	// Effective is the model and limits the server applies to the job:
+	// what it asked for, and the server's defaults for the rest.
+	Effective *Effective `json:"effective,omitempty"`
+}
+
+// Effective is a model and limits a job runs with; as a server's
+// Defaults, what it applies to a job that names none.
+type Effective struct {
+	// Model is "provider:name"; empty for a server without a model (or
+	// whose jobs are shell scripts).
+	Model  string `json:"model,omitempty"`
+	Limits Limits `json:"limits"`
+}
+
+// For is what a job that asked for model and limits runs with under
+// the defaults e: each of its limits, or e's where it named none.
+func (e Effective) For(model string, asked Limits) Effective {
+	l := e.Limits
+	l.Timeout = cmp.Or(asked.Timeout, l.Timeout)
+	l.MaxSteps = cmp.Or(asked.MaxSteps, l.MaxSteps)
+	l.Memory = cmp.Or(asked.Memory, l.Memory)
+	l.CPUs = cmp.Or(asked.CPUs, l.CPUs)
+	l.Disk = cmp.Or(asked.Disk, l.Disk)
+	l.ContextWindow = cmp.Or(asked.ContextWindow, l.ContextWindow)
+	l.Egress = cmp.Or(asked.Egress, l.Egress)
+	if model != "" {
+		e.Model = model
+	}
+	e.Limits = l
+	return e
 }
 
 // NetworkSummary is GET /v1/jobs/{id}/network: the policy in force and
@@ -300,4 +331,37 @@ type ViewerLinks struct {
 // Health is the answer of GET /healthz.
 type Health struct {
 	Status string `json:"status"`
+}
+
+// FileList is GET /v1/jobs/{id}/files/DIR?list (or .../files/ for the
+// workspace's root): one directory of the job's workspace, sorted by
+// name. A running job's is read from a snapshot of its workspace taken at
+// SnapshotAt.
+type FileList struct {
+	// Path is the directory, "" for the workspace's root.
+	Path    string      `json:"path"`
+	Entries []FileEntry `json:"entries"`
+	// Truncated says the directory has more entries than listed.
+	Truncated bool `json:"truncated,omitempty"`
+	// Hidden counts the entries left out as the workspace's .gitignore
+	// or a common cache directory (__pycache__, node_modules, ...)
+	// would have them; ?all=1 lists them too.
+	Hidden int `json:"hidden,omitempty"`
+	// SnapshotAt is when the snapshot a running job's files are read
+	// from was taken; zero for an ended job's workspace.
+	SnapshotAt time.Time `json:"snapshot_at,omitzero"`
+}
+
+// FileEntry is one entry of a FileList, as lstat sees it: a link is
+// never followed.
+type FileEntry struct {
+	Name string `json:"name"`
+	// Type is file, dir, symlink, fifo, socket, device or other.
+	Type string `json:"type"`
+	Size int64  `json:"size"`
+	// Mode is the permission bits in octal ("0644").
+	Mode  string    `json:"mode"`
+	MTime time.Time `json:"mtime"`
+	// Target is a symlink's target, as written.
+	Target string `json:"target,omitempty"`
 }

@@ -18,8 +18,10 @@ import (
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/llm/models"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/ui"
+	"github.com/agentbox/agentbox/internal/wire"
 )
 
 // Server is `agentbox serve` assembled: the data dir's lock, the listener,
@@ -100,7 +102,24 @@ func apiConfig(cfg config.Config, log *slog.Logger) (api.Config, error) {
 	}
 	return api.Config{Tokens: tokens, NoAuth: cfg.Server.NoAuth, BaseURL: cfg.Server.PublicURL, MaxUploadBytes: cfg.Server.MaxUpload,
 		ViewerKey: viewerKey, ViewURL: cfg.Server.ViewURL, Highlight: ui.Highlight{Command: highlighter(cfg)},
-		BodyTimeout: cfg.Server.HTTP.BodyTimeout, MinUploadRate: cfg.Server.HTTP.MinUploadRate}, nil
+		BodyTimeout: cfg.Server.HTTP.BodyTimeout, MinUploadRate: cfg.Server.HTTP.MinUploadRate, Defaults: Defaults(cfg)}, nil
+}
+
+// Defaults are the model and limits the server applies to a job that
+// names none: the jobs' effective ones in the API, the new-job form's
+// placeholders.
+func Defaults(cfg config.Config) *wire.Effective {
+	d := &wire.Effective{Limits: wire.Limits{
+		Timeout: wire.Duration(cfg.Server.JobTimeout), MaxSteps: cfg.Agent.MaxSteps,
+		Memory: wire.ByteSize(cfg.Sandbox.MemoryBytes), CPUs: float64(cfg.Sandbox.NanoCPUs) / 1e9,
+		Disk: wire.ByteSize(cfg.Sandbox.DiskBytes), ContextWindow: cfg.Agent.ContextWindow,
+	}}
+	if cfg.Agent.Kind == "shell" {
+		d.Limits.MaxSteps = 0 // a script is one step
+		return d
+	}
+	d.Model = models.DefaultSpec(cfg.Model)
+	return d
 }
 
 // highlighter is the agentbox binary the UI's file viewer runs as its

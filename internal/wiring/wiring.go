@@ -141,6 +141,12 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 	}
 	j.service = jobs.NewService(st, ws, jc.maxAttempts, j.scheduler)
 	j.service.SetRepos(j.repos)
+	if ws == workspace.Store(j.workspaces) {
+		if err := j.service.SetSnapshots(filepath.Join(jc.dir, "snapshots")); err != nil {
+			j.Close()
+			return nil, err
+		}
+	}
 	j.service.SetMedia(j.media)
 	j.service.SetMaxUpload(cfg.Server.MaxUpload)
 	if jc.ceilings != nil {

@@ -28,13 +28,27 @@ const readFlags = os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 // copied: skipped names them, each with why. Modes lose set-uid, set-gid
 // and sticky bits; times are kept.
 func Copy(ctx context.Context, src *os.Root, dir string, lim Limits) (skipped []string, err error) {
+	return copyTree(ctx, src, dir, lim, false)
+}
+
+// CopyLive is Copy of a tree a running sandbox may be changing while it is
+// read, as a checkpoint reads one: an entry that is gone, or was replaced
+// (by a link among others), between its directory's listing and its read
+// is left out and named in skipped, not the copy's failure, as is one the
+// server may not read. Nothing is ever read through a link: the race only
+// costs the copy that entry.
+func CopyLive(ctx context.Context, src *os.Root, dir string, lim Limits) (skipped []string, err error) {
+	return copyTree(ctx, src, dir, lim, true)
+}
+
+func copyTree(ctx context.Context, src *os.Root, dir string, lim Limits, live bool) (skipped []string, err error) {
 	err = build(dir, tempCopy, func(tmp string) error {
 		root, err := os.OpenRoot(tmp)
 		if err != nil {
 			return err
 		}
 		defer root.Close()
-		c := &copier{u: newUnpacker(ctx, root, lim), src: src}
+		c := &copier{u: newUnpacker(ctx, root, lim), src: src, live: live}
 		defer c.u.closeDir()
 		if err := c.tree(); err != nil {
 			return err
@@ -57,6 +71,25 @@ type copier struct {
 	u       *unpacker
 	src     *os.Root
 	skipped []string
+	live    bool // see CopyLive
+}
+
+// changed is what the copy makes of err, met reading the source entry p:
+// in a live copy, an entry that changed under the walk is skipped (nil),
+// and so is one the server may not read (a server that is not root, a
+// file of the sandbox's uid with mode 0600).
+func (c *copier) changed(p string, err error) error {
+	switch {
+	case !c.live:
+		return err
+	case changedMeanwhile(err):
+		c.skip(p, "changed while it was copied ("+err.Error()+"), which this copy leaves out")
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		c.skip(p, "not readable by the server, which this copy leaves out")
+		return nil
+	}
+	return err
 }
 
 func (c *copier) skip(p, why string) { c.skipped = append(c.skipped, p+": "+why) }
@@ -75,7 +108,7 @@ func (c *copier) tree() error {
 func (c *copier) dir(p string, fi fs.FileInfo) error {
 	names, err := c.list(p, fi)
 	if err != nil {
-		return err
+		return c.changed(p, err)
 	}
 	for _, name := range names {
 		if err := c.entry(join(p, name)); err != nil {
@@ -127,7 +160,7 @@ func (c *copier) entry(p string) error {
 	}
 	fi, err := c.src.Lstat(p)
 	if err != nil {
-		return fmt.Errorf("entry %q: %w", p, err)
+		return c.changed(p, fmt.Errorf("entry %q: %w", p, err))
 	}
 	switch m := fi.Mode(); {
 	case m.IsDir():
@@ -149,11 +182,11 @@ func (c *copier) entry(p string) error {
 func (c *copier) file(p string, fi fs.FileInfo) error {
 	f, err := c.src.OpenFile(p, readFlags, 0)
 	if err != nil {
-		return fmt.Errorf("entry %q: %w", p, err)
+		return c.changed(p, fmt.Errorf("entry %q: %w", p, err))
 	}
 	defer f.Close()
 	if err := sameEntry(f, fi); err != nil {
-		return fmt.Errorf("entry %q: %w", p, err)
+		return c.changed(p, fmt.Errorf("entry %q: %w", p, err))
 	}
 	return c.u.writeFile(p, fi.Mode(), fi.ModTime(), f)
 }
@@ -162,7 +195,7 @@ func (c *copier) file(p string, fi fs.FileInfo) error {
 func (c *copier) symlink(p string) error {
 	target, err := c.src.Readlink(p)
 	if err != nil {
-		return fmt.Errorf("entry %q: %w", p, err)
+		return c.changed(p, fmt.Errorf("entry %q: %w", p, err))
 	}
 	if target == "" || len(target) > maxTargetBytes {
 		c.skip(p, fmt.Sprintf("a symlink with a target of %d bytes", len(target)))

@@ -77,3 +77,13 @@ func resolve(spec string, cfg config.Model) (provider, name string, err error) {
 	}
 	return "", "", fmt.Errorf("%w: %s", llm.ErrNotConfigured, notConfigured)
 }
+
+// DefaultSpec is the "provider:name" a job that names no model runs with
+// under cfg, "" when cfg names none (an empty spec is then refused).
+func DefaultSpec(cfg config.Model) string {
+	provider, name, err := resolve("", cfg)
+	if err != nil {
+		return ""
+	}
+	return provider + ":" + name
+}

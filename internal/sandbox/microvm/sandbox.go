@@ -60,6 +60,13 @@ var (
 // Handle identifies the sandbox.
 func (s *Sandbox) Handle() sandbox.Handle { return s.r.h }
 
+// LiveWorkspace is the host directory holding the VM's /workspace while
+// it runs (what virtiofsd shares): the loop disk's mount point when it
+// has one, else the workspace directory. The VM writes it: read it
+// beneath an os.Root, following no link (checkpoints, a running job's
+// file snapshots).
+func (s *Sandbox) LiveWorkspace() string { return sharedDir(s.r.st) }
+
 // Guest is the client of the VM's guest daemon.
 func (s *Sandbox) Guest() *guest.Client { return s.client }
 

@@ -46,7 +46,8 @@ function init(root) {
   }
 
   const loaders = {
-    files: async () => load(root.querySelector("#files-panel .tree-root"), `${base}/tree?path=`),
+    files: async () => load(root.querySelector("#files-panel .tree-root"),
+      `${base}/tree?${root.querySelector("#files-panel").dataset.all ? "all=1&" : ""}path=`),
     diff: async () => loadDiff(),
     desktop: async () => openView("desktop"),
     jupyter: async () => openView("jupyter"),
@@ -90,6 +91,18 @@ function init(root) {
   const files = root.querySelector("#files-panel");
   const viewer = files.querySelector(".viewer");
   files.addEventListener("click", async e => {
+    const all = e.target.closest("button.tree-all");
+    if (all) {
+      // From then on every directory opened lists its ignored entries too.
+      files.dataset.all = "1";
+      const into = all.closest(".tree-sub, .tree-root");
+      await load(into, `${base}/tree?all=1&path=${encodeURIComponent(all.dataset.dir)}`);
+      return;
+    }
+    if (e.target.closest("button.tree-refresh")) {
+      await loaders.files();
+      return;
+    }
     const dir = e.target.closest("button.tree-dir");
     if (dir) {
       const open = dir.getAttribute("aria-expanded") === "true";
@@ -99,7 +112,8 @@ function init(root) {
         sub = document.createElement("div");
         sub.className = "tree-sub";
         dir.after(sub);
-        if (!await load(sub, `${base}/tree?path=${encodeURIComponent(dir.dataset.dir)}`)) sub.remove();
+        const all = files.dataset.all ? "all=1&" : "";
+        if (!await load(sub, `${base}/tree?${all}path=${encodeURIComponent(dir.dataset.dir)}`)) sub.remove();
       }
       if (sub.isConnected) sub.hidden = open;
       return;
