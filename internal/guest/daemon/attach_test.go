@@ -155,3 +155,19 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// BenchmarkAttachCat is stdin through cat and back over a unix socket,
+// the guest's own cost of `agentbox exec -i cat`.
+func BenchmarkAttachCat(b *testing.B) {
+	c, _ := start(b)
+	data := make([]byte, 64<<20)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		var n countWriter
+		res, err := c.ExecAttach(context.Background(), guest.AttachRequest{ExecRequest: guest.ExecRequest{Cmd: []string{"cat"}}, Interactive: true},
+			guest.AttachIO{Stdin: bytes.NewReader(data), Stdout: &n, Stderr: io.Discard})
+		if err != nil || res.ExitCode != 0 || n.n.Load() != int64(len(data)) {
+			b.Fatal(err, res, n.n.Load())
+		}
+	}
+}
