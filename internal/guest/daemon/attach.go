@@ -70,6 +70,11 @@ func (s *Server) attached(r *http.Request, p prepared, req guest.AttachRequest, 
 	a, err := startAttached(p, req)
 	if err != nil {
 		res := startFailure(req.ExecRequest, err)
+		// Within a frame: the command's name may be as long as the request.
+		if len(res.StartError) > 4<<10 {
+			res.StartError = res.StartError[:4<<10]
+			res.Stderr = []byte(res.StartError + "\n")
+		}
 		_ = send.frame(guest.FrameStderr, res.Stderr)
 		res.Stderr = nil
 		send.exit(res)

@@ -171,3 +171,16 @@ func BenchmarkAttachCat(b *testing.B) {
 		}
 	}
 }
+
+// TestAttachStartFailure: a command that cannot be found exits 127 with
+// the reason on stderr, a name as long as a request allows included.
+func TestAttachStartFailure(t *testing.T) {
+	c, _ := start(t)
+	for _, name := range []string{"no-such-command", strings.Repeat("n", 100<<10)} {
+		var errOut bytes.Buffer
+		res := attach(t, c, guest.AttachRequest{ExecRequest: guest.ExecRequest{Cmd: []string{name}}}, guest.AttachIO{Stdout: io.Discard, Stderr: &errOut})
+		if res.ExitCode != 127 || !strings.Contains(errOut.String(), "cannot run") {
+			t.Errorf("exit %d, stderr %.100q", res.ExitCode, errOut.String())
+		}
+	}
+}
