@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -53,7 +54,7 @@ func (c *Client) ExecAttach(ctx context.Context, req AttachRequest, aio AttachIO
 			forwardResizes(w, aio.Resize, done)
 		}()
 	}
-	res, err := readAttached(conn, aio)
+	res, err := readAttached(bufio.NewReaderSize(conn, 256<<10), aio)
 	close(done)
 	resizes.Wait()
 	if err != nil && ctx.Err() != nil {
@@ -121,7 +122,7 @@ func readAttached(conn io.Reader, aio AttachIO) (ExecResult, error) {
 
 // copyStdin sends r as FrameStdin frames, then FrameStdinEOF.
 func copyStdin(w *frameWriter, r io.Reader) {
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, MaxFramePayload)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {

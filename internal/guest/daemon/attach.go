@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,7 +61,9 @@ func (s *Server) execAttach(w http.ResponseWriter, r *http.Request) {
 	if _, err := rw.WriteString(attachSwitching); err != nil || rw.Flush() != nil {
 		return
 	}
-	s.attached(r, p, req, rw.Reader, conn)
+	// Frames are read 256 KiB at a time when the host sends them faster
+	// than the command takes them (the server's own reader holds 4 KiB).
+	s.attached(r, p, req, bufio.NewReaderSize(rw.Reader, 256<<10), conn)
 }
 
 // attached runs p with its streams on conn (read through in) and sends
