@@ -90,8 +90,9 @@ of its own instead, as 'docker run --network' does, outside the proxy.` + networ
 				return err
 			}
 			st, err := newExecStreams(cmd, f)
-			if err != nil {
-				return err
+			if err != nil { // a flag's value: a usage error
+				fmt.Fprintln(cmd.ErrOrStderr(), "agentbox:", err)
+				return exitError{2}
 			}
 			req := wiring.Command(args, f.Timeout)
 			return exitWith(a.execOnce(cmd.Context(), spec, req, st, f))

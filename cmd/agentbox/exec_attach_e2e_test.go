@@ -106,6 +106,16 @@ func TestExecTerminal(t *testing.T) {
 	}
 }
 
+// TestExecMaxOutputIsASize: a --max-output that is not a size is a
+// usage error (exit 2) saying what was expected, before any sandbox.
+func TestExecMaxOutputIsASize(t *testing.T) {
+	stderr, err := runWith(context.Background(), strings.NewReader(""), io.Discard, "exec", "--max-output", "lots", "true")
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(stderr, "--max-output \"lots\": want a size such as 10m") {
+		t.Errorf("err %v, stderr %q", err, stderr)
+	}
+}
+
 // TestExecMaxOutputCuts: past --max-output the command is stopped,
 // stdout holds exactly the first bytes, stderr says why (no marker in the
 // data) and exec exits 3.
@@ -167,7 +177,7 @@ func TestExecBackPressure(t *testing.T) {
 	if grew := out.peak.Load() - int64(base.HeapAlloc); grew > 64<<20 {
 		t.Errorf("the heap grew by %d MB while the client read slowly", grew>>20)
 	}
-	t.Logf("%d MB read in %v; heap grew at most %d MB", out.n>>20, out.took, (out.peak.Load()-int64(base.HeapAlloc))>>20)
+	t.Logf("%d MiB read in %v; heap at most %+d KiB from before", out.n>>20, out.took, (out.peak.Load()-int64(base.HeapAlloc))>>10)
 }
 
 // slowWriter reads at about 8 MB/s, noting the heap's peak as it goes.
