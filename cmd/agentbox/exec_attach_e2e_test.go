@@ -82,22 +82,35 @@ func TestExecForwardsPipedStdin(t *testing.T) {
 
 // TestExecTerminal: `exec -t` in a terminal runs the command on a
 // pseudo-terminal of the local window's size, follows a resize, passes
-// keys typed, and leaves the local terminal as it found it.
+// keys typed, and leaves the local terminal as it found it, on every tier
+// this machine runs.
 func TestExecTerminal(t *testing.T) {
-	sandboxEnv(t)
+	for _, tier := range []string{"container", "gvisor", "microvm"} {
+		t.Run(tier, func(t *testing.T) {
+			needTier(t, tier)
+			sandboxEnv(t)
+			execInATerminal(t, tier)
+		})
+	}
+}
+
+func execInATerminal(t *testing.T, tier string) {
 	dir := t.TempDir()
-	script := fmt.Sprintf(`stty -g > %[1]s/before; %[2]s exec -q -t 'tty; stty size; read line; echo "got $line"; stty size; exit 6'; echo "rc=$?"; stty -g > %[1]s/after; sleep 600`, dir, guestBinary)
+	script := fmt.Sprintf(`stty -g > %[1]s/before; %[2]s exec -q -t --isolation %[3]s 'tty; until read -t 1 line; do stty size; done; echo "got $line"; exit 6'; echo "rc=$?"; stty -g > %[1]s/after; sleep 600`, dir, guestBinary, tier)
 	tty := testenv.StartTmux(t, 97, 31, nil, "sh", "-c", script)
-	screen := tty.WaitFor("the pseudo-terminal's name and size", 60*time.Second, func(s string) bool { return strings.Contains(s, "31 97") })
+	screen := tty.WaitFor("the pseudo-terminal's name and size", 120*time.Second, func(s string) bool { return strings.Contains(s, "31 97") })
 	if !regexp.MustCompile(`(?m)^/dev/pts/\d+$`).MatchString(screen) {
 		t.Fatalf("no /dev/pts path on the screen:\n%s", screen)
 	}
+	// The command prints its size each second until a line comes: the
+	// resize is seen before the keys are typed (they travel apart).
 	tty.Resize(120, 40)
+	tty.WaitFor("the new size", 60*time.Second, func(s string) bool { return strings.Contains(s, "40 120") })
 	tty.Type("hello")
 	tty.Keys("Enter")
-	screen = tty.WaitFor("the command's end", 30*time.Second, func(s string) bool { return strings.Contains(s, "rc=") })
-	if !strings.Contains(screen, "got hello") || !strings.Contains(screen, "40 120") || !strings.Contains(screen, "rc=6") {
-		t.Fatalf("want the line typed, the new size and exit 6; the screen:\n%s", screen)
+	screen = tty.WaitFor("the command's end", 60*time.Second, func(s string) bool { return strings.Contains(s, "rc=") })
+	if !strings.Contains(screen, "got hello") || !strings.Contains(screen, "rc=6") {
+		t.Fatalf("want the line typed and exit 6; the screen:\n%s", screen)
 	}
 	before, _ := os.ReadFile(filepath.Join(dir, "before"))
 	after, _ := os.ReadFile(filepath.Join(dir, "after"))
