@@ -184,3 +184,29 @@ func TestAttachStartFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestAttachStdinBackPressure: endless stdin to a command that does not
+// read it is taken only as far as the pipe's and the connection's buffers
+// reach, then the host's writes wait; the command's end ends them.
+func TestAttachStdinBackPressure(t *testing.T) {
+	c, _ := start(t)
+	var in endless
+	res := attach(t, c, guest.AttachRequest{ExecRequest: guest.Shell("sleep 1"), Interactive: true},
+		guest.AttachIO{Stdin: &in, Stdout: io.Discard, Stderr: io.Discard})
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d", res.ExitCode)
+	}
+	if n := in.n.Load(); n > 16<<20 {
+		t.Errorf("%d MiB of stdin taken from the host in 1 s by a command that reads none", n>>20)
+	}
+	t.Logf("stdin taken while the command did not read: %d KiB", in.n.Load()>>10)
+}
+
+// endless yields zeros forever, counting them.
+type endless struct{ n atomic.Int64 }
+
+func (e *endless) Read(p []byte) (int, error) {
+	clear(p)
+	e.n.Add(int64(len(p)))
+	return len(p), nil
+}
