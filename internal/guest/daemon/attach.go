@@ -70,6 +70,7 @@ func (s *Server) execAttach(w http.ResponseWriter, r *http.Request) {
 // its result last.
 func (s *Server) attached(r *http.Request, p prepared, req guest.AttachRequest, in io.Reader, conn net.Conn) {
 	send := &frameSender{w: conn}
+	oomBefore := proc.OOMKills()
 	a, err := startAttached(p, req)
 	if err != nil {
 		res := startFailure(req.ExecRequest, err)
@@ -84,7 +85,6 @@ func (s *Server) attached(r *http.Request, p prepared, req guest.AttachRequest, 
 		return
 	}
 	proc.RaiseOOMScore(p.cmd.Process.Pid)
-	oomBefore := proc.OOMKills()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	fed := make(chan struct{})
