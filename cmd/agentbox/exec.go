@@ -67,8 +67,9 @@ Exit status, as 'docker run': the command's own; 128+N when signal N ended
 it (137: killed at --timeout or for running out of memory); 126 when it
 could not be run, 127 when it was not found; and from agentbox itself:
 1 when the sandbox could not be made, stopped answering or was stopped;
-2 for a usage error; 3 when the output was cut at --max-output; 130 when
-interrupted (Ctrl-C).
+2 for a usage error; 3 when the output was cut (at --max-output, or
+output of processes the command left running, still coming 30s after it
+ended); 130 when interrupted (Ctrl-C).
 
 --network bridge (or a named network) gives the sandbox a container network
 of its own instead, as 'docker run --network' does, outside the proxy.` + networkHelp,
@@ -169,6 +170,10 @@ func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecReq
 		return 130, nil // interrupted: the sandbox is removed by the deferred Close
 	case err != nil:
 		return 0, fmt.Errorf("exec: %w", err)
+	}
+	if res.Truncated {
+		fmt.Fprintln(stderr, "agentbox: output cut: processes the command left running were still writing 30s after it ended")
+		return 0, exitError{exitOutputCut}
 	}
 	if !f.quiet {
 		switch {

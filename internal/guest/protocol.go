@@ -83,7 +83,9 @@ type ExecResult struct {
 	TimedOut   bool   `json:"timed_out"`
 	// Canceled means the caller went away and the command was killed.
 	Canceled bool `json:"canceled,omitempty"`
-	// Truncated is true when either stream passed its cap.
+	// Truncated is true when either stream passed its cap; on POST
+	// /exec/attach, which has none, when output still coming long after the
+	// command ended (a background child it left writing) was dropped.
 	Truncated   bool  `json:"truncated"`
 	StdoutBytes int64 `json:"stdout_bytes"`
 	StderrBytes int64 `json:"stderr_bytes"`

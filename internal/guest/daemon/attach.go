@@ -103,7 +103,7 @@ func (s *Server) attached(r *http.Request, p prepared, req guest.AttachRequest, 
 	}
 	res := s.wait(ctx, p)
 	res.DurationMS = time.Since(a.start).Milliseconds()
-	s.settle(dones...)
+	res.Truncated = !s.drain(streams, dones)
 	for _, g := range gates {
 		g.close()
 	}
@@ -118,6 +118,51 @@ func (s *Server) attached(r *http.Request, p prepared, req guest.AttachRequest, 
 	conn.Close() // ends feed's read
 	a.closeInput()
 	<-fed
+}
+
+// maxDrain bounds how long output still moving is waited for once the
+// command has ended: what a background child it left keeps writing.
+const maxDrain = 30 * time.Second
+
+// drain waits for the command's outputs to reach end of file once it has
+// ended. Unlike settle it waits as long as they move (a host reading
+// slowly is still being sent what the command wrote before it ended), and
+// gives up on an output idle for DrainGrace (held open by a background
+// child with nothing to say) or after maxDrain. It reports whether every
+// output was seen to its end or to idleness, so that nothing was dropped.
+func (s *Server) drain(streams []*frameStream, dones []<-chan struct{}) bool {
+	deadline := time.Now().Add(maxDrain)
+	for i, d := range dones {
+		for {
+			before := streams[i].progress()
+			t := time.NewTimer(s.cfg.DrainGrace)
+			select {
+			case <-d:
+				t.Stop()
+			case <-t.C:
+			}
+			if isDone(d) {
+				break
+			}
+			now := streams[i].progress()
+			if now == before && !streams[i].busy() {
+				break // idle: held open, nothing more to say
+			}
+			if time.Now().After(deadline) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isDone(d <-chan struct{}) bool {
+	select {
+	case <-d:
+		return true
+	default:
+		return false
+	}
 }
 
 // attachedCmd is a started command's ends on the guest's side.
@@ -313,19 +358,31 @@ type frameStream struct {
 	send *frameSender
 	typ  byte
 	mu   sync.Mutex
-	n    int64
+	// n counts the bytes written; sent those the host took; writing says
+	// a write waits on the host.
+	n, sent int64
+	writing bool
 }
 
 // Write sends p in frames, blocking while the host does not read.
 func (f *frameStream) Write(p []byte) (int, error) {
 	f.mu.Lock()
 	f.n += int64(len(p))
+	f.writing = true
 	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.writing = false
+		f.mu.Unlock()
+	}()
 	for rest := p; len(rest) > 0; {
 		n := min(len(rest), guest.MaxFramePayload)
 		if err := f.send.frame(f.typ, rest[:n]); err != nil {
 			return 0, err
 		}
+		f.mu.Lock()
+		f.sent += int64(n)
+		f.mu.Unlock()
 		rest = rest[n:]
 	}
 	return len(p), nil
@@ -335,4 +392,18 @@ func (f *frameStream) count() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.n
+}
+
+// progress is the bytes the host has taken so far.
+func (f *frameStream) progress() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sent
+}
+
+// busy says a write is waiting on the host.
+func (f *frameStream) busy() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writing
 }

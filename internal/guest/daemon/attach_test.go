@@ -210,3 +210,34 @@ func (e *endless) Read(p []byte) (int, error) {
 	e.n.Add(int64(len(p)))
 	return len(p), nil
 }
+
+// TestAttachSlowHostGetsEverything: a host reading slower than the
+// command wrote still gets all it wrote before it ended (the pipe's and
+// the pump's bytes are not dropped after a grace), and a background child
+// that holds the output open saying nothing does not hold up the end.
+func TestAttachSlowHostGetsEverything(t *testing.T) {
+	c, _ := start(t)
+	w := &rateWriter{perMB: time.Second}
+	res := attach(t, c, guest.AttachRequest{ExecRequest: guest.Shell("head -c 3000000 /dev/zero")}, guest.AttachIO{Stdout: w, Stderr: io.Discard})
+	if w.n != 3000000 || res.Truncated || res.ExitCode != 0 {
+		t.Errorf("%d bytes of 1000000, result %+v", w.n, res)
+	}
+	begin := time.Now()
+	var out bytes.Buffer
+	res = attach(t, c, guest.AttachRequest{ExecRequest: guest.Shell("sleep 60 & echo hi")}, guest.AttachIO{Stdout: &out, Stderr: io.Discard})
+	if took := time.Since(begin); out.String() != "hi\n" || res.Truncated || took > 10*time.Second {
+		t.Errorf("output %q, truncated %v, took %v", out.String(), res.Truncated, took)
+	}
+}
+
+// rateWriter takes bytes at a fixed rate.
+type rateWriter struct {
+	perMB time.Duration
+	n     int
+}
+
+func (w *rateWriter) Write(p []byte) (int, error) {
+	time.Sleep(time.Duration(len(p)) * w.perMB / 1e6)
+	w.n += len(p)
+	return len(p), nil
+}
