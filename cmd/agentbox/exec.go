@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/guest"
-	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
@@ -19,6 +17,9 @@ import (
 type execFlags struct {
 	wiring.SandboxFlags
 	quiet, raw bool
+	// interactive is -i; tty is -t; maxOutput is --max-output as typed.
+	interactive, tty bool
+	maxOutput        string
 	// network is --network as typed; egress the other network flags.
 	network string
 	egress  wiring.NetworkFlags
@@ -40,6 +41,15 @@ workspace is made and removed. Ctrl-C kills the command and removes the sandbox
 (exit 130). A sandbox that stops answering (its guest frozen or gone) is given
 up on within seconds and removed (exit 1).
 
+Stdin is the command's, as with 'docker run -i': when it is not a terminal
+(echo hi | agentbox exec cat) it is forwarded automatically, and its end
+closes the command's stdin; -i forwards a terminal's too; -i=false keeps
+stdin out (the command reads /dev/null). -t gives the command a
+pseudo-terminal in the sandbox (colours, REPLs, vi, less): the local terminal
+is put in raw mode for the command's whole run (Ctrl-C goes to the command),
+follows its window size, and is restored on exit; with -t, stdin is
+forwarded when it is a terminal, and the output is passed as it is (--raw).
+
 What the command prints is the sandbox's: on a terminal its control
 characters and escape sequences but colours are shown (as ^[, ^G, ^M,
 <U+009B>) instead of acting, so it cannot set the clipboard or the title,
@@ -47,9 +57,26 @@ clear the screen or write over a line; progress bars drawn with a carriage
 return show it as ^M. --raw passes the bytes as 'docker exec' does (for a
 command you trust); a pipe or a file always gets them unchanged.
 
+Output is streamed, never buffered, and never cut silently. --max-output
+caps each of stdout and stderr: past it the command is stopped, what came
+before the cap is kept byte for byte, and exec says so on stderr and exits 3.
+With no --max-output there is no cap when stdout is a file or a pipe, or
+with -t; on a terminal the cap is 10 MiB. --max-output 0 means no cap.
+
+Exit status, as 'docker run': the command's own; 128+N when signal N ended
+it (137: killed at --timeout or for running out of memory); 126 when it
+could not be run, 127 when it was not found; and from agentbox itself:
+1 when the sandbox could not be made, stopped answering or was stopped;
+2 for a usage error; 3 when the output was cut (at --max-output, or
+output of processes the command left running, still coming 30s after it
+ended); 130 when interrupted (Ctrl-C).
+
 --network bridge (or a named network) gives the sandbox a container network
 of its own instead, as 'docker run --network' does, outside the proxy.` + networkHelp,
 		Example: `  agentbox exec 'python3 -c "print(6*7)"'
+  echo hello | agentbox exec cat
+  agentbox exec -t python3
+  agentbox exec --max-output 1m 'cat big.log' > head.log
   agentbox exec --memory 512m --timeout 30s -- python3 script.py
   agentbox exec --workspace ./proj 'pytest -q'
   agentbox exec --preset python 'pip install flask'
@@ -63,8 +90,13 @@ of its own instead, as 'docker run --network' does, outside the proxy.` + networ
 			if err != nil {
 				return usage(err)
 			}
+			st, err := newExecStreams(cmd, f)
+			if err != nil { // a flag's value: a usage error
+				fmt.Fprintln(cmd.ErrOrStderr(), "agentbox:", err)
+				return exitError{2}
+			}
 			req := wiring.Command(args, f.Timeout)
-			return exitWith(a.execOnce(cmd.Context(), spec, req, cmd.OutOrStdout(), cmd.ErrOrStderr(), f))
+			return exitWith(a.execOnce(cmd.Context(), spec, req, st, f))
 		},
 	}
 	fl := cmd.Flags()
@@ -80,6 +112,9 @@ of its own instead, as 'docker run --network' does, outside the proxy.` + networ
 	fl.StringArrayVarP(&f.Env, "env", "e", nil, "set an environment variable KEY=VALUE (repeatable)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the command's output")
 	fl.BoolVar(&f.raw, "raw", false, "print the command's bytes as they are, escape sequences included, on a terminal too")
+	fl.BoolVarP(&f.interactive, "interactive", "i", false, "forward stdin to the command (the default when stdin is not a terminal; -i=false keeps it out)")
+	fl.BoolVarP(&f.tty, "tty", "t", false, "run the command on a pseudo-terminal in the sandbox, the local terminal in raw mode")
+	fl.Var(sizeVar(&f.maxOutput), "max-output", "stop the command once stdout or stderr passes SIZE (e.g. 10m) and exit 3; 0 for no cap (default: none to a file, a pipe or with -t; 10m on a terminal)")
 	a.driverFlag(cmd)
 	a.dataDirFlag(cmd, "where sandboxes keep their state")
 	return cmd
@@ -97,9 +132,10 @@ func (a *app) execPolicy(f *execFlags) error {
 	return err
 }
 
-// execOnce runs req in a fresh sandbox, streaming output, and returns the
+// execOnce runs req in a fresh sandbox, attached to st, and returns the
 // command's exit code. The sandbox is removed whatever happens.
-func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecRequest, stdout, stderr io.Writer, f execFlags) (int, error) {
+func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecRequest, st *execStreams, f execFlags) (int, error) {
+	stderr := st.stderr
 	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
 	network := wiring.ScratchNetwork{Proxy: f.SandboxNetwork == "" || f.SandboxNetwork == "none", Policy: f.Network}
 	if !f.quiet {
@@ -117,9 +153,13 @@ func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecReq
 	if !f.quiet {
 		fmt.Fprintf(stderr, "agentbox: sandbox %s ready in %v\n", s.ID, s.Took.Round(time.Millisecond))
 	}
-	res, err := execShown(ctx, s, req, stdout, stderr, f.raw)
+	res, err := st.run(ctx, s, req)
 	var stopped *wiring.StoppedError
+	var cut *outputCutError
 	switch {
+	case errors.As(err, &cut):
+		fmt.Fprintf(stderr, "agentbox: %v\n", cut)
+		return 0, exitError{exitOutputCut}
 	case errors.As(err, &stopped):
 		fmt.Fprintf(stderr, "agentbox: %v\n", err)
 		return 0, exitError{1}
@@ -132,24 +172,17 @@ func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecReq
 	case err != nil:
 		return 0, fmt.Errorf("exec: %w", err)
 	}
+	if res.Truncated {
+		fmt.Fprintln(stderr, "agentbox: output cut: processes the command left running were still writing 30s after it ended")
+		return 0, exitError{exitOutputCut}
+	}
 	if !f.quiet {
 		switch {
 		case res.TimedOut:
 			fmt.Fprintf(stderr, "agentbox: command timed out after %v and was killed\n", timeout)
 		case res.OOMKilled:
 			fmt.Fprintln(stderr, "agentbox: command was killed for running out of memory")
-		case res.Truncated:
-			fmt.Fprintln(stderr, "agentbox: output was capped")
 		}
 	}
 	return res.ExitCode, nil
-}
-
-// execShown runs req, its output going to stdout and stderr through
-// render.ForTerminal: a terminal sees its escape sequences, not their
-// effects, unless raw.
-func execShown(ctx context.Context, s *wiring.Scratch, req guest.ExecRequest, stdout, stderr io.Writer, raw bool) (guest.ExecResult, error) {
-	out, errOut := render.ForTerminal(stdout, raw), render.ForTerminal(stderr, raw)
-	res, err := s.Exec(ctx, req, out, errOut)
-	return res, errors.Join(err, out.Close(), errOut.Close())
 }

@@ -132,7 +132,8 @@ Exit status, on every command:
        cannot serve as asked (an isolation tier missing, a network
        policy not allowed)
   130  interrupted (Ctrl-C), or for run and chat, the job was canceled
-exec exits with its command's own status, like docker run.`,
+exec exits with its command's own status, like docker run (3 when
+--max-output cut its output; exec --help lists the rest).`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,

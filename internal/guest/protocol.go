@@ -2,7 +2,9 @@
 // every sandbox (`agentbox guest`, package daemon beneath this one), and the
 // host's client of it. The protocol is HTTP/1.1 + JSON over a connection a
 // Dialer opens (a unix socket in a directory the host bind-mounts, a vsock
-// port, TCP with the sandbox's secret); streams are NDJSON. Here are its
+// port, TCP with the sandbox's secret); streams are NDJSON, but for the
+// upgraded connections of GET /egress and POST /exec/attach (frames, see
+// protocol_attach.go). Here are its
 // request and answer types, its error codes and their sentinel errors, and
 // the names both sides agree on. Nothing in this package runs inside the
 // sandbox: the daemon imports it, never the reverse. The daemon is not a
@@ -81,7 +83,9 @@ type ExecResult struct {
 	TimedOut   bool   `json:"timed_out"`
 	// Canceled means the caller went away and the command was killed.
 	Canceled bool `json:"canceled,omitempty"`
-	// Truncated is true when either stream passed its cap.
+	// Truncated is true when either stream passed its cap; on POST
+	// /exec/attach, which has none, when output still coming long after the
+	// command ended (a background child it left writing) was dropped.
 	Truncated   bool  `json:"truncated"`
 	StdoutBytes int64 `json:"stdout_bytes"`
 	StderrBytes int64 `json:"stderr_bytes"`

@@ -152,3 +152,10 @@ func (m *Tmux) Hangup() (pid int) {
 	m.run("kill-session", "-t", "t")
 	return pid
 }
+
+// Resize makes the terminal cols×rows, as a person resizing its window
+// does: the program gets SIGWINCH.
+func (m *Tmux) Resize(cols, rows int) {
+	m.t.Helper()
+	m.run("resize-window", "-t", "t", "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows))
+}

@@ -119,12 +119,7 @@ func Command(args []string, timeout time.Duration) guest.ExecRequest {
 // otherwise the stream's.
 func (s *Scratch) Exec(ctx context.Context, req guest.ExecRequest, stdout, stderr io.Writer) (guest.ExecResult, error) {
 	var res guest.ExecResult
-	g := s.sb.Guest()
-	health := func(ctx context.Context) error {
-		_, err := g.Health(ctx)
-		return err
-	}
-	err := execWatch.watched(ctx, health, func(ctx context.Context) error {
+	err := s.watched(ctx, func(ctx context.Context, g *guest.Client) error {
 		var err error
 		res, err = g.ExecStream(ctx, req, func(stream string, p []byte) {
 			if stream == "stderr" {
@@ -135,12 +130,37 @@ func (s *Scratch) Exec(ctx context.Context, req guest.ExecRequest, stdout, stder
 		})
 		return err
 	})
+	return res, err
+}
+
+// Attach runs req attached to aio (guest.Client.ExecAttach: stdin, a
+// terminal, output streamed uncapped) under the same watchdog as Exec,
+// with the same errors.
+func (s *Scratch) Attach(ctx context.Context, req guest.AttachRequest, aio guest.AttachIO) (guest.ExecResult, error) {
+	var res guest.ExecResult
+	err := s.watched(ctx, func(ctx context.Context, g *guest.Client) error {
+		var err error
+		res, err = g.ExecAttach(ctx, req, aio)
+		return err
+	})
+	return res, err
+}
+
+// watched runs call while a watchdog checks that the guest still
+// answers, and says why the driver stopped the sandbox if it did.
+func (s *Scratch) watched(ctx context.Context, call func(context.Context, *guest.Client) error) error {
+	g := s.sb.Guest()
+	health := func(ctx context.Context) error {
+		_, err := g.Health(ctx)
+		return err
+	}
+	err := execWatch.watched(ctx, health, func(ctx context.Context) error { return call(ctx, g) })
 	if st, ok := s.sb.(sandbox.Stopper); ok {
 		if why := st.Stopped(); why != nil {
-			return res, &StoppedError{why}
+			return &StoppedError{why}
 		}
 	}
-	return res, err
+	return err
 }
 
 // tierCaps are the capabilities of the tier iso ("" for the default) of

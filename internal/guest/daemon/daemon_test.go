@@ -19,7 +19,7 @@ import (
 )
 
 // start serves a guest on a fresh unix socket over a fresh workspace.
-func start(t *testing.T, mod ...func(*daemon.Config)) (*guest.Client, string) {
+func start(t testing.TB, mod ...func(*daemon.Config)) (*guest.Client, string) {
 	t.Helper()
 	ws := t.TempDir()
 	sockDir, err := os.MkdirTemp("", "abg") // short: unix socket paths are limited to 108 bytes

@@ -170,6 +170,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("POST /exec", s.exec)
 	mux.HandleFunc("POST /exec/stream", s.execStream)
+	mux.HandleFunc("POST /exec/attach", s.execAttach)
 	mux.HandleFunc("GET /files/read", s.readFile)
 	mux.HandleFunc("PUT /files/write", s.writeFile)
 	mux.HandleFunc("GET /files/list", s.listFiles)
