@@ -26,7 +26,7 @@ LOG=$(mktemp "${TMPDIR:-/tmp}/agentbox-setup.XXXXXX.log")
 NOTES=$(mktemp "${TMPDIR:-/tmp}/agentbox-setup.XXXXXX.notes")
 trap 'rm -f "$NOTES"' EXIT
 STEP=0
-STEPS=7
+STEPS=7 # the last is the demo, or with --no-run the desktop layer
 SETUP_START=$(date +%s)
 TTY=0
 [ -t 1 ] && TTY=1
@@ -184,7 +184,6 @@ configure_host() {
 build_agentbox() { CGO_ENABLED=0 go build -trimpath -o bin/agentbox ./cmd/agentbox; }
 
 echo "agentbox setup: the full log is $LOG"
-[ "$RUN_DEMO" = 1 ] || STEPS=$((STEPS - 1))
 
 pkgs=$(wanted_packages)
 if [ -n "$pkgs" ]; then step "installing $pkgs" install_packages; else skip "installing packages" "all there"; fi
