@@ -18,14 +18,40 @@ note() { echo "note: $*" | tee -a "$NOTES" >&2; }
 # on failure prints the log's last lines and exits. COMMAND runs in a
 # subshell: what it must tell later steps it leaves in a file.
 step() {
-	local title=$1 start rc=0 pid
+	local title=$1
 	shift
-	STEP=$((STEP + 1))
-	start=$(date +%s)
-	: >"$NOTES"
-	printf '\n==> [%d/%d] %s\n' "$STEP" "$STEPS" "$title" >>"$LOG"
+	step_begin "$title"
 	("$@") >>"$LOG" 2>&1 </dev/null &
-	pid=$!
+	step_end "$title" $! "$(date +%s)" ""
+}
+
+# background COMMAND...: starts COMMAND now, its output kept apart until
+# `await TITLE` shows it as a step: for work that can overlap the steps
+# between. One at a time.
+background() {
+	BG_LOG="$LOG.background"
+	("$@") >"$BG_LOG" 2>&1 </dev/null &
+	BG_PID=$!
+	BG_START=$(date +%s)
+}
+
+# await TITLE: the step of the command background started, timed from its
+# start; its output joins the log.
+await() {
+	step_begin "$1"
+	step_end "$1" "$BG_PID" "$BG_START" "$BG_LOG"
+}
+
+step_begin() {
+	STEP=$((STEP + 1))
+	: >"$NOTES"
+	printf '\n==> [%d/%d] %s\n' "$STEP" "$STEPS" "$1" >>"$LOG"
+}
+
+# step_end TITLE PID START OWN-LOG: shows the step until PID ends, then
+# its outcome. OWN-LOG, if set, is the step's output, added to the log.
+step_end() {
+	local title=$1 pid=$2 start=$3 own=$4 rc=0 took
 	if [ "$TTY" = 1 ]; then
 		while kill -0 "$pid" 2>/dev/null; do
 			printf '\r[%d/%d] %s ... %s ' "$STEP" "$STEPS" "$title" "$(elapsed $(($(date +%s) - start)))"
@@ -36,7 +62,10 @@ step() {
 		printf '[%d/%d] %s ...\n' "$STEP" "$STEPS" "$title"
 	fi
 	wait "$pid" || rc=$?
-	local took
+	if [ -n "$own" ]; then
+		cat "$own" >>"$LOG"
+		rm -f "$own"
+	fi
 	took=$(elapsed $(($(date +%s) - start)))
 	if [ "$rc" -ne 0 ]; then
 		printf '[%d/%d] %s: FAILED after %s (exit %d); the last lines of %s:\n' "$STEP" "$STEPS" "$title" "$took" "$rc" "$LOG"

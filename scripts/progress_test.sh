@@ -35,6 +35,12 @@ check "tail only" '^0$' "$(printf '%s\n' "$out" | grep -c '^    line 1$' || true
 check "stops at a failure" 'rc=1$' "$out"
 out=$(run 'n() { note "no runsc package here"; }; step "configuring" n')
 check "note shown" '^      note: no runsc package here$' "$out"
+out=$(run 'slow() { sleep 1; echo built it; }; work() { echo apt; }; background slow; step "installing" work; await "building in the background"')
+check "background step" '^\[2/3\] building in the background: done in [0-9]+s$' "$out"
+check "background output joins the log" 'built it' "$(cat "$dir/log")"
+out=$(run 'bad() { echo "go: cannot build"; exit 2; }; background bad; await "building"')
+check "background failure" '^    go: cannot build$' "$out"
+check "background failure stops" 'rc=1$' "$out"
 check "elapsed minutes" '^3m05s$' "$(bash -c '. scripts/progress.sh; elapsed 185')"
 echo "progress_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -186,11 +186,27 @@ build_agentbox() { CGO_ENABLED=0 go build -trimpath -o bin/agentbox ./cmd/agentb
 echo "agentbox setup: the full log is $LOG"
 
 pkgs=$(wanted_packages)
+# Go first when it needs no apt (it is here, or curl fetches it from
+# go.dev): bin/agentbox, minutes of compiling on two cores, then builds
+# while apt installs the rest.
+GO_FIRST=0
+if go_ok; then
+	skip "installing Go" "$(go env GOVERSION)"
+	GO_FIRST=1
+elif command -v curl >/dev/null && ! go_candidate_ok; then
+	step "installing Go from go.dev" install_go
+	GO_FIRST=1
+fi
+[ "$GO_FIRST" = 0 ] || background build_agentbox
 if [ -n "$pkgs" ]; then step "installing $pkgs" install_packages; else skip "installing packages" "all there"; fi
 if runsc_registered && file_max_raised; then skip "configuring the host" "done before"; else step "configuring the host (runsc runtime, fs.file-max)" configure_host; fi
 if engine_up; then skip "starting the container engine" "running"; else step "starting the container engine" start_engine; fi
-if go_ok; then skip "installing Go" "$(go env GOVERSION)"; else step "installing Go" install_go; fi
-step "building bin/agentbox" build_agentbox
+if [ "$GO_FIRST" = 1 ]; then
+	await "building bin/agentbox (since step 1)"
+else
+	if go_ok; then skip "installing Go" "$(go env GOVERSION)"; else step "installing Go" install_go; fi
+	step "building bin/agentbox" build_agentbox
+fi
 # The core first: a sandbox works as soon as it is built. The desktop and
 # notebook layer (the computer and python tools) goes on top of it.
 step "building the core sandbox image (Debian, Python, Node.js, git, build tools)" $SUDO bin/agentbox image build --layer core
