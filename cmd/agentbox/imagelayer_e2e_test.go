@@ -30,7 +30,8 @@ import (
 // real build of the desktop layer runs and fails without the network.
 // A model-agent job (computer and python tools) waits for the layer,
 // saying so in its log while it runs, then ends in error with the build's
-// failure; a shell job on the same installation runs on the core at once.
+// failure; a shell job on the same installation runs on the core at once,
+// and `image inspect` says which layer is ready.
 func TestJobWaitsForDesktopLayer(t *testing.T) {
 	cli := testenv.DockerWithImage(t)
 	ref := "agentbox-test-layer-" + strconv.Itoa(os.Getpid()) + ":latest"
@@ -71,6 +72,17 @@ func TestJobWaitsForDesktopLayer(t *testing.T) {
 	}
 	if msg := logMessage(shell.events(j.JobID), "waiting for the desktop"); msg != "" {
 		t.Errorf("a job without the desktop waited: %q", msg)
+	}
+
+	t.Setenv("AGENTBOX_IMAGE", ref)
+	out, _, err := run(context.Background(), "image", "inspect")
+	if ee, ok := err.(exitError); !ok || ee.code != 1 {
+		t.Errorf("image inspect with the desktop layer missing: %v, want exit 1", err)
+	}
+	for _, want := range []string{"core:    " + core + " ready\n", "desktop: missing: sandboxes run on the core"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("image inspect output lacks %q:\n%s", want, out)
+		}
 	}
 }
 
