@@ -90,9 +90,7 @@ func TestJobWaitsForDesktopLayer(t *testing.T) {
 // current core, whose apt-get says it is absent and fails after 10s.
 func buildFakeCore(t *testing.T, cli *client.Client, ref string) {
 	t.Helper()
-	t.Cleanup(func() {
-		cli.ImageRemove(context.Background(), ref, dimage.RemoveOptions{Force: true, PruneChildren: true})
-	})
+	t.Cleanup(func() { removeWithDescendants(cli, ref) })
 	df := fmt.Sprintf("FROM %s\nUSER root\nCOPY apt-get /usr/local/bin/apt-get\nUSER 1000:1000\n", testenv.Image())
 	aptGet := "#!/bin/sh\necho 'agentbox test: no apt-get here' >&2\nsleep 10\nexit 100\n"
 	var ctxTar bytes.Buffer
@@ -115,6 +113,34 @@ func buildFakeCore(t *testing.T, cli *client.Client, ref string) {
 	if ls, err := image.InspectLayers(t.Context(), cli, strings.TrimSuffix(ref, "-core:latest")+":latest"); err != nil || !ls.Core.Current || ls.Full.Present {
 		t.Fatalf("fake core %s: %+v, %v\n%s", ref, ls, err, out)
 	}
+}
+
+// removeWithDescendants removes ref and the images built on it that the
+// servers' failed builds of the desktop layer left as the legacy
+// builder's cache, newest first; ref's own untagged parents go with it.
+func removeWithDescendants(cli *client.Client, ref string) {
+	ctx := context.Background()
+	info, err := cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return
+	}
+	all, err := cli.ImageList(ctx, dimage.ListOptions{All: true})
+	if err != nil {
+		return
+	}
+	children := map[string][]string{}
+	for _, im := range all {
+		children[im.ParentID] = append(children[im.ParentID], im.ID)
+	}
+	var order []string
+	for queue := []string{info.ID}; len(queue) > 0; queue = queue[1:] {
+		order = append(order, queue[0])
+		queue = append(queue, children[queue[0]]...)
+	}
+	for i := len(order) - 1; i > 0; i-- {
+		cli.ImageRemove(ctx, order[i], dimage.RemoveOptions{})
+	}
+	cli.ImageRemove(ctx, ref, dimage.RemoveOptions{Force: true, PruneChildren: true})
 }
 
 // logMessage returns the first log event's message containing want.
