@@ -113,6 +113,16 @@ func Build(ctx context.Context, cli Engine, opts Options) (Result, error) {
 	if err := checkLayer(opts.Layer); err != nil {
 		return Result{}, err
 	}
+	if opts.Layer == LayerDesktop && !opts.Force {
+		// A current full image holds the core: nothing to build, even
+		// if the core's own tag is gone.
+		if st, err := Inspect(ctx, cli, opts.Ref); err != nil || st.Current {
+			if err == nil {
+				fmt.Fprintf(opts.Progress, "image %s is up to date (%s)\n", opts.Ref, shortHash(sandboximage.Hash()))
+			}
+			return Result{Ref: opts.Ref, ID: st.ID, Hash: sandboximage.Hash()}, err
+		}
+	}
 	core, err := buildLayer(ctx, cli, coreLayer(opts.Ref), opts)
 	if err != nil || opts.Layer == LayerCore {
 		return core, err

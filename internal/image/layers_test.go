@@ -50,6 +50,12 @@ func TestBuildLayers(t *testing.T) {
 		t.Errorf("desktop build context lacks its Dockerfile or jupyter-server: %v", slices.Collect(maps.Keys(f.contexts[1])))
 	}
 
+	// A current full image needs no core of its own to be up to date.
+	delete(f.images, "img-core:t")
+	if res, err := Build(context.Background(), f, Options{Ref: "img:t", From: FromRegistry}); err != nil || res.Built || len(f.builds) != 2 {
+		t.Fatalf("Build with the full image current, its core untagged = %+v, %v; want nothing built", res, err)
+	}
+	f.images["img-core:t"] = map[string]string{LabelHash: sandboximage.CoreHash()}
 	// Both current: nothing runs. The core alone, current: nothing runs.
 	for _, layer := range []string{LayerDesktop, LayerCore} {
 		res, err := Build(context.Background(), f, Options{Ref: "img:t", From: FromRegistry, Layer: layer})
