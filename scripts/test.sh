@@ -16,5 +16,6 @@ fi
 if ! docker info >/dev/null 2>&1; then
 	echo "note: no container engine answers for $(id -un); Docker tests will skip (run ./scripts/setup.sh, then this as root or as a member of the docker group)" >&2
 fi
+./scripts/progress_test.sh
 go vet ./...
 go test -race -count=1 -timeout 25m ./...

@@ -18,12 +18,23 @@ func newImageCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Build and inspect the sandbox image",
-		Long: `The sandbox image is what every sandbox runs: Debian bookworm with Python
-(pytest, flask, requests, numpy, pandas), Node.js with TypeScript, git, curl,
-build tools, and the desktop and notebook stack (Xvfb, openbox, xdotool,
-x11vnc, noVNC, websockify, Jupyter). Its definition is built into agentbox;
-the image is labelled with a hash of it, so agentbox can tell whether the
-image on the engine is current.`,
+		Long: `The sandbox image is what every sandbox runs, in two layers, each an image:
+
+  core     Debian bookworm with Python (pytest, flask, requests, numpy,
+           pandas), Node.js with TypeScript, git, curl and build tools:
+           what a coding job needs. Tagged with "-core" added to the
+           image's name (agentbox-sandbox-core:latest).
+  desktop  the core and, on top, the desktop and notebook stack (Xvfb,
+           openbox, xdotool, x11vnc, noVNC, websockify, Jupyter) that the
+           computer and python tools use: the full image
+           (agentbox-sandbox:latest).
+
+While the full image is missing and the core is current, sandboxes that
+need no desktop (exec, the shell agent) run on the core, and a server
+builds the desktop layer in the background; jobs with the computer and
+python tools wait for it, saying so in their log. The definition is built
+into agentbox; each image is labelled with a hash of its part, so agentbox
+can tell whether the image on the engine is current.`,
 	}
 	cmd.AddCommand(newImageBuildCmd(a), newImageInspectCmd(a))
 	return cmd
@@ -53,6 +64,11 @@ There are two ways to get the Debian base the image starts from:
 Either way the packages are then installed from the Debian archive by the
 engine's builder, using the host's network.
 
+--layer core builds the core alone (a few minutes on a new machine: what
+scripts/setup.sh builds before it runs a first sandbox); --layer desktop
+(the default) builds the full image, and the core first if it is not
+current. See agentbox image --help for the two layers.
+
 With --dockerfile PATH --tag NAME it builds a user's image instead, on top
 of the sandbox image, for jobs that ask for it ("image": "NAME") once the
 operator adds NAME to AGENTBOX_IMAGES. The Dockerfile's directory is the
@@ -64,6 +80,7 @@ image run as they do in the sandbox image: its USER, ENTRYPOINT, CMD,
 WORKDIR, HEALTHCHECK and exposed ports are overridden, its volumes become
 tmpfs. The sandbox image's own tag cannot be overwritten.`,
 		Example: `  agentbox image build
+  agentbox image build --layer core
   agentbox image build --from archive --mirror http://ftp.de.debian.org/debian
   agentbox image build --force --tag agentbox-sandbox:test
   agentbox image build --dockerfile ml/Dockerfile --tag python-ml`,
@@ -88,13 +105,14 @@ tmpfs. The sandbox image's own tag cannot be overwritten.`,
 	f.BoolVar(&opts.Force, "force", false, "rebuild even if the image is current, without the build cache")
 	f.StringVar(&opts.Ref, "tag", "", "image to build (default: AGENTBOX_IMAGE or "+config.DefaultImage+"); with --dockerfile, the user image's name")
 	f.StringVar(&opts.Mirror, "mirror", image.DefaultMirror, "Debian archive for --from archive")
+	f.StringVar(&opts.Layer, "layer", image.LayerDesktop, "what to build: core (Debian, Python, Node.js, git, build tools) or desktop (the full image: the core and the desktop and notebook layer)")
 	f.StringVar(&dockerfile, "dockerfile", "", "build a user's image from this Dockerfile, on top of the sandbox image (needs --tag)")
 	return cmd
 }
 
 // buildUserImage is `agentbox image build --dockerfile`.
 func (a *app) buildUserImage(cmd *cobra.Command, dockerfile string, opts image.Options) error {
-	for _, f := range []string{"from", "mirror"} {
+	for _, f := range []string{"from", "mirror", "layer"} {
 		if cmd.Flags().Changed(f) {
 			return fmt.Errorf("--%s is for the sandbox image, not with --dockerfile", f)
 		}
@@ -128,18 +146,19 @@ func newImageInspectCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "inspect",
 		Aliases: []string{"status"},
-		Short:   "Say whether the sandbox image is present and current",
-		Long: `Report whether the sandbox image is on the engine and whether it was built
-from this agentbox's image definition (its io.agentbox.image.hash label).
-Exits 1 when the image is missing or out of date.`,
+		Short:   "Say whether the sandbox image and its core are present and current",
+		Long: `Report whether the sandbox image (the full image, with the desktop and
+notebook layer) and its core are on the engine and built from this
+agentbox's image definition (their io.agentbox.image.hash labels).
+Exits 1 when the full image is missing or out of date.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ref, st, err := wiring.InspectImage(cmd.Context(), a.cfg, ref)
+			ls, err := wiring.InspectLayers(cmd.Context(), a.cfg, ref)
 			if err != nil {
 				return err
 			}
-			printStatus(cmd.OutOrStdout(), ref, st)
-			if !st.Current {
+			printStatus(cmd.OutOrStdout(), ls)
+			if !ls.Full.Current {
 				return exitError{code: 1}
 			}
 			return nil
@@ -149,18 +168,48 @@ Exits 1 when the image is missing or out of date.`,
 	return cmd
 }
 
-func printStatus(w io.Writer, ref string, st image.Status) {
-	fmt.Fprintf(w, "image:   %s\n", ref)
-	fmt.Fprintf(w, "present: %t\n", st.Present)
-	fmt.Fprintf(w, "current: %t\n", st.Current)
-	if st.Present {
-		fmt.Fprintf(w, "id:      %s\n", st.ID)
-		fmt.Fprintf(w, "hash:    %s\n", orNone(st.Hash))
+func printStatus(w io.Writer, ls image.Layers) {
+	fmt.Fprintf(w, "image:   %s\n", ls.FullRef)
+	fmt.Fprintf(w, "present: %t\n", ls.Full.Present)
+	fmt.Fprintf(w, "current: %t\n", ls.Full.Current)
+	if ls.Full.Present {
+		fmt.Fprintf(w, "id:      %s\n", ls.Full.ID)
+		fmt.Fprintf(w, "hash:    %s\n", orNone(ls.Full.Hash))
 	}
 	fmt.Fprintf(w, "want:    %s\n", sandboximage.Hash())
-	if !st.Current {
+	fmt.Fprintf(w, "core:    %s %s\n", ls.CoreRef, layerState(ls.Core))
+	fmt.Fprintf(w, "desktop: %s\n", desktopState(ls))
+	switch {
+	case ls.Full.Current:
+	case ls.Core.Current:
+		fmt.Fprintln(w, "fix:     agentbox image build   (builds the desktop layer; a server builds it by itself when the full image is missing)")
+	default:
 		fmt.Fprintln(w, "fix:     agentbox image build")
 	}
+}
+
+func layerState(st image.Status) string {
+	switch {
+	case st.Current:
+		return "ready"
+	case st.Present:
+		return "out of date"
+	}
+	return "missing"
+}
+
+// desktopState says whether the desktop and notebook layer is ready, and
+// what sandboxes do meanwhile.
+func desktopState(ls image.Layers) string {
+	switch {
+	case ls.Full.Current:
+		return "ready"
+	case ls.Full.Present:
+		return "out of date (sandboxes use it until it is rebuilt)"
+	case ls.Core.Current:
+		return "missing: sandboxes run on the core; jobs with the computer and python tools wait while a server builds it"
+	}
+	return "missing"
 }
 
 func orNone(s string) string {

@@ -3,6 +3,7 @@ package sandboximage
 import (
 	"io/fs"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -60,56 +61,93 @@ func mustHash(t *testing.T, fsys fs.FS) string {
 	return h
 }
 
-func TestDockerfileInstallsRequiredPackages(t *testing.T) {
-	data, err := fs.ReadFile(FS, "Dockerfile")
+func readDef(t *testing.T, name string) string {
+	t.Helper()
+	data, err := fs.ReadFile(FS, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	df := string(data)
-	words := map[string]bool{}
-	for _, w := range strings.Fields(df) {
-		words[w] = true
+	return string(data)
+}
+
+// TestDockerfilesInstallRequiredPackages checks that each layer installs
+// what its jobs need: a coding job the core's, the computer and python
+// tools the desktop layer's.
+func TestDockerfilesInstallRequiredPackages(t *testing.T) {
+	layers := map[string][]string{
+		CoreDockerfile: {"python3", "python3-pip", "python3-venv", "python3-pytest", "python3-flask",
+			"python3-requests", "python3-numpy", "python3-pandas",
+			"nodejs", "npm", "node-typescript",
+			"git", "curl", "ca-certificates", "build-essential", "procps", "less", "file", "unzip", "zip"},
+		"Dockerfile": {"xvfb", "openbox", "xdotool", "x11vnc", "novnc", "websockify",
+			"jupyter-notebook", "python3-jupyter-server", "python3-ipykernel",
+			"scrot", "fonts-dejavu-core", "python3-matplotlib"},
 	}
-	for _, pkg := range []string{
-		"python3", "python3-pip", "python3-venv", "python3-pytest", "python3-flask",
-		"python3-requests", "python3-numpy", "python3-pandas",
-		"nodejs", "npm", "node-typescript",
-		"git", "curl", "ca-certificates", "build-essential", "procps", "less", "file", "unzip", "zip",
-		"xvfb", "openbox", "xdotool", "x11vnc", "novnc", "websockify",
-		"jupyter-notebook", "python3-jupyter-server", "python3-ipykernel",
-		"scrot", "fonts-dejavu-core",
-	} {
-		if !words[pkg] {
-			t.Errorf("Dockerfile does not install %s", pkg)
+	for name, pkgs := range layers {
+		words := map[string]bool{}
+		for _, w := range strings.Fields(readDef(t, name)) {
+			words[w] = true
+		}
+		for _, pkg := range pkgs {
+			if !words[pkg] {
+				t.Errorf("%s does not install %s", name, pkg)
+			}
 		}
 	}
-	for _, re := range []string{
-		`(?m)^ARG BASE=debian:bookworm-slim$`,
-		`(?m)^FROM \$\{BASE\}$`,
-		`useradd [^\n]*--uid 1000 [^\n]*agent`,
-		`--no-install-recommends`,
-		`rm -rf /var/lib/apt/lists/\*`,
-		`(?m)^USER 1000:1000$`,
-		`(?m)^WORKDIR /workspace$`,
-		`LANG=C\.UTF-8`,
-		`HOME=/home/agent`,
-		`mkdir -p [^\n]*/run/agentbox`,
-		`mkdir -p [^\n]*/opt/agentbox`,
-	} {
-		if !regexp.MustCompile(re).MatchString(df) {
-			t.Errorf("Dockerfile does not match %s", re)
+	both := []string{`(?m)^FROM \$\{BASE\}$`, `--no-install-recommends`, `rm -rf /var/lib/apt/lists/\*`,
+		`(?m)^USER 1000:1000$`, `force-unsafe-io`, `rm -rf [^\n]*/etc/dpkg/dpkg.cfg.d/agentbox-build`}
+	checks := map[string][]string{
+		CoreDockerfile: append([]string{
+			`(?m)^ARG BASE=debian:bookworm-slim$`,
+			`useradd [^\n]*--uid 1000 [^\n]*agent`,
+			`(?m)^WORKDIR /workspace$`,
+			`LANG=C\.UTF-8`,
+			`HOME=/home/agent`,
+			`mkdir -p [^\n]*/run/agentbox`,
+			`mkdir -p [^\n]*/opt/agentbox`,
+		}, both...),
+		"Dockerfile": append([]string{`(?m)^USER root$`}, both...),
+	}
+	for name, res := range checks {
+		df := readDef(t, name)
+		for _, re := range res {
+			if !regexp.MustCompile(re).MatchString(df) {
+				t.Errorf("%s does not match %s", name, re)
+			}
 		}
 	}
 }
 
+// TestCopiedFilesAreEmbedded checks that what each Dockerfile copies is
+// embedded, and that the core copies only CoreFiles (its build context).
 func TestCopiedFilesAreEmbedded(t *testing.T) {
-	data, err := fs.ReadFile(FS, "Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range regexp.MustCompile(`(?m)^COPY\s+(\S+)`).FindAllStringSubmatch(string(data), -1) {
-		if _, err := fs.Stat(FS, m[1]); err != nil {
-			t.Errorf("Dockerfile copies %s, which is not embedded: %v", m[1], err)
+	for _, name := range []string{"Dockerfile", CoreDockerfile} {
+		for _, m := range regexp.MustCompile(`(?m)^COPY\s+(\S+)`).FindAllStringSubmatch(readDef(t, name), -1) {
+			if _, err := fs.Stat(FS, m[1]); err != nil {
+				t.Errorf("%s copies %s, which is not embedded: %v", name, m[1], err)
+			}
+			if name == CoreDockerfile && !slices.Contains(CoreFiles, m[1]) {
+				t.Errorf("%s copies %s, which is not in CoreFiles", name, m[1])
+			}
 		}
+	}
+}
+
+// TestCoreHash checks that the core's hash covers the core's files only:
+// the desktop layer's files change the full hash, not the core's.
+func TestCoreHash(t *testing.T) {
+	if CoreHash() == Hash() || len(CoreHash()) != 64 {
+		t.Fatalf("CoreHash %s, Hash %s: want two different hashes", CoreHash(), Hash())
+	}
+	core := fstest.MapFS{}
+	for _, n := range CoreFiles {
+		core[n] = &fstest.MapFile{Data: []byte(readDef(t, n))}
+	}
+	if h := mustHash(t, core); h != CoreHash() {
+		t.Errorf("hash of the core files alone %s, CoreHash %s", h, CoreHash())
+	}
+	core["Dockerfile"] = &fstest.MapFile{Data: []byte("FROM other\n")}
+	if h, _ := HashFiles(core, CoreFiles); h != CoreHash() {
+		t.Errorf("a change to the desktop layer's Dockerfile changed the core's hash")
 	}
 }

@@ -59,6 +59,20 @@ func New(cfg Config) *Agent {
 	return &Agent{cfg: cfg}
 }
 
+var _ jobs.DesktopAgent = (*Agent)(nil)
+
+// UsesDesktop reports whether the agent has a tool that needs the sandbox
+// image's desktop layer (computer, python): its jobs' sandboxes wait for
+// that layer while it builds.
+func (a *Agent) UsesDesktop() bool {
+	for _, t := range a.cfg.Tools {
+		if n := t.Spec().Name; n == tools.NameComputer || n == tools.NamePython {
+			return true
+		}
+	}
+	return false
+}
+
 // Run works on the job until the model calls finish or a limit stops it.
 // A job continued by a follow-up message runs its next turn with the whole
 // conversation; its max_steps applies to each turn.

@@ -106,16 +106,20 @@ func (d doctor) engineChecks(ctx context.Context) []Check {
 			{"image", Fail, "cannot check without an engine", "agentbox image build"}}
 	}
 	engine := Check{"engine", OK, fmt.Sprintf("%s %s (API %s) at %s", e.Name, e.Version, e.APIVersion, cli.DaemonHost()), ""}
-	st, err := image.Inspect(ctx, cli, d.cfg.Sandbox.Image)
-	return append([]Check{engine, d.imageCheck(st, err)}, d.imagesCheck(ctx, cli)...)
+	ls, err := image.InspectLayers(ctx, cli, d.cfg.Sandbox.Image)
+	return append([]Check{engine, d.imageCheck(ls, err)}, d.imagesCheck(ctx, cli)...)
 }
 
-// imageCheck says whether the sandbox image is present and current.
-func (d doctor) imageCheck(st image.Status, err error) Check {
-	ref := d.cfg.Sandbox.Image
+// imageCheck says whether the sandbox image is present and current, and
+// which of its layers is ready while the desktop layer is missing.
+func (d doctor) imageCheck(ls image.Layers, err error) Check {
+	ref, st := d.cfg.Sandbox.Image, ls.Full
 	switch {
 	case err != nil:
 		return Check{"image", Fail, err.Error(), "agentbox image build"}
+	case !st.Present && ls.Core.Current:
+		return Check{"image", Warn, "the core " + ls.CoreRef + " is ready, the desktop layer (" + ref + ") is not: sandboxes run on the core, " +
+			"jobs with the computer and python tools wait while a server builds it", "agentbox image build   (or start agentbox serve, which builds it)"}
 	case !st.Present:
 		return Check{"image", Fail, ref + " is missing", "agentbox image build"}
 	case !st.Current:

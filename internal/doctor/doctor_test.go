@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/image"
 )
 
 func TestAccountsIn(t *testing.T) {
@@ -76,5 +77,31 @@ func TestFilesCheckUnlimited(t *testing.T) {
 	c = d.filesCheckOf(4 << 20)
 	if !strings.Contains(c.Detail, "25% of fs.file-max 4194304") {
 		t.Errorf("fs.file-max 4194304: %+v", c)
+	}
+}
+
+// TestImageCheckLayers: doctor says which layer of the sandbox image is
+// ready.
+func TestImageCheckLayers(t *testing.T) {
+	d := doctor{cfg: config.Default()}
+	ready := image.Status{Present: true, Current: true}
+	for _, tc := range []struct {
+		name   string
+		ls     image.Layers
+		status string
+		detail string
+	}{
+		{"both", image.Layers{Full: ready, Core: ready}, OK, "is current"},
+		{"core only", image.Layers{Core: ready, CoreRef: "agentbox-sandbox-core:latest"}, Warn,
+			"the core agentbox-sandbox-core:latest is ready, the desktop layer (agentbox-sandbox:latest) is not"},
+		{"none", image.Layers{}, Fail, "is missing"},
+		{"stale full", image.Layers{Full: image.Status{Present: true, Hash: "abc"}, Core: ready}, Fail, "another definition"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := d.imageCheck(tc.ls, nil)
+			if c.Status != tc.status || !strings.Contains(c.Detail, tc.detail) || (c.Status != OK && c.Fix == "") {
+				t.Errorf("imageCheck = %+v; want %s with %q and a fix", c, tc.status, tc.detail)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,44 +15,73 @@ import (
 	sandboximage "github.com/agentbox/agentbox/images/sandbox"
 )
 
-// buildImage runs the Dockerfile on the engine's legacy builder, tags the
-// result opts.Ref and returns its ID. base, when set, is the BASE build arg.
-func buildImage(ctx context.Context, cli Engine, base string, opts Options) (string, error) {
-	buildCtx, err := contextTar(sandboximage.FS)
+// layer is one image of the sandbox image's two: what it is built from
+// and where it goes.
+type layer struct {
+	name       string // LayerCore or LayerDesktop
+	ref        string // the tag it gets
+	dockerfile string
+	files      []string // its build context
+	hash       string   // the label it gets: the hash of its definition
+	// base is the image it starts from (the core, for the desktop layer);
+	// empty for the core, whose Debian base Build prepares.
+	base string
+}
+
+func coreLayer(ref string) layer {
+	return layer{name: LayerCore, ref: CoreRef(ref), dockerfile: sandboximage.CoreDockerfile,
+		files: sandboximage.CoreFiles, hash: sandboximage.CoreHash()}
+}
+
+func fullLayer(ref, core string) layer {
+	files, err := sandboximage.Files(sandboximage.FS)
+	if err != nil {
+		panic(err) // the embedded files are walked at build time of the binary's tests
+	}
+	return layer{name: LayerDesktop, ref: ref, dockerfile: "Dockerfile", files: files, hash: sandboximage.Hash(), base: core}
+}
+
+// buildImage runs the layer's Dockerfile on the engine's legacy builder,
+// tags the result l.ref and returns its ID. base, when set, is the BASE
+// build arg.
+func buildImage(ctx context.Context, cli Engine, l layer, base string, opts Options) (string, error) {
+	buildCtx, err := contextTar(sandboximage.FS, l.files)
 	if err != nil {
 		return "", err
 	}
+	fmt.Fprintf(opts.Progress, "building the %s layer as %s\n", l.name, l.ref)
 	start := time.Now()
-	resp, err := cli.ImageBuild(ctx, buildCtx, buildOptions(base, opts))
+	resp, err := cli.ImageBuild(ctx, buildCtx, buildOptions(l, base, opts))
 	if err != nil {
-		return "", engineError(cli, fmt.Errorf("build image %s: %w", opts.Ref, err))
+		return "", engineError(cli, fmt.Errorf("build image %s: %w", l.ref, err))
 	}
 	defer resp.Body.Close()
 	if _, err := decodeStream(resp.Body, opts.Progress); err != nil {
-		return "", fmt.Errorf("build image %s: %w", opts.Ref, err)
+		return "", fmt.Errorf("build image %s: %w", l.ref, err)
 	}
-	st, err := Inspect(ctx, cli, opts.Ref)
+	st, err := inspect(ctx, cli, l.ref, l.hash)
 	if err != nil {
 		return "", err
 	}
 	if !st.Current {
-		return "", fmt.Errorf("build image %s: finished but the image is not labelled %s=%s", opts.Ref, LabelHash, sandboximage.Hash())
+		return "", fmt.Errorf("build image %s: finished but the image is not labelled %s=%s", l.ref, LabelHash, l.hash)
 	}
-	fmt.Fprintf(opts.Progress, "image %s built in %s (%s)\n", opts.Ref, time.Since(start).Round(100*time.Millisecond), shortHash(strings.TrimPrefix(st.ID, "sha256:")))
+	fmt.Fprintf(opts.Progress, "image %s built in %s (%s)\n", l.ref, time.Since(start).Round(100*time.Millisecond), shortHash(strings.TrimPrefix(st.ID, "sha256:")))
 	return st.ID, nil
 }
 
-// buildOptions are the ImageBuild options for one build. The host network
-// lets RUN apt-get reach the archive without relying on the bridge's NAT.
-func buildOptions(base string, opts Options) build.ImageBuildOptions {
+// buildOptions are the ImageBuild options for one layer's build. The host
+// network lets RUN apt-get reach the archive without relying on the
+// bridge's NAT.
+func buildOptions(l layer, base string, opts Options) build.ImageBuildOptions {
 	o := build.ImageBuildOptions{
-		Tags:        []string{opts.Ref},
-		Dockerfile:  "Dockerfile",
+		Tags:        []string{l.ref},
+		Dockerfile:  l.dockerfile,
 		Remove:      true,
 		ForceRemove: true,
 		NetworkMode: "host",
 		NoCache:     opts.Force,
-		Labels:      map[string]string{LabelHash: sandboximage.Hash()},
+		Labels:      map[string]string{LabelHash: l.hash, LabelLayer: l.name},
 		Version:     build.BuilderV1,
 	}
 	if base != "" {
@@ -63,15 +93,12 @@ func buildOptions(base string, opts Options) build.ImageBuildOptions {
 	return o
 }
 
-// contextTar returns the build context: every regular file of fsys in an
-// uncompressed tar, with fixed owners, modes and times so that the same
+// contextTar returns the build context: the named regular files of fsys
+// in an uncompressed tar, sorted, with fixed owners, modes and times so that the same
 // files always give the same bytes. Embedded files have no modes; scripts
 // (starting with "#!") are made executable, as COPY keeps the tar's mode.
-func contextTar(fsys fs.FS) (*bytes.Reader, error) {
-	names, err := sandboximage.Files(fsys)
-	if err != nil {
-		return nil, err
-	}
+func contextTar(fsys fs.FS, names []string) (*bytes.Reader, error) {
+	names = slices.Sorted(slices.Values(names))
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, name := range names {

@@ -34,6 +34,18 @@ test -f /usr/share/novnc/vnc.html && test -d /run/agentbox && test -d /opt/agent
 echo ALL-TOOLS-OK
 `
 
+// coreCheck runs in the core image: what a coding job needs is there, the
+// desktop layer is not.
+const coreCheck = `set -e
+test "$(id -u):$(id -g)" = 1000:1000 && test "$HOME" = /home/agent && test "$PWD" = /workspace
+tsc --version && node --version && npm --version >/dev/null
+python3 -c 'import flask, requests, numpy, pandas, pytest'
+git --version && curl --version >/dev/null && gcc --version >/dev/null && make --version >/dev/null
+! command -v Xvfb && ! command -v jupyter
+test -d /run/agentbox && test -d /opt/agentbox
+echo CORE-OK
+`
+
 // TestSandboxImage needs Docker. It builds the configured image if it is
 // not current (minutes; a no-op otherwise), then checks that a container of
 // it, run the way sandboxes run (uid 1000, no network, read-only root), has
@@ -63,6 +75,10 @@ func TestSandboxImage(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("tool check output lacks %q:\n%s", want, out)
 		}
+	}
+	core := CoreRef(ref)
+	if code, out := runInImage(t, cli, core, coreCheck); code != 0 || !strings.Contains(out, "CORE-OK") {
+		t.Fatalf("core check in %s exited %d:\n%s", core, code, out)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -25,8 +26,21 @@ import (
 )
 
 // LabelHash is the image label that records which definition
-// (sandboximage.Hash) an image was built from.
+// (sandboximage.Hash, or sandboximage.CoreHash for a core image) an image
+// was built from.
 const LabelHash = "io.agentbox.image.hash"
+
+// LabelLayer is the image label that says which layer an image is:
+// LayerCore or LayerDesktop.
+const LabelLayer = "io.agentbox.image.layer"
+
+// The layers of the sandbox image, for Options.Layer. Each is an image:
+// the core under CoreRef(ref), the full image (the core and the desktop
+// and notebook layer on top) under ref itself.
+const (
+	LayerCore    = "core"    // Debian, Python, Node.js, git, build tools
+	LayerDesktop = "desktop" // the full image: the core and Xvfb, noVNC, Jupyter on top
+)
 
 // DefaultMirror is the Debian archive used when Options.Mirror is empty.
 const DefaultMirror = "http://deb.debian.org/debian"
@@ -60,17 +74,22 @@ type Options struct {
 	Force bool
 	// Mirror is the Debian archive for FromArchive; default DefaultMirror.
 	Mirror string
+	// Layer is LayerDesktop (default: the full image, and the core first
+	// if it is not current) or LayerCore (the core alone).
+	Layer string
 	// Progress receives readable build output; nil discards it.
 	Progress io.Writer
 }
 
-// Result describes the image Build left on the engine.
+// Result describes the image Build left on the engine: the layer asked for.
 type Result struct {
 	Ref  string
 	ID   string
 	Hash string // the definition hash the image is labelled with
 	// Built is false when the image was already current and nothing ran.
 	Built bool
+	// Core is the core image's result when the full image was asked for.
+	Core *Result
 }
 
 // Status describes an image on the engine.
@@ -82,31 +101,59 @@ type Status struct {
 	ID      string
 }
 
-// Build makes sure opts.Ref exists and was built from the embedded
-// definition, building it if not (or if opts.Force).
+// Build makes sure the layer opts asks for exists and was built from the
+// embedded definition, building it if not (or if opts.Force): the core
+// under CoreRef(opts.Ref), then, for LayerDesktop, the full image under
+// opts.Ref on top of it.
 func Build(ctx context.Context, cli Engine, opts Options) (Result, error) {
 	opts = opts.withDefaults()
 	if err := checkFrom(opts.From); err != nil {
 		return Result{}, err
 	}
-	st, err := Inspect(ctx, cli, opts.Ref)
+	if err := checkLayer(opts.Layer); err != nil {
+		return Result{}, err
+	}
+	if opts.Layer == LayerDesktop && !opts.Force {
+		// A current full image holds the core: nothing to build, even
+		// if the core's own tag is gone.
+		if st, err := Inspect(ctx, cli, opts.Ref); err != nil || st.Current {
+			if err == nil {
+				fmt.Fprintf(opts.Progress, "image %s is up to date (%s)\n", opts.Ref, shortHash(sandboximage.Hash()))
+			}
+			return Result{Ref: opts.Ref, ID: st.ID, Hash: sandboximage.Hash()}, err
+		}
+	}
+	core, err := buildLayer(ctx, cli, coreLayer(opts.Ref), opts)
+	if err != nil || opts.Layer == LayerCore {
+		return core, err
+	}
+	full, err := buildLayer(ctx, cli, fullLayer(opts.Ref, core.Ref), opts)
+	full.Core = &core
+	return full, err
+}
+
+// buildLayer builds one layer unless it is current (and not opts.Force).
+func buildLayer(ctx context.Context, cli Engine, l layer, opts Options) (Result, error) {
+	st, err := inspect(ctx, cli, l.ref, l.hash)
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Ref: opts.Ref, ID: st.ID, Hash: sandboximage.Hash()}
+	res := Result{Ref: l.ref, ID: st.ID, Hash: l.hash}
 	if st.Current && !opts.Force {
-		fmt.Fprintf(opts.Progress, "image %s is up to date (%s)\n", opts.Ref, shortHash(res.Hash))
+		fmt.Fprintf(opts.Progress, "image %s is up to date (%s)\n", l.ref, shortHash(res.Hash))
 		return res, nil
 	}
-	from, err := chooseFrom(opts.From, exec.LookPath)
-	if err != nil {
-		return Result{}, err
+	base := l.base
+	if base == "" {
+		from, err := chooseFrom(opts.From, exec.LookPath)
+		if err != nil {
+			return Result{}, err
+		}
+		if base, err = prepareBase(ctx, cli, from, opts); err != nil {
+			return Result{}, err
+		}
 	}
-	base, err := prepareBase(ctx, cli, from, opts)
-	if err != nil {
-		return Result{}, err
-	}
-	if res.ID, err = buildImage(ctx, cli, base, opts); err != nil {
+	if res.ID, err = buildImage(ctx, cli, l, base, opts); err != nil {
 		return Result{}, err
 	}
 	res.Built = true
@@ -116,6 +163,44 @@ func Build(ctx context.Context, cli Engine, opts Options) (Result, error) {
 // Inspect reports whether ref is on the engine and built from the embedded
 // definition. A missing image is a Status, not an error.
 func Inspect(ctx context.Context, cli Engine, ref string) (Status, error) {
+	return inspect(ctx, cli, ref, sandboximage.Hash())
+}
+
+// Layers is the state of both layers of a sandbox image.
+type Layers struct {
+	Core, Full       Status
+	CoreRef, FullRef string
+}
+
+// InspectLayers reports the state of the core (CoreRef(ref)) and the full
+// image (ref).
+func InspectLayers(ctx context.Context, cli Engine, ref string) (Layers, error) {
+	ls := Layers{CoreRef: CoreRef(ref), FullRef: ref}
+	var err error
+	if ls.Full, err = Inspect(ctx, cli, ref); err != nil {
+		return ls, err
+	}
+	ls.Core, err = inspect(ctx, cli, ls.CoreRef, sandboximage.CoreHash())
+	return ls, err
+}
+
+// CoreRef names the core image of the sandbox image ref: "-core" added
+// to its repository ("agentbox-sandbox:latest" has its core in
+// "agentbox-sandbox-core:latest"). A ref by digest has no core of its own:
+// CoreRef returns ref.
+func CoreRef(ref string) string {
+	if strings.Contains(ref, "@") {
+		return ref
+	}
+	name, tag := ref, "latest"
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		name, tag = ref[:i], ref[i+1:]
+	}
+	return name + "-core:" + tag
+}
+
+// inspect reports whether ref is on the engine and labelled with hash.
+func inspect(ctx context.Context, cli Engine, ref, hash string) (Status, error) {
 	info, err := cli.ImageInspect(ctx, ref)
 	if cerrdefs.IsNotFound(err) {
 		return Status{}, nil
@@ -127,7 +212,7 @@ func Inspect(ctx context.Context, cli Engine, ref string) (Status, error) {
 	if info.Config != nil {
 		st.Hash = info.Config.Labels[LabelHash]
 	}
-	st.Current = st.Hash == sandboximage.Hash()
+	st.Current = st.Hash == hash
 	return st, nil
 }
 
@@ -140,6 +225,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Mirror == "" {
 		o.Mirror = DefaultMirror
+	}
+	if o.Layer == "" {
+		o.Layer = LayerDesktop
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
@@ -157,6 +245,14 @@ func checkFrom(from string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown image source %q: want %s, %s or %s", from, FromAuto, FromRegistry, FromArchive)
+}
+
+// checkLayer rejects an unknown Options.Layer.
+func checkLayer(l string) error {
+	if l == LayerCore || l == LayerDesktop {
+		return nil
+	}
+	return fmt.Errorf("unknown image layer %q: want %s or %s", l, LayerCore, LayerDesktop)
 }
 
 // chooseFrom resolves FromAuto and checks that the chosen way can work here.

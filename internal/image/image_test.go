@@ -50,13 +50,14 @@ func errMatches(err error, want string) bool {
 }
 
 func TestContextTar(t *testing.T) {
-	r, err := contextTar(sandboximage.FS)
+	names, _ := sandboximage.Files(sandboximage.FS)
+	r, err := contextTar(sandboximage.FS, names)
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := make([]byte, r.Len())
 	r.Read(first)
-	again, _ := contextTar(sandboximage.FS)
+	again, _ := contextTar(sandboximage.FS, names)
 	second := make([]byte, again.Len())
 	again.Read(second)
 	if !bytes.Equal(first, second) {
@@ -66,7 +67,6 @@ func TestContextTar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names, _ := sandboximage.Files(sandboximage.FS)
 	if len(files) != len(names) {
 		t.Fatalf("context has %d files, definition %d", len(files), len(names))
 	}
@@ -91,17 +91,23 @@ func TestFileMode(t *testing.T) {
 }
 
 func TestBuildOptions(t *testing.T) {
-	o := buildOptions("agentbox-base:bookworm-abc", Options{Ref: "img:t"})
+	o := buildOptions(coreLayer("img:t"), "agentbox-base:bookworm-abc", Options{Ref: "img:t"})
 	if o.NetworkMode != "host" || o.Version != build.BuilderV1 || !o.Remove || !o.ForceRemove {
 		t.Errorf("options %+v: want host network, legacy builder, intermediate containers removed", o)
 	}
-	if o.Labels[LabelHash] != sandboximage.Hash() || len(o.Tags) != 1 || o.Tags[0] != "img:t" {
-		t.Errorf("labels %v tags %v", o.Labels, o.Tags)
+	if o.Labels[LabelHash] != sandboximage.CoreHash() || o.Labels[LabelLayer] != LayerCore || len(o.Tags) != 1 || o.Tags[0] != "img-core:t" ||
+		o.Dockerfile != sandboximage.CoreDockerfile {
+		t.Errorf("labels %v tags %v dockerfile %s", o.Labels, o.Tags, o.Dockerfile)
 	}
 	if b := o.BuildArgs["BASE"]; b == nil || *b != "agentbox-base:bookworm-abc" {
 		t.Errorf("BASE build arg = %v", b)
 	}
-	reg := buildOptions("", Options{Ref: "img:t", Force: true})
+	full := buildOptions(fullLayer("img:t", "img-core:t"), "img-core:t", Options{Ref: "img:t", Force: true})
+	if b := full.BuildArgs["BASE"]; b == nil || *b != "img-core:t" || full.PullParent || full.Labels[LabelHash] != sandboximage.Hash() ||
+		full.Labels[LabelLayer] != LayerDesktop || full.Tags[0] != "img:t" || full.Dockerfile != "Dockerfile" {
+		t.Errorf("desktop layer options %+v: want BASE the core, nothing pulled, the full hash", full)
+	}
+	reg := buildOptions(coreLayer("img:t"), "", Options{Ref: "img:t", Force: true})
 	if _, ok := reg.BuildArgs["BASE"]; ok || !reg.NoCache || !reg.PullParent {
 		t.Errorf("registry+force options %+v: want default BASE, no cache, pull", reg)
 	}
@@ -171,6 +177,7 @@ func TestDecodeStreamProgress(t *testing.T) {
 func TestBuildUpToDateIsNoOp(t *testing.T) {
 	f := newFake(t)
 	f.images["img:t"] = map[string]string{LabelHash: sandboximage.Hash()}
+	f.images["img-core:t"] = map[string]string{LabelHash: sandboximage.CoreHash()}
 	var out bytes.Buffer
 	res, err := Build(context.Background(), f, Options{Ref: "img:t", From: FromRegistry, Progress: &out})
 	if err != nil || res.Built || res.Hash != sandboximage.Hash() {
@@ -185,10 +192,10 @@ func TestBuildRegistry(t *testing.T) {
 	f := newFake(t)
 	f.images["img:t"] = map[string]string{LabelHash: "old"}
 	res, err := Build(context.Background(), f, Options{Ref: "img:t", From: FromRegistry})
-	if err != nil || !res.Built || res.ID != "sha256:img:t" {
+	if err != nil || !res.Built || res.ID != "sha256:img:t" || res.Core == nil || !res.Core.Built || res.Core.Ref != "img-core:t" {
 		t.Fatalf("Build = %+v, %v", res, err)
 	}
-	if len(f.builds) != 1 || f.builds[0].BuildArgs != nil || f.contexts[0]["Dockerfile"] == "" {
+	if len(f.builds) != 2 || f.builds[0].BuildArgs != nil || f.contexts[0][sandboximage.CoreDockerfile] == "" {
 		t.Fatalf("builds %+v", f.builds)
 	}
 	st, err := Inspect(context.Background(), f, "img:t")
@@ -201,7 +208,7 @@ func TestBuildFailureNamesStep(t *testing.T) {
 	f := newFake(t)
 	f.buildStream = `{"stream":"Step 3/9 : RUN apt-get update\n"}` + "\n" + `{"error":"boom","errorDetail":{"message":"boom"}}` + "\n"
 	_, err := Build(context.Background(), f, Options{Ref: "img:t", From: FromRegistry})
-	if err == nil || !strings.Contains(err.Error(), "build image img:t: Step 3/9 : RUN apt-get update: boom") {
+	if err == nil || !strings.Contains(err.Error(), "build image img-core:t: Step 3/9 : RUN apt-get update: boom") {
 		t.Fatalf("error %v", err)
 	}
 }
@@ -209,6 +216,7 @@ func TestBuildFailureNamesStep(t *testing.T) {
 func TestBuildChecksFromFirst(t *testing.T) {
 	f := newFake(t)
 	f.images["img:t"] = map[string]string{LabelHash: sandboximage.Hash()}
+	f.images["img-core:t"] = map[string]string{LabelHash: sandboximage.CoreHash()}
 	if _, err := Build(context.Background(), f, Options{Ref: "img:t", From: "ftp"}); err == nil || !strings.Contains(err.Error(), `unknown image source "ftp"`) {
 		t.Fatalf("error %v", err)
 	}
@@ -241,7 +249,7 @@ func TestEngineUnreachable(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	o := Options{}.withDefaults()
-	if o.Ref != config.DefaultImage || o.From != FromAuto || o.Mirror != DefaultMirror || o.Progress == nil {
+	if o.Ref != config.DefaultImage || o.From != FromAuto || o.Mirror != DefaultMirror || o.Progress == nil || o.Layer != LayerDesktop {
 		t.Fatalf("defaults %+v", o)
 	}
 }

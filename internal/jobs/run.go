@@ -24,6 +24,13 @@ type Agent interface {
 	Run(ctx context.Context, r *Run) (Outcome, error)
 }
 
+// DesktopAgent is an Agent whose jobs may use the sandbox's desktop or
+// notebook (the computer and python tools): their sandboxes need the
+// sandbox image's desktop layer, and wait for it while it builds.
+type DesktopAgent interface {
+	UsesDesktop() bool
+}
+
 // Run is one attempt at a job, as the agent sees it.
 type Run struct {
 	Job     store.Job

@@ -55,6 +55,9 @@ type SchedulerConfig struct {
 	// looked for; default the lease, at most 1m: the jobs of a worker
 	// that died run again within two leases.
 	ReapInterval time.Duration
+	// Images picks each new sandbox's image (image.Gate: the core while
+	// the desktop layer builds); nil: the job's image as it is.
+	Images Images
 	// Workspaces keeps the jobs' workspaces; a worker (Concurrency > 0)
 	// needs it.
 	Workspaces workspace.Store

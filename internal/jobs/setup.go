@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
 )
@@ -49,8 +50,12 @@ func (s *Scheduler) setUp(ctx context.Context, j store.Job, env map[string]strin
 		s.gitCheckpoint(ctx, j.ID, j.Steps)
 	}
 	if !at.recovered {
+		img, err := s.sandboxImage(ctx, at.j)
+		if err != nil {
+			return attempt{}, fmt.Errorf("start sandbox: %w", err)
+		}
 		at.begin = time.Now()
-		if at.sb, err = s.createSandbox(ctx, at.j, ws, env); err != nil {
+		if at.sb, err = s.createSandbox(ctx, at.j, img, ws, env); err != nil {
 			return attempt{}, fmt.Errorf("start sandbox: %w", err)
 		}
 	}
@@ -80,11 +85,32 @@ func (s *Scheduler) recoverSandbox(ctx context.Context, j store.Job) sandbox.San
 	return nil
 }
 
-// createSandbox creates a new sandbox on the job's workspace, with env in
-// every command's environment.
-func (s *Scheduler) createSandbox(ctx context.Context, j store.Job, ws string, env map[string]string) (sandbox.Sandbox, error) {
+// Images picks a new sandbox's image: ref is the job's ("" for the
+// sandbox image); desktop says whether its agent may use the desktop or
+// notebook. While it waits for an image it tells the job with say.
+type Images interface {
+	Image(ctx context.Context, ref string, desktop bool, say func(msg string)) (string, error)
+}
+
+// sandboxImage is the image of the job's new sandbox: the job's, or what
+// cfg.Images picks while the desktop layer builds, the wait in the job's
+// log.
+func (s *Scheduler) sandboxImage(ctx context.Context, j store.Job) (string, error) {
+	if s.cfg.Images == nil {
+		return j.Image, nil
+	}
+	da, ok := s.agent.(DesktopAgent)
+	desktop := ok && da.UsesDesktop()
+	return s.cfg.Images.Image(ctx, j.Image, desktop, func(msg string) {
+		s.emit(ctx, j.ID, event.Log{Level: "info", Message: msg})
+	})
+}
+
+// createSandbox creates a new sandbox of image img on the job's
+// workspace, with env in every command's environment.
+func (s *Scheduler) createSandbox(ctx context.Context, j store.Job, img, ws string, env map[string]string) (sandbox.Sandbox, error) {
 	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, Owner: s.cfg.WorkerID, WorkspaceDir: ws, ManagedWorkspace: true,
-		Image: j.Image, Isolation: j.Isolation, Env: env,
+		Image: img, Isolation: j.Isolation, Env: env,
 		Limits:  sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs, DiskBytes: j.Limits.DiskBytes},
 		WebBase: WebBase(j.ID)})
 	return sb, err

@@ -2,6 +2,8 @@ package wiring
 
 import (
 	"context"
+	"log/slog"
+	"path/filepath"
 
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/image"
@@ -21,19 +23,18 @@ func BuildImage(ctx context.Context, cfg config.Config, opts image.Options) (ima
 	return image.Build(ctx, cli, opts)
 }
 
-// InspectImage says whether the image ref (cfg's image if empty) is on
-// cfg's engine and current; it returns the ref it looked at.
-func InspectImage(ctx context.Context, cfg config.Config, ref string) (string, image.Status, error) {
+// InspectLayers says whether the sandbox image ref (cfg's image if empty)
+// and its core are on cfg's engine and current.
+func InspectLayers(ctx context.Context, cfg config.Config, ref string) (image.Layers, error) {
 	cli, err := DockerClient(cfg.Docker)
 	if err != nil {
-		return ref, image.Status{}, err
+		return image.Layers{}, err
 	}
 	defer cli.Close()
 	if ref == "" {
 		ref = cfg.Sandbox.Image
 	}
-	st, err := image.Inspect(ctx, cli, ref)
-	return ref, st, err
+	return image.InspectLayers(ctx, cli, ref)
 }
 
 // BuildUserImage builds a user's image on top of cfg's sandbox image
@@ -47,4 +48,42 @@ func BuildUserImage(ctx context.Context, cfg config.Config, opts image.UserOptio
 	opts.Base = cfg.Sandbox.Image
 	opts.Protected = []string{cfg.Sandbox.Image, config.DefaultImage}
 	return image.BuildUser(ctx, cli, opts)
+}
+
+// newGate returns the image.Gate of cfg's sandbox image, which runs
+// sandboxes on the core while the desktop layer builds, or nil when the
+// driver is not Docker's (the microVM tier converts the full image).
+// start begins the layer's build at once when it is missing (a server);
+// otherwise the first job that needs it does. The build's output goes to
+// <data dir>/image-build.log.
+func newGate(ctx context.Context, cfg config.Config, log *slog.Logger, start bool) (*image.Gate, func(), error) {
+	if cfg.Sandbox.Driver != "docker" {
+		return nil, func() {}, nil
+	}
+	cli, err := DockerClient(cfg.Docker)
+	if err != nil {
+		return nil, nil, err
+	}
+	g := image.NewGate(image.GateConfig{Engine: cli, Ref: cfg.Sandbox.Image, LogPath: filepath.Join(cfg.DataDir, "image-build.log"), Log: log})
+	stop := func() {
+		g.Close()
+		cli.Close()
+	}
+	if start {
+		if _, err := g.Start(ctx); err != nil {
+			log.Warn("could not tell whether the desktop image layer is built", "err", err)
+		}
+	}
+	return g, stop, nil
+}
+
+// scratchImage is the image of a scratch sandbox (exec) that names none:
+// the core while the desktop layer is missing (image.Gate).
+func scratchImage(ctx context.Context, cfg config.Config, log *slog.Logger, ref string) (string, error) {
+	g, stop, err := newGate(ctx, cfg, log, false)
+	if err != nil || g == nil {
+		return ref, err
+	}
+	defer stop()
+	return g.Image(ctx, ref, false, nil)
 }

@@ -74,6 +74,10 @@ func NewScratch(ctx context.Context, cfg config.Config, log *slog.Logger, spec s
 		maps.Copy(env, spec.Env) // the person's own -e wins
 		spec.Env = env
 	}
+	if spec.Image, err = scratchImage(ctx, cfg, log, spec.Image); err != nil {
+		s.Close()
+		return nil, err
+	}
 	begin := time.Now()
 	if s.sb, err = d.Create(ctx, spec); err != nil {
 		s.Close()

@@ -202,6 +202,14 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 	jc.sched.Workspaces, jc.sched.Repos, jc.sched.Media = j.workspaces, j.repos, j.media
 	if !jc.noDriver {
 		jc.sched.Egress = newEgress(cfg, jc.metrics, jc.server)
+		g, stop, err := newGate(context.Background(), cfg, log, jc.server != nil)
+		if err != nil {
+			return err
+		}
+		j.addFunc(stop)
+		if g != nil {
+			jc.sched.Images = g
+		}
 	}
 	if jc.inPlace != "" {
 		d = personalWorkspaces{d}
