@@ -6,7 +6,10 @@
 // apply the .gitignore files (internal/githost) and this package's caches.
 //
 // The rules are read from a hostile tree: each .gitignore through an
-// os.Root, never through a link, and no more than MaxFileBytes of it.
+// os.Root, never through a link, no more than MaxFileBytes of them all;
+// a line over maxRuleBytes is no rule, and once matching has cost a
+// Matcher maxWork the rules stop applying (what they would hide is shown):
+// a sandbox's .gitignore must not cost the server minutes a listing.
 package ignore
 
 import (
@@ -19,11 +22,21 @@ import (
 	"syscall"
 )
 
-// MaxFileBytes is how much of one .gitignore is read; the rest is not.
+// MaxFileBytes is how much of the .gitignore files Load reads, all of
+// them together; the rest is not.
 const MaxFileBytes = 256 << 10
 
 // maxRules bounds the rules one Matcher holds.
 const maxRules = 10_000
+
+// maxRuleBytes bounds a rule's line: longer than any path of a workspace,
+// and costly to compile.
+const maxRuleBytes = 4096
+
+// maxWork bounds what matching costs one Matcher, in bytes of path times
+// bytes of rule matched against it (a nanosecond or two each): half a
+// second or so.
+const maxWork = 1 << 28
 
 // Caches are the names of directories tools fill with what they can make
 // again; they are left out wherever they are, .gitignore or not.
@@ -35,6 +48,7 @@ func IsCache(name string) bool { return slices.Contains(Caches, name) }
 // rule is one line of a .gitignore.
 type rule struct {
 	re      *regexp.Regexp // matches a path relative to base
+	cost    int64          // of matching a byte against re
 	base    string         // the directory of its .gitignore, "" for the root
 	negate  bool
 	dirOnly bool
@@ -44,6 +58,8 @@ type rule struct {
 // directory's entries: the root's, and each one's on the way down.
 type Matcher struct {
 	rules []rule
+	read  int64 // bytes of .gitignore files Load read
+	work  int64 // what matching cost so far, against maxWork
 }
 
 // Load reads the .gitignore files of root's directory dir ("" or "." for
@@ -72,7 +88,8 @@ func (m *Matcher) load(root *os.Root, dir string) {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return
 	}
-	b, _ := io.ReadAll(io.LimitReader(f, MaxFileBytes))
+	b, _ := io.ReadAll(io.LimitReader(f, max(MaxFileBytes-m.read, 0)))
+	m.read += int64(len(b))
 	m.Add(dir, string(b))
 }
 
@@ -91,10 +108,14 @@ func (m *Matcher) Add(dir, text string) {
 }
 
 // Ignored reports whether the .gitignore rules leave out p (a path from
-// the root), a directory if dir.
+// the root), a directory if dir. Once matching has cost maxWork, it
+// reports false.
 func (m *Matcher) Ignored(p string, dir bool) bool {
 	ignored := false
 	for _, r := range m.rules {
+		if m.work += r.cost * int64(len(p)+1); m.work > maxWork {
+			return false
+		}
 		rel := p
 		if r.base != "" {
 			var ok bool
@@ -128,7 +149,7 @@ func (m *Matcher) Hidden(p string, dir bool) bool {
 func parse(line string) (rule, bool) {
 	line = strings.TrimSuffix(line, "\r")
 	line = trimTrailingSpaces(line)
-	if line == "" || strings.HasPrefix(line, "#") {
+	if line == "" || strings.HasPrefix(line, "#") || len(line) > maxRuleBytes {
 		return rule{}, false
 	}
 	var r rule
@@ -155,7 +176,7 @@ func parse(line string) (rule, bool) {
 	if err != nil {
 		return rule{}, false
 	}
-	r.re = re
+	r.re, r.cost = re, int64(len(expr))
 	return r, true
 }
 
