@@ -73,16 +73,14 @@ func (b *outputBudget) take(ctx context.Context, r *Run, p []byte) ([]byte, stri
 		b.noticed = b.used >= limit
 	}
 	left := limit - b.used
-	if int64(len(p)) <= left {
-		b.used += int64(len(p))
+	size := storedSize(p, -1)
+	if size.cost <= left {
+		b.used += size.cost
 		return p, ""
 	}
-	cut := int(max(left, 0))
-	for back := 0; cut > 0 && back < utf8.UTFMax && !utf8.RuneStart(p[cut]); back++ {
-		cut-- // not in the middle of a character
-	}
-	keep := p[:cut]
-	b.used += int64(len(keep))
+	size = storedSize(p, max(left, 0)) // whole characters only
+	keep := p[:size.n]
+	b.used += size.cost
 	if b.noticed {
 		return keep, ""
 	}
@@ -101,12 +99,44 @@ func loggedOutput(ctx context.Context, r *Run) int64 {
 		}
 		for _, ev := range evs {
 			if o, ok := event.As[event.Output](ev.Type, ev.Payload); ok {
-				n += int64(len(o.Text))
+				n += storedSize([]byte(o.Text), -1).cost
 			}
 		}
 		after = evs[len(evs)-1].Seq
 	}
 	return n
+}
+
+// stored is how much of some output storedSize takes: n bytes of it,
+// which cost the log cost bytes.
+type stored struct {
+	n    int
+	cost int64
+}
+
+// storedSize measures p as the job's log stores it, in JSON: a control
+// byte, a byte that is no UTF-8, <, > and & each take six bytes (a \u
+// escape), a quote or a backslash two. It takes whole characters of p
+// while they cost at most limit (all of p when limit < 0).
+func storedSize(p []byte, limit int64) stored {
+	var s stored
+	for s.n < len(p) {
+		r, w := utf8.DecodeRune(p[s.n:])
+		c := int64(w)
+		switch {
+		case r == utf8.RuneError && w == 1, r < 0x20 && r != '\n' && r != '\t' && r != '\r',
+			r == '<' || r == '>' || r == '&', r == '\u2028' || r == '\u2029':
+			c = 6
+		case r == '"' || r == '\\' || r == '\n' || r == '\t' || r == '\r':
+			c = 2
+		}
+		if limit >= 0 && s.cost+c > limit {
+			break
+		}
+		s.n += w
+		s.cost += c
+	}
+	return s
 }
 
 func sizeText(n int64) string {

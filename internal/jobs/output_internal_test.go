@@ -131,3 +131,27 @@ func TestOutputCap(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "?") == s }
+
+// TestOutputCapStoredBytes: the cap bounds what the job's log stores, not
+// the bytes before they are encoded: a command writing NULs, other
+// control bytes or bytes that are no UTF-8 (each stored as a six-byte
+// \u escape) must not make the log hold six times the cap.
+func TestOutputCapStoredBytes(t *testing.T) {
+	var got emitted
+	r := &Run{emit: got.emit, maxOutput: 600}
+	write, flush := r.Output(context.Background(), "c")
+	for range 10 {
+		write("stdout", append(make([]byte, 50), 0xff, 0xfe, '<', '"', 'a'))
+	}
+	flush()
+	stored := 0
+	for _, p := range got.all() {
+		if o, ok := p.(event.Output); ok {
+			b, _ := json.Marshal(o.Text)
+			stored += len(b) - 2
+		}
+	}
+	if stored > 600 || stored < 500 {
+		t.Errorf("the log stores %d bytes of output for a cap of 600", stored)
+	}
+}
