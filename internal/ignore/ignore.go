@@ -7,9 +7,9 @@
 //
 // The rules are read from a hostile tree: each .gitignore through an
 // os.Root, never through a link, no more than MaxFileBytes of them all;
-// a line over maxRuleBytes is no rule, and once matching has cost a
-// Matcher maxWork the rules stop applying (what they would hide is shown):
-// a sandbox's .gitignore must not cost the server minutes a listing.
+// a line over maxRuleBytes is no rule, and once a Matcher has spent
+// maxMatching matching the rules stop applying (what they would hide is
+// shown): a sandbox's .gitignore must not cost the server hours a listing.
 package ignore
 
 import (
@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // MaxFileBytes is how much of the .gitignore files Load reads, all of
@@ -33,10 +34,11 @@ const maxRules = 10_000
 // and costly to compile.
 const maxRuleBytes = 4096
 
-// maxWork bounds what matching costs one Matcher, in bytes of path times
-// bytes of rule matched against it (a nanosecond or two each): half a
-// second or so.
-const maxWork = 1 << 28
+// maxMatching bounds the time one Matcher spends matching paths: an
+// ordinary .gitignore of hundreds of rules takes well under a second for
+// the thousand entries a listing shows; 10,000 rules crafted to be costly,
+// against long paths, took a third of a second a path.
+const maxMatching = 3 * time.Second
 
 // Caches are the names of directories tools fill with what they can make
 // again; they are left out wherever they are, .gitignore or not.
@@ -48,7 +50,6 @@ func IsCache(name string) bool { return slices.Contains(Caches, name) }
 // rule is one line of a .gitignore.
 type rule struct {
 	re      *regexp.Regexp // matches a path relative to base
-	cost    int64          // of matching a byte against re
 	base    string         // the directory of its .gitignore, "" for the root
 	negate  bool
 	dirOnly bool
@@ -57,9 +58,11 @@ type rule struct {
 // Matcher holds the rules of the .gitignore files that apply to one
 // directory's entries: the root's, and each one's on the way down.
 type Matcher struct {
-	rules []rule
-	read  int64 // bytes of .gitignore files Load read
-	work  int64 // what matching cost so far, against maxWork
+	rules   []rule
+	read    int64     // bytes of .gitignore files Load read
+	matched int       // rules matched against a path so far
+	until   time.Time // the end of maxMatching, from the first match
+	spent   bool      // maxMatching is over: no rule applies
 }
 
 // Load reads the .gitignore files of root's directory dir ("" or "." for
@@ -108,12 +111,12 @@ func (m *Matcher) Add(dir, text string) {
 }
 
 // Ignored reports whether the .gitignore rules leave out p (a path from
-// the root), a directory if dir. Once matching has cost maxWork, it
-// reports false.
+// the root), a directory if dir. Once the Matcher has spent maxMatching
+// matching, it reports false.
 func (m *Matcher) Ignored(p string, dir bool) bool {
 	ignored := false
 	for _, r := range m.rules {
-		if m.work += r.cost * int64(len(p)+1); m.work > maxWork {
+		if m.overTime() {
 			return false
 		}
 		rel := p
@@ -129,6 +132,19 @@ func (m *Matcher) Ignored(p string, dir bool) bool {
 		ignored = !r.negate
 	}
 	return ignored
+}
+
+// overTime counts a match and reports whether maxMatching is spent,
+// reading the clock every 32 matches.
+func (m *Matcher) overTime() bool {
+	if m.matched++; m.matched%32 == 1 && !m.spent {
+		now := time.Now()
+		if m.until.IsZero() {
+			m.until = now.Add(maxMatching)
+		}
+		m.spent = now.After(m.until)
+	}
+	return m.spent
 }
 
 // Hidden reports whether p is left out: a cache, or ignored, or beneath
@@ -176,7 +192,7 @@ func parse(line string) (rule, bool) {
 	if err != nil {
 		return rule{}, false
 	}
-	r.re, r.cost = re, int64(len(expr))
+	r.re = re
 	return r, true
 }
 
