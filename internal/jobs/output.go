@@ -14,6 +14,12 @@ import (
 // when SchedulerConfig names no cap.
 const DefaultMaxOutputEvents = 8 << 20
 
+// outputEventCost is what an output event costs the job's log besides
+// its text: its record and its JSON's fields. The cap counts it, or a
+// byte written after each quiet spell would make an event of its own
+// that the cap hardly saw.
+const outputEventCost = 64
+
 // Output batching: at most one output event per outputEvery, unless a
 // stream holds outputChunk bytes.
 const (
@@ -72,15 +78,17 @@ func (b *outputBudget) take(ctx context.Context, r *Run, p []byte) ([]byte, stri
 		b.used = loggedOutput(ctx, r)
 		b.noticed = b.used >= limit
 	}
-	left := limit - b.used
+	left := limit - b.used - outputEventCost
 	size := storedSize(p, -1)
 	if size.cost <= left {
-		b.used += size.cost
+		b.used += outputEventCost + size.cost
 		return p, ""
 	}
 	size = storedSize(p, max(left, 0)) // whole characters only
 	keep := p[:size.n]
-	b.used += size.cost
+	if len(keep) > 0 {
+		b.used += outputEventCost + size.cost
+	}
 	if b.noticed {
 		return keep, ""
 	}
@@ -99,7 +107,7 @@ func loggedOutput(ctx context.Context, r *Run) int64 {
 		}
 		for _, ev := range evs {
 			if o, ok := event.As[event.Output](ev.Type, ev.Payload); ok {
-				n += storedSize([]byte(o.Text), -1).cost
+				n += outputEventCost + storedSize([]byte(o.Text), -1).cost
 			}
 		}
 		after = evs[len(evs)-1].Seq
