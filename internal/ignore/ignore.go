@@ -6,7 +6,10 @@
 // apply the .gitignore files (internal/githost) and this package's caches.
 //
 // The rules are read from a hostile tree: each .gitignore through an
-// os.Root, never through a link, and no more than MaxFileBytes of it.
+// os.Root, never through a link, no more than MaxFileBytes of them all;
+// a line over maxRuleBytes is no rule, and once a Matcher has spent
+// maxMatching matching the rules stop applying (what they would hide is
+// shown): a sandbox's .gitignore must not cost the server hours a listing.
 package ignore
 
 import (
@@ -17,13 +20,25 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
-// MaxFileBytes is how much of one .gitignore is read; the rest is not.
+// MaxFileBytes is how much of the .gitignore files Load reads, all of
+// them together; the rest is not.
 const MaxFileBytes = 256 << 10
 
 // maxRules bounds the rules one Matcher holds.
 const maxRules = 10_000
+
+// maxRuleBytes bounds a rule's line: longer than any path of a workspace,
+// and costly to compile.
+const maxRuleBytes = 4096
+
+// maxMatching bounds the time one Matcher spends matching paths: an
+// ordinary .gitignore of hundreds of rules takes well under a second for
+// the thousand entries a listing shows; 10,000 rules crafted to be costly,
+// against long paths, took a third of a second a path.
+const maxMatching = 3 * time.Second
 
 // Caches are the names of directories tools fill with what they can make
 // again; they are left out wherever they are, .gitignore or not.
@@ -41,9 +56,14 @@ type rule struct {
 }
 
 // Matcher holds the rules of the .gitignore files that apply to one
-// directory's entries: the root's, and each one's on the way down.
+// directory's entries: the root's, and each one's on the way down. It
+// counts the time its matching takes, so one goroutine uses it at a time.
 type Matcher struct {
-	rules []rule
+	rules   []rule
+	read    int64     // bytes of .gitignore files Load read
+	matched int       // rules matched against a path so far
+	until   time.Time // the end of maxMatching, from the first match
+	spent   bool      // maxMatching is over: no rule applies
 }
 
 // Load reads the .gitignore files of root's directory dir ("" or "." for
@@ -72,7 +92,8 @@ func (m *Matcher) load(root *os.Root, dir string) {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return
 	}
-	b, _ := io.ReadAll(io.LimitReader(f, MaxFileBytes))
+	b, _ := io.ReadAll(io.LimitReader(f, max(MaxFileBytes-m.read, 0)))
+	m.read += int64(len(b))
 	m.Add(dir, string(b))
 }
 
@@ -91,10 +112,14 @@ func (m *Matcher) Add(dir, text string) {
 }
 
 // Ignored reports whether the .gitignore rules leave out p (a path from
-// the root), a directory if dir.
+// the root), a directory if dir. Once the Matcher has spent maxMatching
+// matching, it reports false.
 func (m *Matcher) Ignored(p string, dir bool) bool {
 	ignored := false
 	for _, r := range m.rules {
+		if m.overTime() {
+			return false
+		}
 		rel := p
 		if r.base != "" {
 			var ok bool
@@ -108,6 +133,19 @@ func (m *Matcher) Ignored(p string, dir bool) bool {
 		ignored = !r.negate
 	}
 	return ignored
+}
+
+// overTime counts a match and reports whether maxMatching is spent,
+// reading the clock every 32 matches.
+func (m *Matcher) overTime() bool {
+	if m.matched++; m.matched%32 == 1 && !m.spent {
+		now := time.Now()
+		if m.until.IsZero() {
+			m.until = now.Add(maxMatching)
+		}
+		m.spent = now.After(m.until)
+	}
+	return m.spent
 }
 
 // Hidden reports whether p is left out: a cache, or ignored, or beneath
@@ -128,7 +166,7 @@ func (m *Matcher) Hidden(p string, dir bool) bool {
 func parse(line string) (rule, bool) {
 	line = strings.TrimSuffix(line, "\r")
 	line = trimTrailingSpaces(line)
-	if line == "" || strings.HasPrefix(line, "#") {
+	if line == "" || strings.HasPrefix(line, "#") || len(line) > maxRuleBytes {
 		return rule{}, false
 	}
 	var r rule

@@ -75,7 +75,7 @@ func TestHidden(t *testing.T) {
 }
 
 // TestLoad reads the .gitignore files on the way to a directory, never
-// through a link, and no more than MaxFileBytes of one.
+// through a link, and no more than MaxFileBytes of them all.
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) {

@@ -14,6 +14,12 @@ import (
 // when SchedulerConfig names no cap.
 const DefaultMaxOutputEvents = 8 << 20
 
+// outputEventCost is what an output event costs the job's log besides
+// its text: its record and its JSON's fields. The cap counts it, or a
+// byte written after each quiet spell would make an event of its own
+// that the cap hardly saw.
+const outputEventCost = 64
+
 // Output batching: at most one output event per outputEvery, unless a
 // stream holds outputChunk bytes.
 const (
@@ -72,17 +78,17 @@ func (b *outputBudget) take(ctx context.Context, r *Run, p []byte) ([]byte, stri
 		b.used = loggedOutput(ctx, r)
 		b.noticed = b.used >= limit
 	}
-	left := limit - b.used
-	if int64(len(p)) <= left {
-		b.used += int64(len(p))
+	left := limit - b.used - outputEventCost
+	size := storedSize(p, -1)
+	if size.cost <= left {
+		b.used += outputEventCost + size.cost
 		return p, ""
 	}
-	cut := int(max(left, 0))
-	for back := 0; cut > 0 && back < utf8.UTFMax && !utf8.RuneStart(p[cut]); back++ {
-		cut-- // not in the middle of a character
+	size = storedSize(p, max(left, 0)) // whole characters only
+	keep := p[:size.n]
+	if len(keep) > 0 {
+		b.used += outputEventCost + size.cost
 	}
-	keep := p[:cut]
-	b.used += int64(len(keep))
 	if b.noticed {
 		return keep, ""
 	}
@@ -101,12 +107,44 @@ func loggedOutput(ctx context.Context, r *Run) int64 {
 		}
 		for _, ev := range evs {
 			if o, ok := event.As[event.Output](ev.Type, ev.Payload); ok {
-				n += int64(len(o.Text))
+				n += outputEventCost + storedSize([]byte(o.Text), -1).cost
 			}
 		}
 		after = evs[len(evs)-1].Seq
 	}
 	return n
+}
+
+// stored is how much of some output storedSize takes: n bytes of it,
+// which cost the log cost bytes.
+type stored struct {
+	n    int
+	cost int64
+}
+
+// storedSize measures p as the job's log stores it, in JSON: a control
+// byte, a byte that is no UTF-8, <, > and & each take six bytes (a \u
+// escape), a quote or a backslash two. It takes whole characters of p
+// while they cost at most limit (all of p when limit < 0).
+func storedSize(p []byte, limit int64) stored {
+	var s stored
+	for s.n < len(p) {
+		r, w := utf8.DecodeRune(p[s.n:])
+		c := int64(w)
+		switch {
+		case r == utf8.RuneError && w == 1, r < 0x20 && r != '\n' && r != '\t' && r != '\r',
+			r == '<' || r == '>' || r == '&', r == '\u2028' || r == '\u2029':
+			c = 6
+		case r == '"' || r == '\\' || r == '\n' || r == '\t' || r == '\r':
+			c = 2
+		}
+		if limit >= 0 && s.cost+c > limit {
+			break
+		}
+		s.n += w
+		s.cost += c
+	}
+	return s
 }
 
 func sizeText(n int64) string {

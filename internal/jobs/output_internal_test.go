@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -93,7 +94,8 @@ func TestOutputBatcher(t *testing.T) {
 func TestOutputCap(t *testing.T) {
 	earlier, _ := json.Marshal(event.Output{Stream: "stdout", Text: strings.Repeat("e", 40)})
 	var got emitted
-	r := &Run{emit: got.emit, maxOutput: 100,
+	const limit = 100 + 4*outputEventCost // the earlier event, and the first round's
+	r := &Run{emit: got.emit, maxOutput: limit,
 		events: func(_ context.Context, after int64, _ int) ([]store.Event, error) {
 			if after > 0 {
 				return nil, nil
@@ -117,13 +119,13 @@ func TestOutputCap(t *testing.T) {
 			}
 		case event.Log:
 			notices++
-			if !strings.Contains(p.Message, "100 bytes") {
+			if !strings.Contains(p.Message, fmt.Sprintf("%d bytes", limit)) {
 				t.Errorf("the notice: %q", p.Message)
 			}
 		}
 	}
 	if out > 60 || out < 58 {
-		t.Errorf("%d bytes of output stored after 40 earlier; want the 60 left of the cap of 100", out)
+		t.Errorf("%d bytes of output stored after 40 earlier; want the 60 left of the cap", out)
 	}
 	if notices != 1 {
 		t.Errorf("%d notices; want one", notices)
@@ -131,3 +133,50 @@ func TestOutputCap(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "?") == s }
+
+// TestOutputCapStoredBytes: the cap bounds what the job's log stores, not
+// the bytes before they are encoded: a command writing NULs, other
+// control bytes or bytes that are no UTF-8 (each stored as a six-byte
+// \u escape) must not make the log hold six times the cap.
+func TestOutputCapStoredBytes(t *testing.T) {
+	var got emitted
+	r := &Run{emit: got.emit, maxOutput: 600}
+	write, flush := r.Output(context.Background(), "c")
+	for range 10 {
+		write("stdout", append(make([]byte, 50), 0xff, 0xfe, '<', '"', 'a'))
+	}
+	flush()
+	stored := 0
+	for _, p := range got.all() {
+		if o, ok := p.(event.Output); ok {
+			b, _ := json.Marshal(o.Text)
+			stored += len(b) - 2 + outputEventCost
+		}
+	}
+	if stored > 600 || stored < 500 {
+		t.Errorf("the log stores %d bytes of output events (their cost counted) for a cap of 600", stored)
+	}
+}
+
+// TestOutputCapCountsEvents: a command that writes a byte after each quiet
+// spell makes an event of its own for each; the cap counts what each
+// event costs the log, not only its text, or a byte every 100 ms for a
+// day would store a million events under a cap of a few MiB.
+func TestOutputCapCountsEvents(t *testing.T) {
+	var got emitted
+	r := &Run{emit: got.emit, maxOutput: 20 * outputEventCost}
+	for range 100 {
+		write, flush := r.Output(context.Background(), "c")
+		write("stdout", []byte("x"))
+		flush()
+	}
+	n := 0
+	for _, p := range got.all() {
+		if _, ok := p.(event.Output); ok {
+			n++
+		}
+	}
+	if n > 20 {
+		t.Errorf("%d output events stored under a cap of 20 events' cost", n)
+	}
+}

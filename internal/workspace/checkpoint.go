@@ -42,7 +42,7 @@ type SaveStats struct {
 	UploadedBytes            int64
 	Trees, TreesUploaded     int      // directories' trees, and those put
 	TreeBytes                int64    // of the trees put
-	Skipped                  []string // FIFOs, sockets, devices, over-long paths: "path: why"
+	Skipped                  []string // FIFOs, sockets, devices, over-long paths: "path: why", the first 100 and how many more
 	Took                     time.Duration
 }
 

@@ -25,7 +25,8 @@ const readFlags = os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 // another. Symlinks are copied as symlinks, their targets as they are
 // (nothing on the host follows them); hard links become separate files.
 // FIFOs, sockets and devices, and entries too deep for a path, are not
-// copied: skipped names them, each with why. Modes lose set-uid, set-gid
+// copied: skipped names them, each with why (the first maxSkipNotes, then
+// how many more). Modes lose set-uid, set-gid
 // and sticky bits; times are kept.
 func Copy(ctx context.Context, src *os.Root, dir string, lim Limits) (skipped []string, err error) {
 	return copyTree(ctx, src, dir, lim, false)
@@ -53,7 +54,7 @@ func copyTree(ctx context.Context, src *os.Root, dir string, lim Limits, live bo
 		if err := c.tree(); err != nil {
 			return err
 		}
-		skipped = c.skipped
+		skipped = c.skipped.list()
 		if err := c.u.finish(); err != nil {
 			return err
 		}
@@ -70,7 +71,7 @@ func copyTree(ctx context.Context, src *os.Root, dir string, lim Limits, live bo
 type copier struct {
 	u       *unpacker
 	src     *os.Root
-	skipped []string
+	skipped skipNotes
 	live    bool // see CopyLive
 }
 
@@ -92,7 +93,35 @@ func (c *copier) changed(p string, err error) error {
 	return err
 }
 
-func (c *copier) skip(p, why string) { c.skipped = append(c.skipped, p+": "+why) }
+func (c *copier) skip(p, why string) { c.skipped.add(p, why) }
+
+// maxSkipNotes bounds the entries a copy or a checkpoint names as left
+// out: a sandbox makes FIFOs with 4 KiB paths for free, and each note
+// would cost the server that much memory.
+const maxSkipNotes = 100
+
+// skipNotes names the entries left out, "path: why", the first
+// maxSkipNotes of them, and counts the rest.
+type skipNotes struct {
+	notes []string
+	more  int
+}
+
+func (n *skipNotes) add(p, why string) {
+	if len(n.notes) == maxSkipNotes {
+		n.more++
+		return
+	}
+	n.notes = append(n.notes, p+": "+why)
+}
+
+// list is the notes, and one saying how many more entries were left out.
+func (n *skipNotes) list() []string {
+	if n.more == 0 {
+		return n.notes
+	}
+	return append(n.notes, fmt.Sprintf("%d more entries left out, not named here", n.more))
+}
 
 // tree copies the source's root directory and everything under it.
 func (c *copier) tree() error {

@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/agentbox/agentbox/internal/workspace"
@@ -82,4 +84,46 @@ func checkCopy(t *testing.T, dst string) {
 		}
 		return nil
 	})
+}
+
+// TestCopyLiveSkippedBounded is a sandbox's attack on the server's memory
+// through a snapshot: thousands of FIFOs (free to make, never copied) with
+// long names deep down, each of which the copy used to name in skipped,
+// path and all: 4 KiB of the server's memory a FIFO, gigabytes for the
+// inodes of a sandbox's disk. What skipped holds is bounded, and says how
+// many more were left out.
+func TestCopyLiveSkippedBounded(t *testing.T) {
+	src := t.TempDir()
+	deep := src
+	for range 8 {
+		deep = filepath.Join(deep, strings.Repeat("d", 250))
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const fifos = 3000
+	for i := range fifos {
+		if err := syscall.Mkfifo(filepath.Join(deep, fmt.Sprintf("%s%d", strings.Repeat("f", 240), i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := os.OpenRoot(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	skipped, err := workspace.CopyLive(context.Background(), root, filepath.Join(t.TempDir(), "copy"), workspace.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range skipped {
+		n += len(s)
+	}
+	if n > 256<<10 {
+		t.Errorf("skipped holds %d notes, %d bytes, for %d FIFOs", len(skipped), n, fifos)
+	}
+	if last := skipped[len(skipped)-1]; !strings.Contains(last, "more") {
+		t.Errorf("skipped's last note %q does not say how many more were left out", last)
+	}
 }

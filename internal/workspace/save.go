@@ -31,6 +31,7 @@ type saver struct {
 	files     map[string]fileStat
 	trees     map[string]treeState
 	stats     SaveStats
+	leftOut   skipNotes // stats.Skipped once saved
 	bytes     int64
 	buf       []byte
 	entries   int64
@@ -55,7 +56,7 @@ func newSaver(ctx context.Context, b blobs.Store, ns string, src *os.Root, prev 
 	return s
 }
 
-func (s *saver) skip(p, why string) { s.stats.Skipped = append(s.stats.Skipped, p+": "+why) }
+func (s *saver) skip(p, why string) { s.leftOut.add(p, why) }
 
 // dir records the directory p ("." for the root), whose Lstat is fi, and
 // what is under it, and returns the digest of its tree.

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,5 +101,22 @@ func TestCheckpointInvalidNames(t *testing.T) {
 	}
 	if len(st.Skipped) != 3 || !strings.Contains(st.Skipped[0], "not UTF-8") {
 		t.Errorf("skipped %q: want the three names that are not UTF-8", st.Skipped)
+	}
+}
+
+// TestCheckpointSkippedBounded: a checkpoint, taken at every step's end,
+// names the FIFOs it leaves out; a sandbox's thousands of them, with long
+// paths, cost the server a bounded note, not 4 KiB each.
+func TestCheckpointSkippedBounded(t *testing.T) {
+	s, _ := newShared(t)
+	src := t.TempDir()
+	dir := filepath.Join(src, strings.Repeat("d", 250), strings.Repeat("e", 250))
+	must(t, os.MkdirAll(dir, 0o755))
+	for i := range 1000 {
+		must(t, syscall.Mkfifo(filepath.Join(dir, strings.Repeat("f", 240)+strconv.Itoa(i)), 0o644))
+	}
+	_, st := save(t, s, "job1", src, nil, 1)
+	if len(st.Skipped) > 101 || !strings.HasPrefix(st.Skipped[len(st.Skipped)-1], "900 more entries") {
+		t.Errorf("%d notes of what was skipped, the last %q; want 100 and how many more", len(st.Skipped), st.Skipped[len(st.Skipped)-1])
 	}
 }

@@ -46,7 +46,7 @@ func (s *Shared) Save(ctx context.Context, id, tree string, src *os.Root, prev *
 	}
 	sv := newSaver(ctx, s.blobs, id, src, prev)
 	snap, err := s.save(sv, tree, c)
-	sv.stats.Took, sv.stats.Bytes = time.Since(begin), sv.bytes
+	sv.stats.Took, sv.stats.Bytes, sv.stats.Skipped = time.Since(begin), sv.bytes, sv.leftOut.list()
 	if err != nil {
 		return nil, sv.stats, fmt.Errorf("checkpoint %s of %s: %w", tree, id, err)
 	}
