@@ -42,6 +42,10 @@ const (
 	// snapshotsKept is how many jobs' snapshots are kept; past it, the
 	// one used longest ago (and held by no request) is removed.
 	snapshotsKept = 8
+	// snapshotFootprint is the most disk one snapshot takes: its bytes,
+	// and a block for each of its entries (an empty directory, a small
+	// file).
+	snapshotFootprint = SnapshotMaxBytes + SnapshotMaxEntries*4096
 )
 
 // snapshotFresh is how long a snapshot that took took is reused: at
@@ -105,14 +109,17 @@ func (s *Service) liveFiles(ctx context.Context, j store.Job) (workspace.Store, 
 
 // copyLive copies job id's live workspace into dir.
 func (s *Service) copyLive(ctx context.Context, id, dir string) ([]string, error) {
+	// The floor is checked once, before: the snapshots being taken at
+	// the same time must all fit over it.
+	if s.repos != nil {
+		if err := s.repos.checkRoom(filepath.Dir(dir), SnapshotsAtOnce*snapshotFootprint); err != nil {
+			return nil, fmt.Errorf("%w: the job's files are read from a snapshot of its workspace, which needs room (up to %s over the floor): %w",
+				ErrNotEnded, config.SizeText(SnapshotsAtOnce*snapshotFootprint), err)
+		}
+	}
 	src, err := s.liveDir(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	if s.repos != nil {
-		if err := s.repos.checkFree(filepath.Dir(dir)); err != nil {
-			return nil, fmt.Errorf("%w: the job's files are read from a snapshot of its workspace, which needs room: %w", ErrNotEnded, err)
-		}
 	}
 	root, err := os.OpenRoot(src)
 	if err != nil {

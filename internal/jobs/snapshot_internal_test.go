@@ -2,8 +2,10 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -81,5 +83,26 @@ func waitGone(t *testing.T, dir string) {
 			t.Fatalf("%s is still there", dir)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestSnapshotKeepsTheFloor: a snapshot is a copy of up to
+// SnapshotMaxBytes (and SnapshotMaxEntries entries, each a block at least)
+// written to the data dir outside any job's disk quota, SnapshotsAtOnce of
+// them at a time. Checking only that the free space is over the floor
+// (AGENTBOX_MIN_FREE_DISK) before one starts lets two of them, asked for
+// by any client, take the filesystem that much under it; with a small
+// floor, fill it. One is refused unless what they may write fits over it.
+func TestSnapshotKeepsTheFloor(t *testing.T) {
+	const floor = 1 << 30
+	free := int64(floor + 100<<20) // over the floor, not by two snapshots' worth
+	s := &Service{repos: &Repos{MinFree: floor, DiskFree: func(string) (int64, error) { return free, nil }}}
+	_, err := s.copyLive(context.Background(), "j1", filepath.Join(t.TempDir(), "j1.1"))
+	if err == nil || !strings.Contains(err.Error(), "AGENTBOX_MIN_FREE_DISK") || !errors.Is(err, ErrNotEnded) {
+		t.Fatalf("snapshot with %d MiB over the floor: %v; want a refusal naming AGENTBOX_MIN_FREE_DISK", (free-floor)>>20, err)
+	}
+	free = floor + SnapshotsAtOnce*snapshotFootprint
+	if _, err := s.copyLive(context.Background(), "j1", filepath.Join(t.TempDir(), "j1.2")); err == nil || strings.Contains(err.Error(), "AGENTBOX_MIN_FREE_DISK") {
+		t.Fatalf("snapshot with room for %d over the floor: %v; want it let through to the job's sandbox (none here)", SnapshotsAtOnce, err)
 	}
 }
