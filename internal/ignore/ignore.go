@@ -25,6 +25,14 @@ const MaxFileBytes = 256 << 10
 // maxRules bounds the rules one Matcher holds.
 const maxRules = 10_000
 
+// maxWork bounds the rules one Matcher tries against paths, over all its
+// calls (a listing's entries and the directories above them): the rules
+// are the sandbox's to write, and a directory of 100,000 entries under
+// 10,000 of them would take minutes of a core. Past it, Ignored says no
+// more: the rest is listed as if no .gitignore left it out (the caches
+// still are).
+const maxWork = 5_000_000
+
 // Caches are the names of directories tools fill with what they can make
 // again; they are left out wherever they are, .gitignore or not.
 var Caches = []string{"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules", ".venv", ".tox"}
@@ -44,6 +52,8 @@ type rule struct {
 // directory's entries: the root's, and each one's on the way down.
 type Matcher struct {
 	rules []rule
+	work  int             // rules tried, up to maxWork
+	dirs  map[string]bool // Hidden of the directories above the paths asked for
 }
 
 // Load reads the .gitignore files of root's directory dir ("" or "." for
@@ -94,6 +104,9 @@ func (m *Matcher) Add(dir, text string) {
 // the root), a directory if dir.
 func (m *Matcher) Ignored(p string, dir bool) bool {
 	ignored := false
+	if m.work += len(m.rules); m.work > maxWork {
+		return false
+	}
 	for _, r := range m.rules {
 		rel := p
 		if r.base != "" {
@@ -116,12 +129,20 @@ func (m *Matcher) Hidden(p string, dir bool) bool {
 	if dir && IsCache(path.Base(p)) || m.Ignored(p, dir) {
 		return true
 	}
-	for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
-		if IsCache(path.Base(d)) || m.Ignored(d, true) {
-			return true
-		}
+	d := path.Dir(p)
+	if d == "." || d == "/" {
+		return false
 	}
-	return false
+	// The entries of one directory share it: it is worked out once.
+	if h, ok := m.dirs[d]; ok {
+		return h
+	}
+	h := m.Hidden(d, true)
+	if m.dirs == nil {
+		m.dirs = map[string]bool{}
+	}
+	m.dirs[d] = h
+	return h
 }
 
 // parse reads one line of a .gitignore, as gitignore(5) says.
