@@ -29,8 +29,9 @@ import (
 // (snapshotFresh), so a job the UI looks at costs one copy every few
 // seconds at most, and an idle one nothing more. A request holds the
 // snapshot it reads until it ends; a replaced one is removed once no
-// request holds it, and a job's are removed when it ends (its own
-// workspace is read then).
+// request holds it, and a job's are removed once it has ended: when its
+// files are next asked for (its own workspace is read then), or its data
+// is deleted (DELETE, retention), whichever comes first.
 
 // Bounds of one snapshot of a running job's workspace.
 const (

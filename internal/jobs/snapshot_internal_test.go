@@ -10,6 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/store/sqlite"
+	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // TestSnapshotsReuseAndRemove: requests at once share one snapshot; a
@@ -105,4 +109,43 @@ func TestSnapshotKeepsTheFloor(t *testing.T) {
 	if _, err := s.copyLive(context.Background(), "j1", filepath.Join(t.TempDir(), "j1.2")); err == nil || strings.Contains(err.Error(), "AGENTBOX_MIN_FREE_DISK") {
 		t.Fatalf("snapshot with room for %d over the floor: %v; want it let through to the job's sandbox (none here)", SnapshotsAtOnce, err)
 	}
+}
+
+// TestDeleteRemovesSnapshot: a snapshot of a job taken while it ran is a
+// copy of its files in the data dir. It outlived the job's end (dropped
+// only when its files were next asked for, which a deleted job's never
+// are) and so DELETE, and the retention janitor, left that copy on disk.
+func TestDeleteRemovesSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "agentbox.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s := NewService(st, workspace.NewLocal(dir), 3, nil)
+	if err := s.SetSnapshots(filepath.Join(dir, "snapshots")); err != nil {
+		t.Fatal(err)
+	}
+	id := NewID()
+	now := time.Now().UTC()
+	if _, _, err := st.CreateJob(t.Context(), store.Job{ID: id, Task: "t", Status: store.StatusComplete, MaxAttempts: 3,
+		CreatedAt: now.Add(-time.Hour), StartedAt: now.Add(-time.Hour), EndedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	// Taken while the job ran, by a request that has ended since.
+	ctx, cancel := context.WithCancel(t.Context())
+	sn, err := s.snaps.get(ctx, id, func(d string) ([]string, error) {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+		return nil, os.WriteFile(filepath.Join(d, "secret.txt"), []byte("secret\n"), 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if _, err := s.Delete(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, sn.dir)
 }
