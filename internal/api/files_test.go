@@ -276,3 +276,44 @@ func TestListingBoundsIgnoreWork(t *testing.T) {
 		t.Errorf("a listing under 10,000 .gitignore rules took %v; want it bounded (a few seconds at most)", took)
 	}
 }
+
+// TestFilePathLength: a sandbox can nest directories far deeper than a
+// path the kernel takes in one call, and each request for a path in them
+// walked it once per level (its .gitignore files, the symlink search of a
+// 404): at 4,000 levels, 8 seconds of a core a request, growing with the
+// square of the depth. A path longer than PATH_MAX is refused first.
+func TestFilePathLength(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	id := e.Submit("x").ID
+	e.Start(id)
+	e.Finish(id, store.StatusComplete, "")
+	e.WriteFile(id, "x", "")
+	const depth = 2100
+	fd, err := syscall.Open(e.Workspace(id), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range depth {
+		if err := syscall.Mkdirat(fd, "a", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := syscall.Openat(fd, "a", syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		syscall.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	syscall.Close(fd)
+	deep := strings.Repeat("a/", depth) // 4,200 bytes
+	for _, p := range []string{"/v1/jobs/" + id + "/files/" + deep, "/v1/jobs/" + id + "/files/" + deep + "missing",
+		"/ui/jobs/" + id + "/tree?path=" + strings.TrimSuffix(deep, "/"), "/ui/jobs/" + id + "/view?path=" + deep + "missing"} {
+		resp, b := do(t, e, req{method: "GET", path: p})
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "4096") {
+			t.Errorf("GET %.60s… (%d bytes): %d %.200s; want 400 saying a path has at most 4096 bytes", p, len(p), resp.StatusCode, b)
+		}
+	}
+	if resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/files/" + strings.Repeat("a/", 100)}); resp.StatusCode != http.StatusOK {
+		t.Errorf("a listing 100 levels down: %d %.200s", resp.StatusCode, b)
+	}
+}
