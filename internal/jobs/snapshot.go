@@ -25,7 +25,8 @@ import (
 // checked to be the one its directory listed, an entry that changes under
 // the walk left out) into a directory of the data dir nothing else
 // writes. It is bounded (SnapshotMaxBytes, SnapshotMaxEntries,
-// SnapshotTimeout, SnapshotsAtOnce at a time) and reused while fresh
+// SnapshotTimeout, SnapshotsAtOnce at a time, snapshotsMax in all, room
+// over the free-space floor) and reused while fresh
 // (snapshotFresh), so a job the UI looks at costs one copy every few
 // seconds at most, and an idle one nothing more. A request holds the
 // snapshot it reads until it ends; a replaced one is removed once no
@@ -43,6 +44,10 @@ const (
 	// snapshotsKept is how many jobs' snapshots are kept; past it, the
 	// one used longest ago (and held by no request) is removed.
 	snapshotsKept = 8
+	// snapshotsMax is how many snapshots may exist at once, those that
+	// requests still hold after they were replaced included: a client
+	// reading zips slowly holds one each.
+	snapshotsMax = 2 * snapshotsKept
 	// snapshotFootprint is the most disk one snapshot takes: its bytes,
 	// and a block for each of its entries (an empty directory, a small
 	// file).
@@ -61,6 +66,7 @@ type snapshots struct {
 
 	mu    sync.Mutex
 	n     int              // names snapshots
+	live  int              // snapshots made and not yet being removed
 	byJob map[string]*snap // the newest of each job
 }
 
@@ -173,7 +179,14 @@ func (ss *snapshots) get(ctx context.Context, id string, take func(dir string) (
 		if sn != nil {
 			ss.retire(id, sn)
 		}
+		ss.evict()
+		if ss.live >= snapshotsMax {
+			ss.mu.Unlock()
+			return nil, fmt.Errorf("%w: the server holds %d snapshots of running jobs' files for requests still reading them, the most it keeps: "+
+				"retry once some of those downloads have ended, or read job %s's files once it has ended", ErrNotEnded, snapshotsMax, id)
+		}
 		ss.n++
+		ss.live++
 		sn = &snap{dir: filepath.Join(ss.dir, id+"."+strconv.Itoa(ss.n)), ready: make(chan struct{})}
 		ss.byJob[id] = sn
 		ss.evict()
@@ -222,6 +235,9 @@ func (ss *snapshots) release(sn *snap) {
 	ss.mu.Lock()
 	sn.refs--
 	remove := sn.refs == 0 && sn.stale
+	if remove {
+		ss.live--
+	}
 	ss.mu.Unlock()
 	if remove {
 		ss.remove(sn)
@@ -236,6 +252,7 @@ func (ss *snapshots) retire(id string, sn *snap) {
 	}
 	sn.stale = true
 	if sn.refs == 0 {
+		ss.live--
 		go ss.remove(sn)
 	}
 }

@@ -149,3 +149,55 @@ func TestDeleteRemovesSnapshot(t *testing.T) {
 	}
 	waitGone(t, sn.dir)
 }
+
+// TestSnapshotsHeldAreBounded: a request holds the snapshot it reads
+// until it ends, and a snapshot held is never removed. A client that
+// reads each zip of a running job slowly, asking again once the last
+// snapshot is stale, made a new one each time and kept them all: copies
+// of up to 100,000 entries each in the data dir, with no bound on how
+// many. Past snapshotsMax held at once, a new one is refused until one
+// is let go.
+func TestSnapshotsHeldAreBounded(t *testing.T) {
+	s := &Service{}
+	if err := s.SetSnapshots(filepath.Join(t.TempDir(), "snapshots")); err != nil {
+		t.Fatal(err)
+	}
+	take := func(dir string) ([]string, error) { return nil, os.MkdirAll(dir, 0o700) }
+	stale := func(sn *snap) {
+		s.snaps.mu.Lock()
+		sn.taken = time.Now().Add(-time.Hour)
+		s.snaps.mu.Unlock()
+	}
+	var held []*snap
+	var first context.CancelFunc
+	for i := range snapshotsMax {
+		ctx, cancel := context.WithCancel(t.Context())
+		if i == 0 {
+			first = cancel
+		} else {
+			defer cancel()
+		}
+		sn, err := s.snaps.get(ctx, "j1", take)
+		if err != nil {
+			t.Fatalf("snapshot %d: %v", i+1, err)
+		}
+		stale(sn)
+		held = append(held, sn)
+	}
+	_, err := s.snaps.get(t.Context(), "j1", take)
+	if !errors.Is(err, ErrNotEnded) || !strings.Contains(err.Error(), "retry") {
+		t.Fatalf("snapshot %d while %d are held: %v; want ErrNotEnded saying to retry", snapshotsMax+1, snapshotsMax, err)
+	}
+	for _, sn := range held {
+		if _, err := os.Stat(sn.dir); err != nil {
+			t.Fatalf("a held snapshot was removed: %v", err)
+		}
+	}
+	first()
+	waitGone(t, held[0].dir)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if _, err := s.snaps.get(ctx, "j1", take); err != nil {
+		t.Fatalf("a snapshot once one was let go: %v", err)
+	}
+}
