@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +20,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
@@ -300,5 +303,35 @@ func TestSubmitFollowEndsLikeRun(t *testing.T) {
 				t.Errorf("submit --follow does not end with run's summary %q:\n%s", want.String(), errOut)
 			}
 		})
+	}
+}
+
+// TestErrorsShowControls: an error the CLI prints may quote what a
+// sandbox wrote: the server's refusal of a file names a symlink's target,
+// any bytes but NUL. Printed as they came, an OSC 52 sequence in it would
+// write the user's clipboard, and a CR and an erase-line sequence put a
+// line of the sandbox's in place of the error. They are shown, as the
+// CLI shows a sandbox's output (render.Visible), never acted on.
+func TestErrorsShowControls(t *testing.T) {
+	t.Setenv("AGENTBOX_DATA_DIR", t.TempDir())
+	target := "\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07/etc\r\x1b[2Kall good"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		json.NewEncoder(w).Encode(wire.ErrorResponse{Error: wire.ErrorDetail{Code: wire.CodeNotFound,
+			Message: "out is a symlink to " + target + ", which is outside the workspace or missing: it is not followed"}})
+	}))
+	defer srv.Close()
+	t.Setenv("AGENTBOX_URL", srv.URL)
+	t.Setenv("AGENTBOX_TOKEN", "a-token-of-the-test")
+	code, stderr := runReport(t, "download", "--file", "out", "-o", filepath.Join(t.TempDir(), "out"), "job_1")
+	if code == 0 || !strings.Contains(stderr, "symlink to") {
+		t.Fatalf("exit %d, stderr %q; want the refusal", code, stderr)
+	}
+	if strings.ContainsAny(stderr, "\x1b\x07\r") {
+		t.Errorf("stderr has the sandbox's control characters as they came: %q", stderr)
+	}
+	if !strings.Contains(stderr, "^[]52;c;") {
+		t.Errorf("stderr %q; want the escape shown as ^[", stderr)
 	}
 }

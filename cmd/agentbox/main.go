@@ -21,6 +21,7 @@ import (
 	"github.com/agentbox/agentbox/internal/client"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/drivers"
 )
@@ -71,7 +72,11 @@ func report(w io.Writer, cmd *cobra.Command, err error) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	fmt.Fprintln(w, "agentbox:", err)
+	// An error may quote what a sandbox wrote (a file name, a link's
+	// target): its controls are shown, never acted on.
+	v := render.NewVisible(w)
+	fmt.Fprintln(v, "agentbox:", err)
+	v.Close()
 	var ue usageError
 	if errors.As(err, &ue) && cmd != nil {
 		line := cmd.UseLine()

@@ -25,7 +25,9 @@ cp ~/.jupyter/jupyter_notebook_config.py ~/.jupyter/jupyter_server_config.py && 
 // for Cross-Origin-Opener-Policy: same-origin, as the UI's pages do, so
 // that they would share a browsing context group), and another job's
 // images must not load for it after it changed its URL to that job's page
-// (history.replaceState, which the Referer follows).
+// (history.replaceState, which the Referer follows). Nor may it read
+// another job's file listing, which the files route answers to the UI's
+// download links (navigations without the CSRF header).
 func TestUISandboxPageCannotReachSession(t *testing.T) {
 	s := newServer(t)
 	s.start()
@@ -66,6 +68,17 @@ func TestUISandboxPageCannotReachSession(t *testing.T) {
 				break;
 			}
 		}
+		// The files route answers the UI's download links, navigations
+		// without the CSRF header; a listing is shown, not saved.
+		out.listing = "none";
+		const l = window.open("/v1/jobs/%[1]s/files/?list", "_blank");
+		for (let i = 0; l && i < 200; i++) {
+			await new Promise(r => setTimeout(r, 50));
+			if (l.closed) { out.listing = "cut off"; break; }
+			let text = "";
+			try { text = l.document.body ? l.document.body.textContent : ""; } catch (e) { out.listing = "blocked"; break; }
+			if (text.includes("entries")) { out.listing = "read"; break; }
+		}
 		history.replaceState(null, "", "/jobs/%[1]s");
 		await new Promise(done => { const img = new Image(); img.onload = img.onerror = done; img.src = "/v1/jobs/%[1]s/media/1-1.png"; });
 		return out;
@@ -78,6 +91,9 @@ func TestUISandboxPageCannotReachSession(t *testing.T) {
 	t.Logf("the sandbox page's probe: %v", got)
 	if got["popup"] == "read" || got["popup"] == "none" {
 		t.Errorf("the sandbox's page opened job %s's UI page and read it (%v); want it cut off", b, got)
+	}
+	if got["listing"] == "read" || got["listing"] == "none" {
+		t.Errorf("the sandbox's page opened job %s's file listing and read it (%v); want it cut off", b, got)
 	}
 	if st := s.job(b).Status; st != "running" {
 		t.Errorf("job %s is %s after the sandbox page's probe, want running", b, st)

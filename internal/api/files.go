@@ -44,6 +44,9 @@ func (s *server) file(w http.ResponseWriter, r *http.Request) error {
 	if !fs.ValidPath(p) {
 		return badRequest("file path must be relative to the workspace, without '.' or '..' segments")
 	}
+	if len(p) > workspace.MaxPathBytes {
+		return badRequest("file path is %d bytes: a path has at most %d; download the zip (artifacts.zip) for what lies deeper", len(p), workspace.MaxPathBytes)
+	}
 	ws, err := s.workspace(r)
 	if err != nil {
 		return err

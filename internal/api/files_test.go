@@ -4,14 +4,17 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
@@ -229,5 +232,88 @@ func TestFileRefusalsSayWhatToDo(t *testing.T) {
 		if d := wantError(t, resp, b, http.StatusGone, wire.CodeDeleted); !strings.Contains(d.Message, "nothing to download") {
 			t.Errorf("%s of a deleted job: %q", p, d.Message)
 		}
+	}
+}
+
+// TestListingBoundsIgnoreWork: a listing leaves out what the workspace's
+// .gitignore files ignore, and their rules are the sandbox's to write. With
+// thousands of rules, each tried against each entry and each directory
+// above it, one listing of a directory of ignored files took minutes of a
+// core (the UI's Files tab lists that way by default). The work one
+// listing spends on the rules is bounded; past it, entries are listed
+// whatever the rules say.
+func TestListingBoundsIgnoreWork(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	id := e.Submit("x").ID
+	e.Start(id)
+	e.Finish(id, store.StatusComplete, "")
+	var rules strings.Builder
+	rules.WriteString("*.x\n")
+	for i := range 9_999 {
+		fmt.Fprintf(&rules, "a*b*c*d*e*f*g*h*i*j*k%d\n", i)
+	}
+	e.WriteFile(id, ".gitignore", rules.String())
+	const sub = "d/e/f/g/h/i"
+	e.WriteFile(id, sub+"/keep.txt", "kept\n")
+	dir := filepath.Join(e.Workspace(id), filepath.FromSlash(sub))
+	for i := range 30_000 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%05d.x", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/files/" + sub + "/"})
+	took := time.Since(start)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("listing: %d %.300s", resp.StatusCode, b)
+	}
+	l := decode[wire.FileList](t, b)
+	t.Logf("listing took %v: %d entries, %d hidden, truncated %v", took, len(l.Entries), l.Hidden, l.Truncated)
+	if !l.Truncated && !slices.ContainsFunc(l.Entries, func(en wire.FileEntry) bool { return en.Name == "keep.txt" }) {
+		t.Errorf("keep.txt is not listed, and the listing does not say it was cut: %d entries", len(l.Entries))
+	}
+	if took > 15*time.Second {
+		t.Errorf("a listing under 10,000 .gitignore rules took %v; want it bounded (a few seconds at most)", took)
+	}
+}
+
+// TestFilePathLength: a sandbox can nest directories far deeper than a
+// path the kernel takes in one call, and each request for a path in them
+// walked it once per level (its .gitignore files, the symlink search of a
+// 404): at 4,000 levels, 8 seconds of a core a request, growing with the
+// square of the depth. A path longer than PATH_MAX is refused first.
+func TestFilePathLength(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	id := e.Submit("x").ID
+	e.Start(id)
+	e.Finish(id, store.StatusComplete, "")
+	e.WriteFile(id, "x", "")
+	const depth = 2100
+	fd, err := syscall.Open(e.Workspace(id), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range depth {
+		if err := syscall.Mkdirat(fd, "a", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := syscall.Openat(fd, "a", syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		syscall.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	syscall.Close(fd)
+	deep := strings.Repeat("a/", depth) // 4,200 bytes
+	for _, p := range []string{"/v1/jobs/" + id + "/files/" + deep, "/v1/jobs/" + id + "/files/" + deep + "missing",
+		"/ui/jobs/" + id + "/tree?path=" + strings.TrimSuffix(deep, "/"), "/ui/jobs/" + id + "/view?path=" + deep + "missing"} {
+		resp, b := do(t, e, req{method: "GET", path: p})
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "4096") {
+			t.Errorf("GET %.60s… (%d bytes): %d %.200s; want 400 saying a path has at most 4096 bytes", p, len(p), resp.StatusCode, b)
+		}
+	}
+	if resp, b := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/files/" + strings.Repeat("a/", 100)}); resp.StatusCode != http.StatusOK {
+		t.Errorf("a listing 100 levels down: %d %.200s", resp.StatusCode, b)
 	}
 }

@@ -24,6 +24,9 @@ func (s *server) wrap(rt route) http.Handler {
 		rec := &recorder{ResponseWriter: w}
 		defer s.done(rt.pattern, rec, r, time.Now())
 		defer s.recoverPanic(rec, r, rt.pattern)
+		if rt.auth == authDownload {
+			downloadHeaders(rec.Header())
+		}
 		if err := s.guard(rt, r); err != nil {
 			s.fail(rec, r, rt, err)
 			return
@@ -32,6 +35,18 @@ func (s *server) wrap(rt route) http.Handler {
 			s.fail(rec, r, rt, err)
 		}
 	})
+}
+
+// downloadHeaders are set on every answer of a download route, which a
+// signed-in browser's navigation gets without the CSRF header (see
+// apiSession): a listing or an error is shown, not saved, and a job's
+// desktop or Jupyter page on the API's origin that opened it in a window
+// must not read it. Cross-Origin-Opener-Policy (which the proxy never
+// passes from a sandbox) cuts the window off from its opener, and a
+// sandboxed document's origin is opaque.
+func downloadHeaders(h http.Header) {
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 }
 
 // done records the request in the metrics and the debug log.

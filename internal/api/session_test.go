@@ -210,3 +210,31 @@ func TestSessionWithoutAuth(t *testing.T) {
 		}
 	}
 }
+
+// TestDownloadNavigationNotScriptable: the files route answers a signed-in
+// browser's top-level navigation without the CSRF header (the UI's
+// download links), and since issue 27 that answer may be a page a browser
+// shows: a directory listing (JSON), or an error naming a symlink's target.
+// Without AGENTBOX_VIEW_URL a job's desktop and Jupyter pages, which the
+// agent writes, share the UI's origin: one of them could window.open
+// another job's listing and read it from the window it holds. Every answer
+// of a download route must cut that window off (Cross-Origin-Opener-Policy,
+// which the proxy never lets a sandbox's page send) and give it an opaque
+// origin (CSP sandbox).
+func TestDownloadNavigationNotScriptable(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	_, cookie := signIn(t, e, apitest.Token)
+	id := endedJobWithWorkspace(t, e)
+	for _, p := range []string{"files/?list", "files/src/", "files/etc/?list", "files/nothing-here", "files/hello.txt", "artifacts.zip"} {
+		resp, body := do(t, e, req{method: "GET", path: "/v1/jobs/" + id + "/" + p, noAuth: true, header: with(navigation, "Cookie", cookie)})
+		if resp.StatusCode == http.StatusUnauthorized {
+			t.Fatalf("%s: %d, want the session's navigation let in\n%s", p, resp.StatusCode, body)
+		}
+		if got := resp.Header.Get("Cross-Origin-Opener-Policy"); got != "same-origin" {
+			t.Errorf("%s (%d): Cross-Origin-Opener-Policy %q, want same-origin: a same-origin page that opened it keeps a handle on it", p, resp.StatusCode, got)
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "sandbox") {
+			t.Errorf("%s (%d): Content-Security-Policy %q, want sandbox", p, resp.StatusCode, csp)
+		}
+	}
+}

@@ -8,8 +8,9 @@
 // The rules are read from a hostile tree: each .gitignore through an
 // os.Root, never through a link, no more than MaxFileBytes of them all;
 // a line over maxRuleBytes is no rule, and once a Matcher has spent
-// maxMatching matching the rules stop applying (what they would hide is
-// shown): a sandbox's .gitignore must not cost the server hours a listing.
+// maxMatching matching, or tried maxWork rules, the rules stop applying
+// (what they would hide is shown): a sandbox's .gitignore must not cost
+// the server hours a listing.
 package ignore
 
 import (
@@ -40,6 +41,14 @@ const maxRuleBytes = 4096
 // against long paths, took a third of a second a path.
 const maxMatching = 3 * time.Second
 
+// maxWork bounds the rules one Matcher tries against paths, over all its
+// calls (a listing's entries and the directories above them): the rules
+// are the sandbox's to write, and a directory of 100,000 entries under
+// 10,000 of them would take minutes of a core. Past it, Ignored says no
+// more: the rest is listed as if no .gitignore left it out (the caches
+// still are).
+const maxWork = 5_000_000
+
 // Caches are the names of directories tools fill with what they can make
 // again; they are left out wherever they are, .gitignore or not.
 var Caches = []string{"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules", ".venv", ".tox"}
@@ -60,10 +69,12 @@ type rule struct {
 // counts the time its matching takes, so one goroutine uses it at a time.
 type Matcher struct {
 	rules   []rule
-	read    int64     // bytes of .gitignore files Load read
-	matched int       // rules matched against a path so far
-	until   time.Time // the end of maxMatching, from the first match
-	spent   bool      // maxMatching is over: no rule applies
+	read    int64           // bytes of .gitignore files Load read
+	matched int             // rules matched against a path so far
+	until   time.Time       // the end of maxMatching, from the first match
+	spent   bool            // maxMatching is over: no rule applies
+	work    int             // rules tried, up to maxWork
+	dirs    map[string]bool // Hidden of the directories above the paths asked for
 }
 
 // Load reads the .gitignore files of root's directory dir ("" or "." for
@@ -113,9 +124,12 @@ func (m *Matcher) Add(dir, text string) {
 
 // Ignored reports whether the .gitignore rules leave out p (a path from
 // the root), a directory if dir. Once the Matcher has spent maxMatching
-// matching, it reports false.
+// matching, or tried maxWork rules, it reports false.
 func (m *Matcher) Ignored(p string, dir bool) bool {
 	ignored := false
+	if m.work += len(m.rules); m.work > maxWork {
+		return false
+	}
 	for _, r := range m.rules {
 		if m.overTime() {
 			return false
@@ -154,12 +168,20 @@ func (m *Matcher) Hidden(p string, dir bool) bool {
 	if dir && IsCache(path.Base(p)) || m.Ignored(p, dir) {
 		return true
 	}
-	for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
-		if IsCache(path.Base(d)) || m.Ignored(d, true) {
-			return true
-		}
+	d := path.Dir(p)
+	if d == "." || d == "/" {
+		return false
 	}
-	return false
+	// The entries of one directory share it: it is worked out once.
+	if h, ok := m.dirs[d]; ok {
+		return h
+	}
+	h := m.Hidden(d, true)
+	if m.dirs == nil {
+		m.dirs = map[string]bool{}
+	}
+	m.dirs[d] = h
+	return h
 }
 
 // parse reads one line of a .gitignore, as gitignore(5) says.

@@ -82,10 +82,12 @@ func deletable(j store.Job) error {
 	return nil
 }
 
-// removeData removes what the host keeps of a job: its workspace, its
+// removeData removes what the host keeps of a job: its workspace, a
+// snapshot of it taken while it ran (once no request reads it), its
 // images and its git dir. (A sandbox's state dir is removed when it is
 // destroyed, before the job ends.)
 func (s *Service) removeData(ctx context.Context, id string) error {
+	s.dropSnapshot(id)
 	if err := s.ws.Remove(ctx, id); err != nil {
 		return err
 	}

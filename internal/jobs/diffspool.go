@@ -130,13 +130,22 @@ func (r *Repos) maxDiff() int64 { return cmp.Or(max(r.MaxDiff, 0), DefaultMaxDif
 
 // checkFree refuses a spool into dir while its filesystem is under the
 // floor.
-func (r *Repos) checkFree(dir string) error {
+func (r *Repos) checkFree(dir string) error { return r.checkRoom(dir, 0) }
+
+// checkRoom refuses a write of up to need bytes into dir that could take
+// its filesystem under the floor.
+func (r *Repos) checkRoom(dir string, need int64) error {
 	if r.MinFree <= 0 || r.DiskFree == nil {
 		return nil
 	}
 	free, err := r.DiskFree(dir)
-	if err != nil || free >= r.MinFree {
+	if err != nil || free >= r.MinFree+need {
 		return err
+	}
+	if need > 0 {
+		return fmt.Errorf("%w: %s free on the data dir's filesystem, %s over the %s floor (AGENTBOX_MIN_FREE_DISK); free some space "+
+			"(agentbox removes ended jobs' data after AGENTBOX_RETENTION, or at once with DELETE /v1/jobs/{id})",
+			ErrDiffUnavailable, config.SizeText(free), config.SizeText(max(free-r.MinFree, 0)), config.SizeText(r.MinFree))
 	}
 	return fmt.Errorf("%w: %s free on the data dir's filesystem, under the %s floor (AGENTBOX_MIN_FREE_DISK); free some space "+
 		"(agentbox removes ended jobs' data after AGENTBOX_RETENTION, or at once with DELETE /v1/jobs/{id})",

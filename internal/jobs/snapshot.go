@@ -25,12 +25,14 @@ import (
 // checked to be the one its directory listed, an entry that changes under
 // the walk left out) into a directory of the data dir nothing else
 // writes. It is bounded (SnapshotMaxBytes, SnapshotMaxEntries,
-// SnapshotTimeout, SnapshotsAtOnce at a time) and reused while fresh
+// SnapshotTimeout, SnapshotsAtOnce at a time, snapshotsMax in all, room
+// over the free-space floor) and reused while fresh
 // (snapshotFresh), so a job the UI looks at costs one copy every few
 // seconds at most, and an idle one nothing more. A request holds the
 // snapshot it reads until it ends; a replaced one is removed once no
-// request holds it, and a job's are removed when it ends (its own
-// workspace is read then).
+// request holds it, and a job's are removed once it has ended: when its
+// files are next asked for (its own workspace is read then), or its data
+// is deleted (DELETE, retention), whichever comes first.
 
 // Bounds of one snapshot of a running job's workspace.
 const (
@@ -42,6 +44,14 @@ const (
 	// snapshotsKept is how many jobs' snapshots are kept; past it, the
 	// one used longest ago (and held by no request) is removed.
 	snapshotsKept = 8
+	// snapshotsMax is how many snapshots may exist at once, those that
+	// requests still hold after they were replaced included: a client
+	// reading zips slowly holds one each.
+	snapshotsMax = 2 * snapshotsKept
+	// snapshotFootprint is the most disk one snapshot takes: its bytes,
+	// and a block for each of its entries (an empty directory, a small
+	// file).
+	snapshotFootprint = SnapshotMaxBytes + SnapshotMaxEntries*4096
 )
 
 // snapshotFresh is how long a snapshot that took took is reused: at
@@ -56,6 +66,7 @@ type snapshots struct {
 
 	mu    sync.Mutex
 	n     int              // names snapshots
+	live  int              // snapshots made and not yet being removed
 	byJob map[string]*snap // the newest of each job
 }
 
@@ -105,14 +116,17 @@ func (s *Service) liveFiles(ctx context.Context, j store.Job) (workspace.Store, 
 
 // copyLive copies job id's live workspace into dir.
 func (s *Service) copyLive(ctx context.Context, id, dir string) ([]string, error) {
+	// The floor is checked once, before: the snapshots being taken at
+	// the same time must all fit over it.
+	if s.repos != nil {
+		if err := s.repos.checkRoom(filepath.Dir(dir), SnapshotsAtOnce*snapshotFootprint); err != nil {
+			return nil, fmt.Errorf("%w: the job's files are read from a snapshot of its workspace, which needs room (up to %s over the floor): %w",
+				ErrNotEnded, config.SizeText(SnapshotsAtOnce*snapshotFootprint), err)
+		}
+	}
 	src, err := s.liveDir(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	if s.repos != nil {
-		if err := s.repos.checkFree(filepath.Dir(dir)); err != nil {
-			return nil, fmt.Errorf("%w: the job's files are read from a snapshot of its workspace, which needs room: %w", ErrNotEnded, err)
-		}
 	}
 	root, err := os.OpenRoot(src)
 	if err != nil {
@@ -165,7 +179,14 @@ func (ss *snapshots) get(ctx context.Context, id string, take func(dir string) (
 		if sn != nil {
 			ss.retire(id, sn)
 		}
+		ss.evict()
+		if ss.live >= snapshotsMax {
+			ss.mu.Unlock()
+			return nil, fmt.Errorf("%w: the server holds %d snapshots of running jobs' files for requests still reading them, the most it keeps: "+
+				"retry once some of those downloads have ended, or read job %s's files once it has ended", ErrNotEnded, snapshotsMax, id)
+		}
 		ss.n++
+		ss.live++
 		sn = &snap{dir: filepath.Join(ss.dir, id+"."+strconv.Itoa(ss.n)), ready: make(chan struct{})}
 		ss.byJob[id] = sn
 		ss.evict()
@@ -214,6 +235,9 @@ func (ss *snapshots) release(sn *snap) {
 	ss.mu.Lock()
 	sn.refs--
 	remove := sn.refs == 0 && sn.stale
+	if remove {
+		ss.live--
+	}
 	ss.mu.Unlock()
 	if remove {
 		ss.remove(sn)
@@ -228,6 +252,7 @@ func (ss *snapshots) retire(id string, sn *snap) {
 	}
 	sn.stale = true
 	if sn.refs == 0 {
+		ss.live--
 		go ss.remove(sn)
 	}
 }

@@ -92,6 +92,9 @@ func cleanPath(p string) (string, error) {
 	if !fs.ValidPath(p) {
 		return "", fmt.Errorf("%w: %q", errBadPath, p)
 	}
+	if len(p) > workspace.MaxPathBytes {
+		return "", fmt.Errorf("%w: the path is %d bytes, and a path has at most %d; download the zip for what lies deeper", store.ErrInvalid, len(p), workspace.MaxPathBytes)
+	}
 	return p, nil
 }
 

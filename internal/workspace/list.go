@@ -32,6 +32,12 @@ type Listing struct {
 	Hidden int
 }
 
+// MaxPathBytes is the longest path of a workspace its readers (the
+// files API, the UI's Files tab) take: PATH_MAX. A sandbox can nest
+// directories deeper, and a path is walked a level at a time, some of it
+// once per level.
+const MaxPathBytes = 4096
+
 // maxListScanned bounds the names one List reads, hidden ones included.
 const maxListScanned = 100_000
 
