@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -296,7 +297,7 @@ func TestSubmitFollowEndsLikeRun(t *testing.T) {
 			}
 			var want strings.Builder
 			printRun(&want, wiring.RunReport{Job: j})
-			if !strings.HasPrefix(want.String(), "\njob "+id+" "+string(final)+" after 3 steps, 2000 tokens in (800 from cache), 90 out, $0.0123\n") {
+			if !regexp.MustCompile(`^\njob ` + id + " " + string(final) + ` after 3 steps, 2000 tokens in \(800 from cache\), 90 out, \$0\.0123 · \d+(ms|s)\n`).MatchString(want.String()) {
 				t.Fatalf("run's summary: %q", want.String())
 			}
 			if !strings.HasSuffix(errOut, want.String()+"download: agentbox download "+id+"\ndiff: agentbox diff "+id+"\n") {
