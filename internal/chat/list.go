@@ -71,7 +71,7 @@ func WriteSessions(w io.Writer, sessions []Summary, current string, now time.Tim
 		if s.Last != "" {
 			last = oneLine(s.Last, lastLen)
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", mark, s.Name, oneLine(s.Project.String(), 80), age(now.Sub(s.Saved)), last)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", mark, s.Name, oneLine(s.Project.String(), 80), render.Ago(now.Sub(s.Saved)), last)
 	}
 	return tw.Flush()
 }
@@ -89,18 +89,4 @@ func oneLine(s string, n int) string {
 		first = strings.TrimRight(first, " ") + "…"
 	}
 	return first
-}
-
-// age is how long ago something was, as a listing shows it: "just now",
-// "3m ago", "5h ago", "2d ago".
-func age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d/time.Hour))
-	}
-	return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
 }

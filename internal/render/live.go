@@ -220,3 +220,17 @@ func (l *Live) Saw(ev event.Payload) {
 		l.Label(printable(firstLine(string(ev.Status), 40)))
 	}
 }
+
+// Ago is how long ago something was, as a listing shows it: "just now",
+// "3m ago", "5h ago" (up to two days), "2d ago".
+func Ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
+}

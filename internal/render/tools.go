@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/term"
+
+	"github.com/agentbox/agentbox/internal/toolview"
 )
 
 // The bounds of what a step shows of a long text: a result's first and
@@ -61,7 +63,7 @@ func (s *Steps) toolCall(name string, input json.RawMessage) string {
 	case "bash":
 		return commandLines(str("command"))
 	case "read_file":
-		return "▶ read " + path + lineRange(in) + "\n"
+		return "▶ read " + path + toolview.LineRange(in) + "\n"
 	case "list_files":
 		return "▶ list " + path + flag(in, "recursive", " (recursive)") + "\n"
 	case "write_file":
@@ -122,19 +124,6 @@ func fold(lines []string) []string {
 	out := slices.Clip(lines[:foldHead])
 	out = append(out, fmt.Sprintf("… %d lines hidden …", hidden))
 	return append(out, lines[len(lines)-foldTail:]...)
-}
-
-// lineRange is a read's " lines 3-10" when the call names lines.
-func lineRange(in map[string]any) string {
-	start, _ := in["start_line"].(float64)
-	end, _ := in["end_line"].(float64)
-	switch {
-	case start == 0 && end == 0:
-		return ""
-	case end == 0:
-		return fmt.Sprintf(" from line %d", int(start))
-	}
-	return fmt.Sprintf(" lines %d-%d", max(int(start), 1), int(end))
 }
 
 // flag is note when the call's boolean key is true.

@@ -74,7 +74,7 @@ func ParseCall(name string, input json.RawMessage) Call {
 		c.Kind, c.Old, c.New = Edit, str("old_string"), str("new_string")
 		c.Line = "edit " + c.Path + flag(in, "replace_all", " (all)")
 	case "read_file":
-		c.Kind, c.Line = Read, "read "+c.Path+lineRange(in)
+		c.Kind, c.Line = Read, "read "+c.Path+LineRange(in)
 	case "list_files":
 		c.Kind, c.Line = Read, "list "+c.Path+flag(in, "recursive", " (recursive)")
 	case "search_files":
@@ -144,8 +144,8 @@ func firstLine(s string) string {
 	return ""
 }
 
-// lineRange is a read's " lines 3-10" when the call names lines.
-func lineRange(in map[string]any) string {
+// LineRange is a read's " lines 3-10" when the call names lines.
+func LineRange(in map[string]any) string {
 	start, _ := in["start_line"].(float64)
 	end, _ := in["end_line"].(float64)
 	switch {

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -21,7 +22,7 @@ var statuses = []store.Status{store.StatusPending, store.StatusRunning, store.St
 func (u *UI) funcs() template.FuncMap {
 	return template.FuncMap{
 		"firstLine": firstLine,
-		"age":       func(t time.Time) string { return age(u.cfg.Now().Sub(t)) },
+		"age":       func(t time.Time) string { return render.Ago(u.cfg.Now().Sub(t)) },
 		"cost":      func(usd float64) string { return fmt.Sprintf("$%.2f", usd) },
 		"jobURL":    func(id string) string { return "/jobs/" + url.PathEscape(id) },
 		"rfc3339":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
@@ -140,20 +141,6 @@ func firstLine(s string, n int) string {
 	}
 	r := []rune(s)
 	return strings.TrimSpace(string(r[:n-1])) + "…"
-}
-
-// age is a duration as a list shows it: "just now", "5m", "3h", "2d".
-func age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d/time.Hour))
-	default:
-		return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
-	}
 }
 
 // thousands writes n with thin separators: 12,345.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -59,8 +60,8 @@ func TestFirstLineAndAge(t *testing.T) {
 		t.Errorf("firstLine = %q", got)
 	}
 	for d, want := range map[time.Duration]string{10 * time.Second: "just now", 5 * time.Minute: "5m ago", 30 * time.Hour: "30h ago", 72 * time.Hour: "3d ago"} {
-		if got := age(d); got != want {
-			t.Errorf("age(%v) = %q, want %q", d, got, want)
+		if got := render.Ago(d); got != want {
+			t.Errorf("render.Ago(%v) = %q, want %q", d, got, want)
 		}
 	}
 	if thousands(1234567) != "1,234,567" || thousands(-1000) != "-1,000" || thousands(12) != "12" {
