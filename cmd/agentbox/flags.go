@@ -103,14 +103,7 @@ func shortDuration(d time.Duration) string {
 	if d == 0 {
 		return "0"
 	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return config.DurationText(d)
 }
 
 // wantErr is what a flag value of ours says it wants; a usage error shows

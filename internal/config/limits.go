@@ -222,3 +222,16 @@ const FileBytes = 400
 func FileTableNeed(concurrency int, memory int64) int64 {
 	return int64(float64(int64(max(concurrency, 1))*(memory/FileBytes)) / FileShare)
 }
+
+// DurationText writes a duration the way people set it, without zero
+// units: 30m, 1h30m, 45s (not 30m0s, 1h30m0s).
+func DurationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

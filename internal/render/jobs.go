@@ -93,7 +93,7 @@ func LimitsText(l wire.Limits) string {
 			parts = append(parts, s)
 		}
 	}
-	add(l.Timeout > 0, durationText(time.Duration(l.Timeout))+" timeout")
+	add(l.Timeout > 0, config.DurationText(time.Duration(l.Timeout))+" timeout")
 	add(l.MaxSteps > 0, fmt.Sprint(l.MaxSteps, " steps"))
 	add(l.Memory > 0, config.SizeText(int64(l.Memory))+" memory")
 	add(l.CPUs == 1, "1 CPU")
@@ -102,18 +102,6 @@ func LimitsText(l wire.Limits) string {
 	add(l.Egress > 0, config.SizeText(int64(l.Egress))+" egress")
 	add(l.ContextWindow > 0, fmt.Sprint(l.ContextWindow, " tokens of context"))
 	return strings.Join(parts, " · ")
-}
-
-// durationText writes d without zero units: "30m", "1h30m".
-func durationText(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // gitRows are what the host did with a repository job's result, as

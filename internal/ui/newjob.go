@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wire"
 )
@@ -59,14 +60,7 @@ func durationText(d time.Duration) string {
 	if d <= 0 {
 		return ""
 	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return config.DurationText(d)
 }
 
 // sizeText writes n bytes as the form takes them: "2g", "512m", or
