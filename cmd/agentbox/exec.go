@@ -201,4 +201,3 @@ func execFailed(stderr io.Writer, err error, interrupted bool) (int, error) {
 	}
 	return 0, fmt.Errorf("exec: %w", err)
 }
-
