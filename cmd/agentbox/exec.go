@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
@@ -154,23 +156,8 @@ func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecReq
 		fmt.Fprintf(stderr, "agentbox: sandbox %s ready in %v\n", s.ID, s.Took.Round(time.Millisecond))
 	}
 	res, err := st.run(ctx, s, req)
-	var stopped *wiring.StoppedError
-	var cut *outputCutError
-	switch {
-	case errors.As(err, &cut):
-		fmt.Fprintf(stderr, "agentbox: %v\n", cut)
-		return 0, exitError{exitOutputCut}
-	case errors.As(err, &stopped):
-		fmt.Fprintf(stderr, "agentbox: %v\n", err)
-		return 0, exitError{1}
-	case errors.Is(err, wiring.ErrStoppedAnswering):
-		// Said now: the deferred Close removes the sandbox before main could print it.
-		fmt.Fprintf(stderr, "agentbox: %v; removing it\n", err)
-		return 0, exitError{1}
-	case err != nil && ctx.Err() != nil:
-		return 130, nil // interrupted: the sandbox is removed by the deferred Close
-	case err != nil:
-		return 0, fmt.Errorf("exec: %w", err)
+	if err != nil {
+		return execFailed(stderr, err, ctx.Err() != nil)
 	}
 	if res.Truncated {
 		fmt.Fprintln(stderr, "agentbox: output cut: processes the command left running were still writing 30s after it ended")
@@ -185,4 +172,32 @@ func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecReq
 		}
 	}
 	return res.ExitCode, nil
+}
+
+// execFailed says on stderr how a command's run ended in err, and returns
+// exec's exit status; interrupted is Ctrl-C's. The error may quote the
+// guest (its health check's answer): its controls are shown, never acted on.
+func execFailed(stderr io.Writer, err error, interrupted bool) (int, error) {
+	var stopped *wiring.StoppedError
+	var cut *outputCutError
+	say := func(format string, a ...any) {
+		v := render.NewVisible(stderr)
+		fmt.Fprintf(v, format, a...)
+		v.Close()
+	}
+	switch {
+	case errors.As(err, &cut):
+		say("agentbox: %v\n", cut)
+		return 0, exitError{exitOutputCut}
+	case errors.As(err, &stopped):
+		say("agentbox: %v\n", err)
+		return 0, exitError{1}
+	case errors.Is(err, wiring.ErrStoppedAnswering):
+		// Said now: the deferred Close removes the sandbox before main could print it.
+		say("agentbox: %v; removing it\n", err)
+		return 0, exitError{1}
+	case interrupted:
+		return 130, nil // interrupted: the sandbox is removed by the deferred Close
+	}
+	return 0, fmt.Errorf("exec: %w", err)
 }

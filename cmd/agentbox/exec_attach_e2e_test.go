@@ -96,7 +96,7 @@ func TestExecTerminal(t *testing.T) {
 
 func execInATerminal(t *testing.T, tier string) {
 	dir := t.TempDir()
-	script := fmt.Sprintf(`stty -g > %[1]s/before; %[2]s exec -q -t --isolation %[3]s 'tty; until read -t 1 line; do stty size; done; echo "got $line"; exit 6'; echo "rc=$?"; stty -g > %[1]s/after; sleep 600`, dir, guestBinary, tier)
+	script := fmt.Sprintf(`stty -g > %[1]s/before; %[2]s exec -q -t --isolation %[3]s 'tty; until read -t 1 line; do stty size; done; echo "got $line"; exit 6'; rc=$?; stty -g > %[1]s/after; echo "rc=$rc"; sleep 600`, dir, guestBinary, tier)
 	tty := testenv.StartTmux(t, 97, 31, nil, "sh", "-c", script)
 	screen := tty.WaitFor("the pseudo-terminal's name and size", 120*time.Second, func(s string) bool { return strings.Contains(s, "31 97") })
 	if !regexp.MustCompile(`(?m)^/dev/pts/\d+$`).MatchString(screen) {

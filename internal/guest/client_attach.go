@@ -55,6 +55,9 @@ func (c *Client) ExecAttach(ctx context.Context, req AttachRequest, aio AttachIO
 		}()
 	}
 	res, err := readAttached(bufio.NewReaderSize(conn, 256<<10), aio)
+	// Closed before waiting for the writers: a guest that stopped reading
+	// would hold a resize's or stdin's write, and so this call, until ctx ends.
+	conn.Close()
 	close(done)
 	resizes.Wait()
 	if err != nil && ctx.Err() != nil {

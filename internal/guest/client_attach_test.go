@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/guest"
 )
@@ -64,5 +65,55 @@ func TestAttachEndsWithoutExitIsAnError(t *testing.T) {
 	_, err := c.ExecAttach(context.Background(), guest.AttachRequest{ExecRequest: guest.Shell("true")}, guest.AttachIO{Stdout: io.Discard, Stderr: io.Discard})
 	if !errors.Is(err, guest.ErrUnavailable) {
 		t.Errorf("err = %v, want ErrUnavailable", err)
+	}
+}
+
+// TestAttachReturnsOnExitFromAGuestThatStoppedReading: a guest that sends
+// its exit frame but never reads what the host writes (a resize, stdin)
+// and keeps the connection open must not hold the CLI (its terminal raw,
+// Ctrl-C a byte) until --timeout: the exit frame ends the command.
+func TestAttachReturnsOnExitFromAGuestThatStoppedReading(t *testing.T) {
+	exitNow := make(chan struct{})
+	dial := func(ctx context.Context) (net.Conn, error) {
+		host, g := net.Pipe() // unbuffered: a write waits for the guest to read
+		go func() {
+			defer g.Close()
+			br := bufio.NewReader(g)
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			io.WriteString(g, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+guest.AttachUpgrade+"\r\n\r\n")
+			<-exitNow
+			guest.WriteFrame(g, guest.FrameExit, []byte(`{"exit_code":7}`))
+			<-ctx.Done() // keeps the connection open and reads nothing more
+		}()
+		return host, nil
+	}
+	c := guest.New(dial, "")
+	sizes := make(chan guest.WindowSize)
+	type result struct {
+		res guest.ExecResult
+		err error
+	}
+	got := make(chan result, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := guest.AttachRequest{ExecRequest: guest.Shell("true"), TTY: true}
+	req.TimeoutMS = 3600_000
+	go func() {
+		res, err := c.ExecAttach(ctx, req, guest.AttachIO{Stdout: io.Discard, Stderr: io.Discard, Resize: sizes})
+		got <- result{res, err}
+	}()
+	sizes <- guest.WindowSize{Rows: 24, Cols: 80} // taken: its write now waits on the guest
+	close(exitNow)
+	select {
+	case r := <-got:
+		if r.err != nil || r.res.ExitCode != 7 {
+			t.Errorf("ExecAttach = %+v, %v; want exit 7", r.res, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ExecAttach still waiting on a resize the guest never reads, 10s after its exit frame")
 	}
 }

@@ -81,24 +81,42 @@ func CopyProject(dir string, copyTo func(src *os.Root) (skipped []string, err er
 // as the sandbox may have planted them (agentbox never follows them), or
 // "" when none does.
 func DescribeLinksOut(dir string) string {
-	links := linksOut(dir)
-	if len(links) == 0 {
-		return ""
+	links, complete := linksOut(dir)
+	var say string
+	if len(links) > 0 {
+		say = fmt.Sprintf("symlinks leading out of the directory (left as they are; agentbox follows none): %s", strings.Join(links, ", "))
 	}
-	return fmt.Sprintf("symlinks leading out of the directory (left as they are; agentbox follows none): %s", strings.Join(links, ", "))
+	if !complete {
+		say = strings.TrimPrefix(say+"; not all of the directory was looked at (too deep or too large), so there may be more", "; ")
+	}
+	return say
 }
 
+// maxLinksWork bounds the walk of linksOut, in directory levels resolved:
+// each directory listed and link read costs its depth (os.Root resolves
+// its path from the top), so a chain of directories thousands deep, which
+// a sandbox makes in seconds, cost the square of its depth. About a second.
+const maxLinksWork = 1 << 20
+
 // linksOut lists the symlinks in dir that lead out of it, at most
-// maxLinksOut.
-func linksOut(dir string) []string {
+// maxLinksOut; complete is false when the walk stopped at maxLinksWork.
+func linksOut(dir string) (out []string, complete bool) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil
+		return nil, true
 	}
 	defer root.Close()
-	var out []string
+	complete = true
+	work := 0
 	_ = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+		if err != nil || !d.IsDir() && d.Type()&fs.ModeSymlink == 0 {
+			return nil
+		}
+		if work += strings.Count(p, "/") + 1; work > maxLinksWork {
+			complete = false
+			return fs.SkipAll
+		}
+		if d.IsDir() {
 			return nil
 		}
 		if target, err := root.Readlink(p); err == nil && LinkLeadsOut(p, target) {
@@ -109,5 +127,5 @@ func linksOut(dir string) []string {
 		}
 		return nil
 	})
-	return out
+	return out, complete
 }

@@ -130,7 +130,7 @@ func TestSandboxUIDIsNoHostAccount(t *testing.T) {
 	if names := hostAccounts(t, uidA, uidB); len(names) > 0 {
 		t.Fatalf("host accounts with the sandboxes' uids: %v", names)
 	}
-	res := sh(t, a, "id -u; whoami; echo $HOME; cat mine; touch made; git init -q g && cd g && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x && echo committed")
+	res := sh(t, a, "id -u; whoami; echo $HOME; cat mine; touch made; git init -q g && cd g && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x && echo committed; chmod 777 .. ../made")
 	want := fmt.Sprintf("%d\nagent\n/home/agent\nxcommitted\n", uidA)
 	if string(res.Stdout) != want || res.ExitCode != 0 {
 		t.Fatalf("inside: %q (stderr %q), want %q", res.Stdout, res.Stderr, want)
@@ -144,6 +144,12 @@ func TestSandboxUIDIsNoHostAccount(t *testing.T) {
 	after, _ := os.Stat(ws)
 	if !sameOwner(before, after) || owner(t, filepath.Join(ws, "made")) != int(before.Sys().(*syscall.Stat_t).Uid) {
 		t.Errorf("workspace not handed back to its owner")
+	}
+	// Nor left writable by any local user, as the sandbox made it.
+	for _, p := range []string{ws, filepath.Join(ws, "made")} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o002 != 0 {
+			t.Errorf("%s handed back writable by others: %v", p, fi.Mode())
+		}
 	}
 }
 

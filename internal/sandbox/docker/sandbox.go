@@ -177,7 +177,7 @@ func (d *Driver) handBack(h record) error {
 	err = errors.Join(err, releaseQuota(h))
 	var o owner
 	if _, scanErr := fmt.Sscanf(h.WorkspaceOwner, "%d:%d", &o.uid, &o.gid); scanErr == nil && !h.OwnsWorkspace {
-		err = errors.Join(err, chownTree(h.WorkspaceDir, o))
+		err = errors.Join(err, loopdisk.GiveBack(h.WorkspaceDir, o.uid, o.gid))
 	}
 	return err
 }

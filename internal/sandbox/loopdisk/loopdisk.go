@@ -499,6 +499,22 @@ func ChownTree(dir string, uid, gid int) error {
 	return nil
 }
 
+// GiveBack gives a person's directory that a sandbox worked in back to
+// uid:gid (ChownTree) and takes write permission from others on every
+// entry (chmod -R o-w, which follows no link): the sandbox owned it all
+// while it ran and may have left a directory or file, the top one
+// included, that any local user could then write, for its owner to run.
+// Changing the owner already clears set-uid and set-gid on files.
+func GiveBack(dir string, uid, gid int) error {
+	if err := ChownTree(dir, uid, gid); err != nil {
+		return err
+	}
+	if err := run("chmod", "-R", "o-w", "--", dir); err != nil {
+		return fmt.Errorf("workspace mode: %w", err)
+	}
+	return nil
+}
+
 // Mounted reports whether dir is a mount point.
 func Mounted(dir string) bool {
 	var a, b unix.Stat_t

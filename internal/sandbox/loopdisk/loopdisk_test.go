@@ -300,3 +300,41 @@ func TestChownTreeDeepAndLinks(t *testing.T) {
 		t.Errorf("a/a/a owned by %d:%d", st.Uid, st.Gid)
 	}
 }
+
+// TestGiveBackLeavesNothingWritableByOthers: the sandbox owns a person's
+// directory while it runs (in place) and may chmod 0777 it, .git/hooks or
+// a file; handed back, that would let any local user write code its owner
+// (root, for --in-place) then runs. Nothing is left writable by others;
+// what a link points to is never changed.
+func TestGiveBackLeavesNothingWritableByOthers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	dir, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "target")
+	os.WriteFile(target, nil, 0o666)
+	os.Chmod(target, 0o666)
+	os.Symlink(target, filepath.Join(dir, "link"))
+	os.MkdirAll(filepath.Join(dir, ".git", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
+	for path, mode := range map[string]os.FileMode{dir: 0o777, filepath.Join(dir, ".git", "hooks"): 0o777 | os.ModeSticky, filepath.Join(dir, "f"): 0o666} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := GiveBack(dir, 4242, 4243); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{dir: 0o775, filepath.Join(dir, ".git", "hooks"): 0o775 | os.ModeSticky, filepath.Join(dir, "f"): 0o664} {
+		fi, err := os.Lstat(path)
+		if err != nil || fi.Mode().Perm()|fi.Mode()&os.ModeSticky != want {
+			t.Errorf("%s: mode %v, want %v", path, fi.Mode(), want)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != 4242 || st.Gid != 4243 {
+			t.Errorf("%s owned by %d:%d", path, st.Uid, st.Gid)
+		}
+	}
+	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o666 {
+		t.Errorf("the link's target was changed: %v", fi.Mode())
+	}
+}

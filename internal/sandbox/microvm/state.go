@@ -179,7 +179,7 @@ func removeState(st State) error {
 	if st.WorkspaceOwner != "" && !st.OwnsWorkspace {
 		var uid, gid int
 		if _, err := fmt.Sscanf(st.WorkspaceOwner, "%d:%d", &uid, &gid); err == nil {
-			if err := loopdisk.ChownTree(st.WorkspaceDir, uid, gid); err != nil {
+			if err := loopdisk.GiveBack(st.WorkspaceDir, uid, gid); err != nil {
 				errs = append(errs, fmt.Errorf("give the workspace back: %w", err))
 			}
 		}
