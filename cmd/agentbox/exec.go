@@ -171,7 +171,19 @@ func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecReq
 			fmt.Fprintln(stderr, "agentbox: command was killed for running out of memory")
 		}
 	}
-	return res.ExitCode, nil
+	return exitStatus(stderr, res.ExitCode), nil
+}
+
+// exitStatus is the status exec exits with for the command's exit code as
+// the guest reported it: the code itself when a process can exit with it
+// (0-255), else 1 with a line saying so, so that a guest's 256 is not taken
+// by the shell for success.
+func exitStatus(stderr io.Writer, code int) int {
+	if code >= 0 && code <= 255 {
+		return code
+	}
+	fmt.Fprintf(stderr, "agentbox: the sandbox reported exit code %d, which no process exits with; exiting 1\n", code)
+	return 1
 }
 
 // execFailed says on stderr how a command's run ended in err, and returns
