@@ -14,6 +14,7 @@
 package ignore
 
 import (
+	"cmp"
 	"io"
 	"os"
 	"path"
@@ -72,6 +73,7 @@ type Matcher struct {
 	read    int64           // bytes of .gitignore files Load read
 	matched int             // rules matched against a path so far
 	until   time.Time       // the end of maxMatching, from the first match
+	budget  time.Duration   // maxMatching, unless a test set another
 	spent   bool            // maxMatching is over: no rule applies
 	work    int             // rules tried, up to maxWork
 	dirs    map[string]bool // Hidden of the directories above the paths asked for
@@ -155,7 +157,7 @@ func (m *Matcher) overTime() bool {
 	if m.matched++; m.matched%32 == 1 && !m.spent {
 		now := time.Now()
 		if m.until.IsZero() {
-			m.until = now.Add(maxMatching)
+			m.until = now.Add(cmp.Or(m.budget, maxMatching))
 		}
 		m.spent = now.After(m.until)
 	}
