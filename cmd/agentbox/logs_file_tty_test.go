@@ -28,7 +28,11 @@ func TestLogsToAFileIsPlainText(t *testing.T) {
 	e.Emit(id, event.Output{Stream: "stdout", Text: "done 50%\rdone 100%\r\n2 passed\n"})
 	e.Emit(id, event.Exit{ExitCode: 0, DurationMS: 7})
 	e.Finish(id, store.StatusComplete, "")
-	screen := tty.WaitFor("logs to end", 30*time.Second, func(string) bool { _, done := tty.Exited(); return done })
+	// The pane may show the last lines a moment after the process ended.
+	screen := tty.WaitFor("logs to end and its last line on the screen", 30*time.Second, func(s string) bool {
+		_, done := tty.Exited()
+		return done && strings.Contains(s, "[complete]")
+	})
 	if code, _ := tty.Exited(); code != 0 {
 		t.Errorf("exit %d; the screen:\n%s", code, screen)
 	}
