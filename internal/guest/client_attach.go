@@ -41,7 +41,7 @@ func (c *Client) ExecAttach(ctx context.Context, req AttachRequest, aio AttachIO
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	w := NewFrameWriter(conn)
+	w := &frameWriter{w: conn}
 	if req.Interactive && aio.Stdin != nil {
 		go copyStdin(w, aio.Stdin)
 	}
@@ -124,24 +124,24 @@ func readAttached(conn io.Reader, aio AttachIO) (ExecResult, error) {
 }
 
 // copyStdin sends r as FrameStdin frames, then FrameStdinEOF.
-func copyStdin(w *FrameWriter, r io.Reader) {
+func copyStdin(w *frameWriter, r io.Reader) {
 	buf := make([]byte, MaxFramePayload)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			if w.Frame(FrameStdin, buf[:n]) != nil {
+			if w.write(FrameStdin, buf[:n]) != nil {
 				return
 			}
 		}
 		if err != nil {
-			_ = w.Frame(FrameStdinEOF, nil)
+			_ = w.write(FrameStdinEOF, nil)
 			return
 		}
 	}
 }
 
 // forwardResizes sends each size from sizes until done.
-func forwardResizes(w *FrameWriter, sizes <-chan WindowSize, done <-chan struct{}) {
+func forwardResizes(w *frameWriter, sizes <-chan WindowSize, done <-chan struct{}) {
 	for {
 		select {
 		case <-done:
@@ -150,9 +150,21 @@ func forwardResizes(w *FrameWriter, sizes <-chan WindowSize, done <-chan struct{
 			if !ok {
 				return
 			}
-			if w.Frame(FrameResize, ResizePayload(ws)) != nil {
+			if w.write(FrameResize, ResizePayload(ws)) != nil {
 				return
 			}
 		}
 	}
+}
+
+// frameWriter writes whole frames from several goroutines.
+type frameWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (f *frameWriter) write(typ byte, p []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return WriteFrame(f.w, typ, p)
 }

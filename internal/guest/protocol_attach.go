@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"sync"
 )
 
 // POST /exec/attach runs one command attached to the connection, as
@@ -67,24 +66,6 @@ const (
 
 // MaxFramePayload bounds one frame; a larger length is a protocol error.
 const MaxFramePayload = 64 << 10
-
-// FrameWriter writes whole frames to one connection from several
-// goroutines (stdin and resizes on the host, stdout and stderr in the
-// guest).
-type FrameWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-// NewFrameWriter writes frames to w.
-func NewFrameWriter(w io.Writer) *FrameWriter { return &FrameWriter{w: w} }
-
-// Frame writes one frame, after any other goroutine's.
-func (f *FrameWriter) Frame(typ byte, p []byte) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return WriteFrame(f.w, typ, p)
-}
 
 // WriteFrame writes one frame of type typ carrying p (at most MaxFramePayload bytes).
 func WriteFrame(w io.Writer, typ byte, p []byte) error {

@@ -69,7 +69,7 @@ func (s *Server) execAttach(w http.ResponseWriter, r *http.Request) {
 // attached runs p with its streams on conn (read through in) and sends
 // its result last.
 func (s *Server) attached(r *http.Request, p prepared, req guest.AttachRequest, in io.Reader, conn net.Conn) {
-	send := &frameSender{guest.NewFrameWriter(conn)}
+	send := &frameSender{w: conn}
 	oomBefore := proc.OOMKills()
 	a, err := startAttached(p, req)
 	if err != nil {
@@ -79,7 +79,7 @@ func (s *Server) attached(r *http.Request, p prepared, req guest.AttachRequest, 
 			res.StartError = res.StartError[:4<<10]
 			res.Stderr = []byte(res.StartError + "\n")
 		}
-		_ = send.Frame(guest.FrameStderr, res.Stderr)
+		_ = send.frame(guest.FrameStderr, res.Stderr)
 		res.Stderr = nil
 		send.exit(res)
 		return
@@ -334,13 +334,22 @@ func closeAll(fs []*os.File) {
 }
 
 // frameSender writes whole frames to the host from several goroutines.
-type frameSender struct{ *guest.FrameWriter }
+type frameSender struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (f *frameSender) frame(typ byte, p []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return guest.WriteFrame(f.w, typ, p)
+}
 
 // exit sends the result, the last frame.
 func (f *frameSender) exit(res guest.ExecResult) {
 	b, err := json.Marshal(res)
 	if err == nil {
-		_ = f.Frame(guest.FrameExit, b)
+		_ = f.frame(guest.FrameExit, b)
 	}
 }
 
@@ -368,7 +377,7 @@ func (f *frameStream) Write(p []byte) (int, error) {
 	}()
 	for rest := p; len(rest) > 0; {
 		n := min(len(rest), guest.MaxFramePayload)
-		if err := f.send.Frame(f.typ, rest[:n]); err != nil {
+		if err := f.send.frame(f.typ, rest[:n]); err != nil {
 			return 0, err
 		}
 		f.mu.Lock()
