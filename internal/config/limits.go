@@ -13,8 +13,27 @@ import (
 
 // sandboxEnv reads the sandbox limits, the uid range and the ceilings.
 func sandboxEnv(lookup func(string) (string, bool), s *Sandbox) []error {
-	size := func(key string, dst *int64) error { return sizeEnv(lookup, key, dst) }
-	count := func(key string, dst *int64) error { return int64Env(lookup, key, dst) }
+	size := func(key string, dst *int64) error {
+		v, ok := lookup(key)
+		if !ok || v == "" {
+			return nil
+		}
+		n, err := ParseMemory(v)
+		*dst = n
+		return wrapEnv(key, err)
+	}
+	count := func(key string, dst *int64) error {
+		v, ok := lookup(key)
+		if !ok || v == "" {
+			return nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a whole number", key, v)
+		}
+		*dst = n
+		return nil
+	}
 	c := &s.Ceilings
 	errs := []error{
 		size("AGENTBOX_SANDBOX_DISK", &s.DiskBytes),
