@@ -56,6 +56,9 @@ type Capabilities struct {
 	Snapshot bool
 	// Transport is how the host reaches the guest (TransportUnix, ...).
 	Transport string
+	// Bind says whether a sandbox can be created unbound (Spec.Binding
+	// nil) and bound to its job later (Binder), as a warm pool needs.
+	Bind bool
 }
 
 // CheckNetwork refuses, with ErrInvalidSpec, a network mode a Spec may not

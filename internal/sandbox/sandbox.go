@@ -118,6 +118,13 @@ type Spec struct {
 	// services (a job's "/v1/jobs/{id}"); the guest builds the links of
 	// the Jupyter and noVNC pages from it.
 	WebBase string
+	// Binding, if set, binds the sandbox to its job as it is created (what
+	// Start does on a driver without Capabilities.Bind); nil makes an
+	// unbound sandbox, for Binder.Bind to bind later.
+	//
+	// Issue 28 moves JobID, WorkspaceDir, ManagedWorkspace, Env and
+	// WebBase above into Binding; until then both are read.
+	Binding *Binding
 }
 
 // CheckDisplay refuses a display size outside 320x200..7680x4320 (one
