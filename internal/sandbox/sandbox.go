@@ -1,8 +1,8 @@
 // Package sandbox is the contract between agentbox and the engines that run
 // its sandboxes: a Driver creates, recovers and lists sandboxes; a Sandbox is
 // one running, locked-down environment whose guest daemon executes commands
-// and file operations. Implementations live in subpackages (docker/) and all
-// pass the conformance suite in sandboxtest/.
+// and file operations. Implementations live in subpackages (docker/,
+// microvm/) and all pass the conformance suite in sandboxtest/.
 //
 // Rules every implementation follows:
 //   - A non-zero exit code is data (a guest.ExecResult), not an error. An error

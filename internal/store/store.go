@@ -1,6 +1,7 @@
 // Package store is the contract for agentbox's durable state: jobs, their
 // leases, and each job's append-only event log. Implementations live in
-// subpackages (sqlite/, later postgres/) and all pass storetest.Run.
+// subpackages (sqlite/ for one host, postgres/ for several; sqlstore/ holds
+// what both share) and all pass storetest.Run.
 //
 // Rules every implementation follows:
 //   - A method that returns without error has made its write durable: a crash
