@@ -27,7 +27,7 @@ func podmanHost(t *testing.T) string {
 	host, required := os.LookupEnv("AGENTBOX_TEST_PODMAN_HOST")
 	if !required {
 		if _, err := os.Stat(podmanSocket); err != nil {
-			t.Skip("skipping: no Podman service: set AGENTBOX_TEST_PODMAN_HOST or start one at " + podmanSocket + " (.ci/run does)")
+			t.Skip("skipping: no Podman service: set AGENTBOX_TEST_PODMAN_HOST (.ci/run starts one and sets it) or start one at " + podmanSocket)
 		}
 		host = "unix://" + podmanSocket
 	}
