@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,14 +75,15 @@ func newPodmanDriver(t *testing.T, mod ...func(*docker.Config)) *docker.Driver {
 // service through its Docker-compatible API, and checks there what the
 // driver does differently for Podman (engine_compat.go): agentbox's
 // seccomp profile applied, the TCP guest transport, /tmp noexec as on
-// Docker, and the gvisor tier refused rather than run under runc.
+// Docker, List finding the driver's sandboxes, and the gvisor tier refused
+// rather than run under runc.
 func TestPodmanConformance(t *testing.T) {
 	d := newPodmanDriver(t)
 	if e, err := d.Engine(context.Background()); err != nil || e.Name != "Podman" {
 		t.Fatalf("engine %+v, %v: want Podman", e, err)
 	}
 	t.Run("suite", func(t *testing.T) { sandboxtest.Run(t, d) })
-	t.Run("TCPTransportAndSeccomp", func(t *testing.T) {
+	t.Run("TCPSeccompNoexecList", func(t *testing.T) {
 		if os.Geteuid() != 0 {
 			t.Skip("skipping: the tcp transport needs root")
 		}
@@ -95,6 +97,12 @@ func TestPodmanConformance(t *testing.T) {
 		res := command(t, s.Guest(), "sh", "-c", "cp /bin/true /tmp/t && /tmp/t; echo $?")
 		if string(res.Stdout) != "126\n" {
 			t.Errorf("a binary in /tmp ran (exit %q), want /tmp noexec as on Docker", res.Stdout)
+		}
+		// The reaper finds sandboxes by List, which knows its own by the
+		// names Podman reports.
+		ls, err := d.List(context.Background())
+		if err != nil || !slices.ContainsFunc(ls, func(l sandbox.Listed) bool { return l.Handle.ID == s.Handle().ID && l.Running }) {
+			t.Errorf("List: %+v, %v: want the running sandbox %s", ls, err, s.Handle().ID)
 		}
 	})
 	t.Run("GVisorRefused", func(t *testing.T) {
