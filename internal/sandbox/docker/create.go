@@ -58,11 +58,9 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		return nil, err
 	}
 	cfg, hostCfg := d.containerConfig(spec, s.h, img)
-	seccomp, err := d.seccompFor(ctx, h.StateDir)
-	if err != nil {
+	if err := d.fitEngine(ctx, hostCfg, h.StateDir); err != nil {
 		return nil, err
 	}
-	hostCfg.SecurityOpt = []string{"no-new-privileges", seccomp}
 	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, s.h.Ref)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) { // removed since inspectImage looked

@@ -123,9 +123,10 @@ type Driver struct {
 	uids map[int]bool
 	// disks are the loop disk templates, in the state dir's .disks.
 	disks *loopdisk.Templates
-	// podman is whether the engine is Podman, asked once.
-	engineOnce sync.Once
-	podman     bool
+	// engineKnown is whether podman, the engine being Podman, was asked
+	// (isPodman), under engineMu.
+	engineMu            sync.Mutex
+	engineKnown, podman bool
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -248,6 +249,9 @@ func capabilities(runtime, transport string) sandbox.Capabilities {
 func (d *Driver) Available(ctx context.Context) error {
 	if d.cfg.Runtime == "" {
 		return nil
+	}
+	if podman, err := d.isPodman(ctx); err == nil && podman {
+		return fmt.Errorf("%w: %s", sandbox.ErrIsolationUnavailable, PodmanIgnoresRuntime)
 	}
 	info, err := d.cli.Info(ctx)
 	if err != nil {

@@ -30,6 +30,13 @@ func TestMain(m *testing.M) { testenv.MainWithGuest(m, &guestBinary) }
 func newDriver(t *testing.T, mod ...func(*docker.Config)) *docker.Driver {
 	t.Helper()
 	testenv.DockerWithImage(t)
+	return openDriver(t, mod...)
+}
+
+// openDriver returns a driver with a short state dir, on the engine mod
+// names (Config.Host) or DOCKER_HOST's, without checking it.
+func openDriver(t *testing.T, mod ...func(*docker.Config)) *docker.Driver {
+	t.Helper()
 	state, err := os.MkdirTemp("", "abs")
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package docker
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -33,16 +32,12 @@ func compactJSON(b []byte) string {
 	return out.String()
 }
 
-// seccompFor is the security option applying seccompProfile on this
-// driver's engine. Podman's Docker-compatible API reads the option's value
-// as a file path (podman#27710), so there the profile is written into the
-// sandbox's private state dir and named by path.
-func (d *Driver) seccompFor(ctx context.Context, stateDir string) (string, error) {
-	d.engineOnce.Do(func() {
-		e, err := d.Engine(ctx)
-		d.podman = err == nil && e.Name == "Podman"
-	})
-	if !d.podman {
+// seccompFor is the security option applying seccompProfile on an engine
+// that is Podman or not. Podman's Docker-compatible API reads the option's
+// value as a file path (podman#27710), so there the profile is written into
+// the sandbox's private state dir and named by path.
+func seccompFor(podman bool, stateDir string) (string, error) {
+	if !podman {
 		return seccompOpt, nil
 	}
 	path := filepath.Join(stateDir, "seccomp.json")
