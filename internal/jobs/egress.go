@@ -68,7 +68,7 @@ func (s *Scheduler) startEgress(ctx context.Context, j store.Job, sb sandbox.San
 	// change made since reached no proxy, and its event is before where
 	// the log is followed from. Once changes are followed, the policy in
 	// force now is read and applied.
-	stopLocal := s.netWatch.add(j.ID, je.SetPolicy)
+	stopLocal := s.feed.net.add(j.ID, je.SetPolicy)
 	after, err := s.store.LastSeq(ctx, j.ID)
 	if err != nil {
 		s.log.Warn("follow network policy", "job_id", j.ID, "err", err)
@@ -120,7 +120,7 @@ func (je *jobEgress) Denied(since time.Time) []event.Network {
 // replica) appended to the job's log after seq after: the local ones were
 // applied when they were made (Service.WatchNetwork).
 func (s *Scheduler) followPolicy(ctx context.Context, id string, after int64, apply func(egress.Policy)) {
-	ch, unsub := s.hub.subscribe(id)
+	ch, unsub := s.feed.subscribe(id)
 	defer unsub()
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()

@@ -35,11 +35,6 @@ type netWatchers struct {
 	byID map[string]map[int]func(egress.Policy)
 }
 
-// SetEgress sets the operator's egress settings that jobs' policies are
-// checked against (config.Egress.Policy); nil, or never set: every mode,
-// no presets or secrets, and mode none for a job that states no policy.
-func (s *Service) SetEgress(c *egress.Config) { s.egress = c }
-
 func (s *Service) egressConfig() *egress.Config {
 	if s.egress == nil {
 		return &egress.Config{}
@@ -145,8 +140,8 @@ func (s *Service) UpdateNetwork(ctx context.Context, id string, fn func(egress.P
 		}
 		return p, fmt.Errorf("set network of job %s: %w", id, err)
 	}
-	s.hub.notify(id)
-	for _, fn := range s.netWatch.of(id) {
+	s.feed.notify(id)
+	for _, fn := range s.feed.net.of(id) {
 		fn(p)
 	}
 	return p, nil
@@ -156,7 +151,7 @@ func (s *Service) UpdateNetwork(ctx context.Context, id string, fn func(egress.P
 // changes it in this process, until stop is called. fn runs in
 // SetNetwork's goroutine, before it returns: it must not block.
 func (s *Service) WatchNetwork(id string, fn func(egress.Policy)) (stop func()) {
-	return s.netWatch.add(id, fn)
+	return s.feed.net.add(id, fn)
 }
 
 // add registers fn as a watcher of job id's policy until stop.

@@ -26,11 +26,10 @@ func netService(t *testing.T) (*jobs.Service, store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := jobs.NewService(st, workspace.NewLocal(dir), 3, nil)
 	pypi, _ := egress.ParseRule("pypi.org")
-	svc.SetEgress(&egress.Config{Presets: map[string][]egress.Rule{"python": {pypi}},
+	svc := newService(t, jobs.ServiceConfig{Store: st, Workspaces: workspace.NewLocal(dir), Egress: &egress.Config{Presets: map[string][]egress.Rule{"python": {pypi}},
 		Secrets: map[string]egress.Secret{"github": {Hosts: []string{"api.github.com"}, Header: "Authorization: Bearer {value}", Env: "GH_TOKEN"}},
-		Modes:   []string{"none", "allow"}})
+		Modes:   []string{"none", "allow"}}})
 	return svc, st
 }
 
