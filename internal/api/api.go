@@ -146,7 +146,7 @@ type Service interface {
 	Workers(ctx context.Context) ([]jobs.WorkerStatus, error)
 	// SetNetwork and Network are a job's egress policy and what its
 	// sandbox did on the network.
-	SetNetwork(ctx context.Context, id string, p egress.Policy, by string) (egress.Policy, error)
+	SetNetwork(ctx context.Context, id string, p egress.Policy) (egress.Policy, error)
 	Network(ctx context.Context, id string) (jobs.NetworkSummary, error)
 	Sandboxes
 }

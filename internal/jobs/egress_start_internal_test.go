@@ -56,7 +56,7 @@ func TestStartEgressCurrentPolicy(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"allow": ["pypi.example"]}`), &narrow); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.SetNetwork(ctx, j.ID, narrow, "alice"); err != nil { // while the sandbox is made
+	if _, err := svc.SetNetwork(WithPrincipal(ctx, Principal{Name: "alice"}), j.ID, narrow); err != nil { // while the sandbox is made
 		t.Fatal(err)
 	}
 	je, _, err := sched.prepareEgress(claimed)
