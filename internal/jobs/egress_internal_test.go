@@ -75,7 +75,7 @@ func TestFollowPolicyAppliesAnotherProcesssChange(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.followPolicy(ctx, j.ID, 0, func(p egress.Policy) { got <- p })
+		s.feed.followPolicy(ctx, j.ID, 0, func(p egress.Policy) { got <- p })
 	}()
 	// What another process writes: the row and the event, no local call.
 	raw, _ := json.Marshal(egress.Policy{Mode: egress.ModeAllow, Allow: []egress.Rule{mustRule(t, "late.test")}})
