@@ -161,6 +161,22 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
+// tick calls fn every d until ctx ends or fn returns false.
+func tick(ctx context.Context, d time.Duration, fn func() (goOn bool)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if !fn() {
+				return
+			}
+		}
+	}
+}
+
 // takeNotes acts on notes until the subscription or ctx ends.
 func (f *Feed) takeNotes(ctx context.Context, notes <-chan store.Note) {
 	for {

@@ -93,18 +93,12 @@ func NewReaper(cfg ReaperConfig) *Reaper {
 
 // Run requeues the jobs of dead workers until ctx ends.
 func (r *Reaper) Run(ctx context.Context) {
-	t := time.NewTicker(r.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if jobs := requeueDead(ctx, r.feed, r.log, "", nil); len(jobs) > 0 {
-				r.feed.wake()
-			}
+	tick(ctx, r.every, func() bool {
+		if jobs := requeueDead(ctx, r.feed, r.log, "", nil); len(jobs) > 0 {
+			r.feed.wake()
 		}
-	}
+		return true
+	})
 }
 
 func (s *Scheduler) destroyStale(ctx context.Context, j store.Job) {

@@ -213,25 +213,19 @@ func (s *Scheduler) startHeartbeat(ctx context.Context, cancel context.CancelCau
 // heartbeat extends the lease until ctx ends; it cancels the job when the
 // lease is lost or a cancel was requested through another server.
 func (s *Scheduler) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, id string) {
-	t := time.NewTicker(s.cfg.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick(ctx, s.cfg.Heartbeat, func() bool {
 		j, err := s.store.Heartbeat(ctx, id, s.cfg.WorkerID, s.cfg.Lease)
 		switch {
 		case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrNotFound):
 			cancel(errLeaseLost)
-			return
+			return false
 		case err != nil:
 			s.log.Warn("heartbeat", "job_id", id, "err", err) // retried next tick; the lease outlives two misses
 		case j.CancelRequested:
 			cancel(errCanceled)
 		}
-	}
+		return true
+	})
 }
 
 // attemptResult is how an attempt ended: the agent's Outcome, the error

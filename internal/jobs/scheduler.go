@@ -194,16 +194,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // reapLoop periodically requeues jobs whose worker died and removes this
 // worker's orphaned sandboxes, also while every slot is busy.
 func (s *Scheduler) reapLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.ReapInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.reclaim(ctx, "")
-		}
-	}
+	tick(ctx, s.cfg.ReapInterval, func() bool {
+		s.reclaim(ctx, "")
+		return true
+	})
 }
 
 func (s *Scheduler) claimLoop(ctx context.Context) {
