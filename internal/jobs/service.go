@@ -163,27 +163,33 @@ type Service struct {
 	snaps *snapshots
 }
 
+// defaults fills in the zero fields of c that have a default.
+func (c *ServiceConfig) defaults() {
+	def := config.Default().Sandbox
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
+	c.Ceilings = cmp.Or(c.Ceilings, def.Ceilings)
+	if c.Images == nil {
+		c.Images = def.AllowedImages()
+	}
+	if c.Scheduler != nil {
+		// The scheduler's events wake the service's followers, and its
+		// proxies hear the policy changes made here.
+		c.Feed = cmp.Or(c.Feed, c.Scheduler.feed)
+		c.Lease = cmp.Or(c.Lease, c.Scheduler.cfg.Lease)
+	}
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
+	if c.Feed == nil {
+		c.Feed = NewFeed(c.Store, nil)
+	}
+}
+
 // NewService returns the service cfg describes.
 func NewService(cfg ServiceConfig) (*Service, error) {
-	def := config.Default().Sandbox
+	cfg.defaults()
 	s := &Service{store: cfg.Store, feed: cfg.Feed, sched: cfg.Scheduler, ws: cfg.Workspaces,
-		maxAtt: cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts), lease: cfg.Lease, ceilings: cmp.Or(cfg.Ceilings, def.Ceilings),
-		images: cfg.Images, noMessages: cfg.NoMessages, checkModel: cfg.CheckModel, repos: cfg.Repos,
-		maxUpload: cfg.MaxUpload, media: cfg.Media, isolation: cfg.Isolation, checkIsolation: cfg.CheckIsolation,
-		egress: cfg.Egress}
-	if s.images == nil {
-		s.images = def.AllowedImages()
-	}
-	if s.feed == nil && s.sched != nil {
-		s.feed = s.sched.feed // the scheduler's events wake the service's followers, its proxies hear the policy changes made here
-	}
-	if s.lease == 0 && s.sched != nil {
-		s.lease = s.sched.cfg.Lease
-	}
-	s.lease = cmp.Or(s.lease, DefaultLease)
-	if s.feed == nil {
-		s.feed = NewFeed(cfg.Store, nil)
-	}
+		maxAtt: cfg.MaxAttempts, lease: cfg.Lease, ceilings: cfg.Ceilings, images: cfg.Images,
+		noMessages: cfg.NoMessages, checkModel: cfg.CheckModel, repos: cfg.Repos, maxUpload: cfg.MaxUpload,
+		media: cfg.Media, isolation: cfg.Isolation, checkIsolation: cfg.CheckIsolation, egress: cfg.Egress}
 	if cfg.Snapshots != "" {
 		var err error
 		if s.snaps, err = newSnapshots(cfg.Snapshots); err != nil {
