@@ -227,7 +227,6 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 		j.reaper = jobs.NewReaper(jobs.ReaperConfig{Feed: j.feed, Lease: jc.sched.Lease, Metrics: j.metrics, Log: jc.sched.Log})
 		return nil
 	}
-	var d Driver
 	d, err := NewDriver(cfg, log, jc.sched.Concurrency)
 	if err != nil {
 		return err
