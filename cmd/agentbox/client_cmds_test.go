@@ -17,6 +17,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wire"
 )
@@ -291,7 +292,7 @@ func TestClientCommandsExplainThemselves(t *testing.T) {
 // and shows it in the job's status, or refuses it naming the images allowed.
 func TestSubmitImage(t *testing.T) {
 	e := clientEnv(t)
-	e.Svc.SetImages([]string{config.DefaultImage, "python-ml:latest"})
+	e.Configure(func(c *jobs.ServiceConfig) { c.Images = []string{config.DefaultImage, "python-ml:latest"} })
 	out, _ := mustRun(t, "submit", "--image", "python-ml", "train it")
 	id := strings.TrimSpace(out)
 	if j, err := e.Svc.Get(context.Background(), id); err != nil || j.Image != "python-ml:latest" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/egress"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
@@ -36,7 +37,7 @@ func egressSettings(t *testing.T) *egress.Config {
 // policy, the server keeps it, and status shows it on one line.
 func TestSubmitNetworkFlags(t *testing.T) {
 	e := clientEnv(t)
-	e.Svc.SetEgress(egressSettings(t))
+	e.Configure(func(c *jobs.ServiceConfig) { c.Egress = egressSettings(t) })
 	out, _ := mustRun(t, "submit", "--allow", "news.ycombinator.com", "--allow", "*.example.org:8443", "--deny", "ads.example.org",
 		"--preset", "python", "--secret", "github", "scrape it")
 	id := strings.TrimSpace(out)

@@ -52,7 +52,7 @@ type Config struct {
 	// MaxUploadBytes caps a multipart submission's workspace part, as sent
 	// (compressed): the whole body may be this, MaxBodyBytes and 64 MiB of
 	// archive overhead (413 beyond). Default 1 GiB. What the workspace may
-	// unpack to is the service's limit (jobs.Service.SetMaxUpload).
+	// unpack to is the service's limit (jobs.ServiceConfig.MaxUpload).
 	MaxUploadBytes int64
 	// BaseURL, e.g. "https://agentbox.example.com", makes links absolute;
 	// empty gives root-relative links.
@@ -146,7 +146,7 @@ type Service interface {
 	Workers(ctx context.Context) ([]jobs.WorkerStatus, error)
 	// SetNetwork and Network are a job's egress policy and what its
 	// sandbox did on the network.
-	SetNetwork(ctx context.Context, id string, p egress.Policy, by string) (egress.Policy, error)
+	SetNetwork(ctx context.Context, id string, p egress.Policy) (egress.Policy, error)
 	Network(ctx context.Context, id string) (jobs.NetworkSummary, error)
 	Sandboxes
 }

@@ -53,7 +53,7 @@ func (f fakeService) Artifacts(context.Context, string, io.Writer, artifact.Opti
 	panic("not used")
 }
 func (f fakeService) Diff(context.Context, string, bool, io.Writer) error { panic("not used") }
-func (f fakeService) SetNetwork(context.Context, string, egress.Policy, string) (egress.Policy, error) {
+func (f fakeService) SetNetwork(context.Context, string, egress.Policy) (egress.Policy, error) {
 	panic("not used")
 }
 func (f fakeService) Network(context.Context, string) (jobs.NetworkSummary, error) {

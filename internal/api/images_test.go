@@ -7,6 +7,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/jobs"
 )
 
 // TestSubmitImage: a job may name the sandbox image or one of
@@ -16,7 +17,7 @@ func TestSubmitImage(t *testing.T) {
 	e := apitest.New(t, api.Config{})
 	sb := config.Default().Sandbox
 	sb.Images = []string{"python-ml:latest", "node-tools:20"}
-	e.Svc.SetImages(sb.AllowedImages())
+	e.Configure(func(c *jobs.ServiceConfig) { c.Images = sb.AllowedImages() })
 	for body, want := range map[string]string{
 		`{"task":"x","image":"python-ml"}`:                   "python-ml:latest",
 		`{"task":"x","image":"python-ml:latest"}`:            "python-ml:latest",

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/drivers"
 	"github.com/agentbox/agentbox/internal/wire"
@@ -30,7 +31,7 @@ func TestIsolation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Svc.SetIsolation(sandbox.IsolationContainer, tiers.Check)
+	e.Configure(func(c *jobs.ServiceConfig) { c.Isolation, c.CheckIsolation = sandbox.IsolationContainer, tiers.Check })
 	for _, tt := range []struct{ iso, want string }{
 		{"microvm", "no qemu-system-x86_64: apt-get install qemu-system-x86"},
 		{"gvisor", "runsc is not registered: run scripts/setup.sh"},

@@ -10,6 +10,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wire"
 )
@@ -191,7 +192,9 @@ func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
 
 func TestLimitsOverCeilings(t *testing.T) {
 	e := apitest.New(t, api.Config{})
-	e.Svc.SetCeilings(config.Ceilings{MemoryBytes: 8 << 30, NanoCPUs: 2e9, PidsLimit: 4096, DiskBytes: 20 << 30, Timeout: time.Hour, MaxSteps: 500})
+	e.Configure(func(c *jobs.ServiceConfig) {
+		c.Ceilings = config.Ceilings{MemoryBytes: 8 << 30, NanoCPUs: 2e9, PidsLimit: 4096, DiskBytes: 20 << 30, Timeout: time.Hour, MaxSteps: 500}
+	})
 	for _, tt := range []struct{ limits, want string }{
 		{`{"memory":"1t"}`, "limits.memory 1TiB is over its ceiling 8GiB (AGENTBOX_CEILING_MEMORY)"},
 		{`{"cpus":3}`, "limits.cpus 3 is over its ceiling 2 (AGENTBOX_CEILING_CPUS)"},

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/wire"
 )
 
@@ -31,6 +32,7 @@ func (s *server) wrap(rt route) http.Handler {
 			s.fail(rec, r, rt, err)
 			return
 		}
+		r = r.WithContext(jobs.WithPrincipal(r.Context(), s.principal(r)))
 		if err := rt.h(rec, r); err != nil {
 			s.fail(rec, r, rt, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/agentbox/agentbox/internal/egress"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/wire"
 )
 
@@ -38,7 +39,7 @@ func (s *server) setNetwork(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, min(s.cfg.MaxBodyBytes, maxPolicyBytes), &p); err != nil {
 		return err
 	}
-	out, err := s.svc.SetNetwork(r.Context(), pathID(r), p, s.caller(r))
+	out, err := s.svc.SetNetwork(r.Context(), pathID(r), p)
 	if err != nil {
 		return err
 	}
@@ -46,13 +47,15 @@ func (s *server) setNetwork(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// caller names who makes r, for the record of what it changes: "ui" for
-// the web UI's session, "api" for a bearer token (tokens have no names).
-func (s *server) caller(r *http.Request) string {
+// principal is who makes r, once its credentials passed the route's
+// guard: "ui" for the web UI's session, "api" for a bearer token (tokens
+// have no names). It rides on the request's context into every Service
+// call (jobs.WithPrincipal), which records what it changes as done by it.
+func (s *server) principal(r *http.Request) jobs.Principal {
 	if r.Header.Get(CSRFHeader) != "" && !s.validToken(r.Header.Get("Authorization")) {
-		return "ui"
+		return jobs.Principal{Name: "ui"}
 	}
-	return "api"
+	return jobs.Principal{Name: "api"}
 }
 
 // policyError is a policy's decoding error as a 400 naming its field

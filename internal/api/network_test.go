@@ -11,6 +11,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/wire"
 )
 
@@ -19,9 +20,11 @@ import (
 func netEnv(t *testing.T) *apitest.Env {
 	e := apitest.New(t, api.Config{})
 	pypi, _ := egress.ParseRule("pypi.org")
-	e.Svc.SetEgress(&egress.Config{Presets: map[string][]egress.Rule{"python": {pypi}},
-		Secrets: map[string]egress.Secret{"github": {Hosts: []string{"api.github.com"}, Header: "Authorization: Bearer {value}", Env: "GH_TOKEN"}},
-		Modes:   []string{"none", "allow"}})
+	e.Configure(func(c *jobs.ServiceConfig) {
+		c.Egress = &egress.Config{Presets: map[string][]egress.Rule{"python": {pypi}},
+			Secrets: map[string]egress.Secret{"github": {Hosts: []string{"api.github.com"}, Header: "Authorization: Bearer {value}", Env: "GH_TOKEN"}},
+			Modes:   []string{"none", "allow"}}
+	})
 	return e
 }
 

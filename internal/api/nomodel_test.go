@@ -8,6 +8,7 @@ import (
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/api/apitest"
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
@@ -18,7 +19,7 @@ import (
 // model takes it.
 func TestNoModelRefusedAtSubmit(t *testing.T) {
 	e := apitest.New(t, api.Config{})
-	e.Svc.SetModelCheck(wiring.ModelCheck(config.Model{}))
+	e.Configure(func(c *jobs.ServiceConfig) { c.CheckModel = wiring.ModelCheck(config.Model{}) })
 	for _, body := range []string{`{"task":"x"}`, `{"task":"x","model":"anthropic:claude-sonnet-4-5"}`} {
 		resp, b := do(t, e, req{method: "POST", path: "/v1/jobs", body: body})
 		got := wantError(t, resp, b, http.StatusBadRequest, wire.CodeNoModel)
@@ -33,7 +34,7 @@ func TestNoModelRefusedAtSubmit(t *testing.T) {
 	}
 
 	// A key for one provider: its jobs are taken, another's refused.
-	e.Svc.SetModelCheck(wiring.ModelCheck(config.Model{OpenAIKey: "k"}))
+	e.Configure(func(c *jobs.ServiceConfig) { c.CheckModel = wiring.ModelCheck(config.Model{OpenAIKey: "k"}) })
 	submit(t, e, `{"task":"x"}`)
 	resp, b := do(t, e, req{method: "POST", path: "/v1/jobs", body: `{"task":"x","model":"anthropic:claude-sonnet-4-5"}`})
 	if got := wantError(t, resp, b, http.StatusBadRequest, wire.CodeNoModel); !strings.Contains(got.Message, "ANTHROPIC_API_KEY") {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/ui"
 	"github.com/agentbox/agentbox/internal/wire"
 )
@@ -301,6 +302,7 @@ func (s *server) page(fn func(http.ResponseWriter, *http.Request, ui.Session) er
 func (s *server) fragment(fn func(http.ResponseWriter, *http.Request) error) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		securePage(w.Header(), "")
-		return fn(w, r)
+		// A fragment's change is a click on the job page.
+		return fn(w, r.WithContext(jobs.WithPrincipal(r.Context(), jobs.Principal{Name: ui.ByUI})))
 	}
 }

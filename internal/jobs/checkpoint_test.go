@@ -76,10 +76,10 @@ func (c *cluster) worker(t *testing.T, id string, a jobs.Agent, mod ...func(*job
 	for _, m := range mod {
 		m(&cfg)
 	}
-	sched := jobs.NewScheduler(cfg, c.e.st, d, a, nil)
-	svc := jobs.NewService(c.e.st, shared, 3, sched)
-	svc.SetRepos(repos)
-	return &host{dir: dir, svc: svc, shared: shared, stop: runScheduler(t, sched)}
+	cfg.Store, cfg.Feed, cfg.Driver, cfg.Agent = c.e.st, jobs.NewFeed(c.e.st, nil), d, a
+	sched := jobs.NewScheduler(cfg)
+	svc := newService(t, jobs.ServiceConfig{Store: c.e.st, Workspaces: shared, Feed: cfg.Feed, Scheduler: sched, Repos: repos})
+	return &host{dir: dir, svc: svc, shared: shared, stop: runScheduler(t, sched, cfg.Feed)}
 }
 
 // hostRepos is the git of a host whose data dir is dir.
@@ -260,8 +260,8 @@ func TestJobResumesOnAnotherWorker(t *testing.T) {
 func TestStagedUploadReachesItsWorker(t *testing.T) {
 	c := newCluster(t)
 	apiDir := t.TempDir()
-	api := jobs.NewService(c.e.st, workspace.NewShared(c.blobs, filepath.Join(apiDir, "cache")), 3, nil)
-	api.SetRepos(hostRepos(t, apiDir))
+	api := newService(t, jobs.ServiceConfig{Store: c.e.st, Workspaces: workspace.NewShared(c.blobs, filepath.Join(apiDir, "cache")),
+		Repos: hostRepos(t, apiDir)})
 	st, err := api.Stage(bg, jobs.Upload{R: bytes.NewReader(tarGzOf(t, map[string]string{"hello.txt": "hello from the upload\n"})),
 		Format: workspace.FormatTarGz})
 	if err != nil {

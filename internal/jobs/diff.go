@@ -25,10 +25,6 @@ var (
 	ErrNotRepo = errors.New("not a repository job")
 )
 
-// SetRepos gives the service the host's git and its jobs' git dirs, for
-// the diffs of ended jobs and the check of submitted repositories.
-func (s *Service) SetRepos(r *Repos) { s.repos = r }
-
 // Diff writes to w what ended job id changed in its workspace since it
 // started: a unified diff against its base commit (the cloned one, or the
 // snapshot of its starting workspace), or with patch the git

@@ -68,7 +68,7 @@ func (s *Scheduler) startEgress(ctx context.Context, j store.Job, sb sandbox.San
 	// change made since reached no proxy, and its event is before where
 	// the log is followed from. Once changes are followed, the policy in
 	// force now is read and applied.
-	stopLocal := s.netWatch.add(j.ID, je.SetPolicy)
+	stopLocal := s.feed.net.add(j.ID, je.SetPolicy)
 	after, err := s.store.LastSeq(ctx, j.ID)
 	if err != nil {
 		s.log.Warn("follow network policy", "job_id", j.ID, "err", err)
@@ -81,7 +81,7 @@ func (s *Scheduler) startEgress(ctx context.Context, j store.Job, sb sandbox.San
 	go func() {
 		defer je.done.Done()
 		defer stopLocal()
-		s.followPolicy(ectx, j.ID, after, je.SetPolicy)
+		s.feed.followPolicy(ectx, j.ID, after, je.SetPolicy)
 	}()
 	go func() {
 		defer je.done.Done()
@@ -119,8 +119,8 @@ func (je *jobEgress) Denied(since time.Time) []event.Network {
 // followPolicy applies the policy changes another process (an API
 // replica) appended to the job's log after seq after: the local ones were
 // applied when they were made (Service.WatchNetwork).
-func (s *Scheduler) followPolicy(ctx context.Context, id string, after int64, apply func(egress.Policy)) {
-	ch, unsub := s.hub.subscribe(id)
+func (f *Feed) followPolicy(ctx context.Context, id string, after int64, apply func(egress.Policy)) {
+	ch, unsub := f.subscribe(id)
 	defer unsub()
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
@@ -132,7 +132,7 @@ func (s *Scheduler) followPolicy(ctx context.Context, id string, after int64, ap
 		case <-tick.C:
 		}
 		for {
-			evs, err := s.store.Events(ctx, id, after, 500)
+			evs, err := f.store.Events(ctx, id, after, 500)
 			if err != nil || len(evs) == 0 {
 				break
 			}

@@ -64,7 +64,7 @@ func TestFollowPolicyAppliesAnotherProcesssChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s := NewScheduler(SchedulerConfig{WorkerID: "w", Workspaces: workspace.NewLocal(dir)}, st, nil, nil, nil)
+	s := NewScheduler(SchedulerConfig{Store: st, WorkerID: "w", Workspaces: workspace.NewLocal(dir)})
 	now := time.Now().UTC()
 	j, _, err := st.CreateJob(t.Context(), store.Job{ID: NewID(), Task: "t", Status: store.StatusRunning, MaxAttempts: 1, CreatedAt: now})
 	if err != nil {
@@ -75,7 +75,7 @@ func TestFollowPolicyAppliesAnotherProcesssChange(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.followPolicy(ctx, j.ID, 0, func(p egress.Policy) { got <- p })
+		s.feed.followPolicy(ctx, j.ID, 0, func(p egress.Policy) { got <- p })
 	}()
 	// What another process writes: the row and the event, no local call.
 	raw, _ := json.Marshal(egress.Policy{Mode: egress.ModeAllow, Allow: []egress.Rule{mustRule(t, "late.test")}})
@@ -83,7 +83,7 @@ func TestFollowPolicyAppliesAnotherProcesssChange(t *testing.T) {
 	for {
 		// followPolicy reads after seq 0 once woken: append until one
 		// lands after it subscribed.
-		if _, err := appendEvent(t.Context(), st, s.hub, j.ID, event.NetworkPolicy{By: "alice", Policy: raw}); err != nil {
+		if _, err := s.feed.append(t.Context(), j.ID, event.NetworkPolicy{By: "alice", Policy: raw}); err != nil {
 			t.Fatal(err)
 		}
 		select {

@@ -35,9 +35,11 @@ func TestStartEgressCurrentPolicy(t *testing.T) {
 	}
 	defer st.Close()
 	cfg := &egress.Config{}
-	sched := NewScheduler(SchedulerConfig{WorkerID: "w", Egress: &Egress{Config: cfg}}, st, nil, nil, nil)
-	svc := NewService(st, workspace.NewLocal(dir), 3, sched)
-	svc.SetEgress(cfg)
+	sched := NewScheduler(SchedulerConfig{Store: st, WorkerID: "w", Egress: &Egress{Config: cfg}})
+	svc, err := NewService(ServiceConfig{Store: st, Workspaces: workspace.NewLocal(dir), Scheduler: sched, Egress: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wide egress.Policy
 	if err := json.Unmarshal([]byte(`{"mode": "open"}`), &wide); err != nil {
 		t.Fatal(err)
@@ -54,7 +56,7 @@ func TestStartEgressCurrentPolicy(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"allow": ["pypi.example"]}`), &narrow); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.SetNetwork(ctx, j.ID, narrow, "alice"); err != nil { // while the sandbox is made
+	if _, err := svc.SetNetwork(WithPrincipal(ctx, Principal{Name: "alice"}), j.ID, narrow); err != nil { // while the sandbox is made
 		t.Fatal(err)
 	}
 	je, _, err := sched.prepareEgress(claimed)

@@ -38,7 +38,6 @@ func (e *env) startWithRepos(t *testing.T, cfg githost.Config) (*jobs.Service, *
 	t.Helper()
 	r, mod := e.withRepos(t, cfg)
 	svc, stop := e.start(t, jobs.ShellAgent{}, mod)
-	svc.SetRepos(r)
 	return svc, r, stop
 }
 
@@ -281,8 +280,7 @@ func submitOnly(t *testing.T, cfg githost.Config) *jobs.Service {
 	}
 	t.Cleanup(func() { st.Close() })
 	r, _ := e.withRepos(t, cfg)
-	svc := jobs.NewService(st, workspace.NewLocal(e.dir), 3, nil)
-	svc.SetRepos(r)
+	svc := newService(t, jobs.ServiceConfig{Store: st, Workspaces: workspace.NewLocal(e.dir), Repos: r})
 	return svc
 }
 

@@ -13,11 +13,6 @@ import (
 // allow (AGENTBOX_IMAGES); the message names those allowed.
 var ErrImageNotAllowed = errors.New("image not allowed")
 
-// SetImages sets the images a job may ask for, normalized, the sandbox
-// image first (config.Sandbox.AllowedImages). The default allows the
-// default sandbox image only.
-func (s *Service) SetImages(allowed []string) { s.images = allowed }
-
 // CheckImage returns the normalized name (config.NormalizeImage) of the
 // image a job asks for, "" for none, and refuses one not in allowed,
 // naming the images that are.

@@ -85,19 +85,36 @@ func (e *env) start(t *testing.T, agent jobs.Agent, mod ...func(*jobs.SchedulerC
 	if e.worker != nil {
 		d = e.worker
 	}
-	sched := jobs.NewScheduler(cfg, e.st, d, agent, nil)
-	svc := jobs.NewService(e.st, cfg.Workspaces, 3, sched)
-	return svc, runScheduler(t, sched)
+	cfg.Store, cfg.Feed, cfg.Driver, cfg.Agent = e.st, jobs.NewFeed(e.st, nil), d, agent
+	sched := jobs.NewScheduler(cfg)
+	svc := newService(t, jobs.ServiceConfig{Store: e.st, Workspaces: cfg.Workspaces, Feed: cfg.Feed, Scheduler: sched, Repos: cfg.Repos})
+	return svc, runScheduler(t, sched, cfg.Feed)
 }
 
-// runScheduler runs sched until the returned stop is called (or the test
-// ends), and stop returns once it has stopped.
-func runScheduler(t *testing.T, sched *jobs.Scheduler) (stop func()) {
+// newService is jobs.NewService, failing the test on an error.
+func newService(t testing.TB, cfg jobs.ServiceConfig) *jobs.Service {
+	t.Helper()
+	svc, err := jobs.NewService(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// runScheduler runs sched and its feed until the returned stop is called
+// (or the test ends), and stop returns once they have stopped.
+func runScheduler(t *testing.T, sched *jobs.Scheduler, feed *jobs.Feed) (stop func()) {
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		fed := make(chan struct{})
+		go func() {
+			defer close(fed)
+			feed.Run(ctx)
+		}()
 		sched.Run(ctx)
+		<-fed
 	}()
 	stop = func() {
 		cancel()

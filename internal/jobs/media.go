@@ -255,10 +255,6 @@ func writeNew(path string, data []byte) error {
 	return err
 }
 
-// SetMedia makes the service serve the images m keeps and remove them
-// with a job's data.
-func (s *Service) SetMedia(m *Media) { s.media = m }
-
 // Media opens image name of job id for its timeline (also while the job
 // runs): the file and its Content-Type. A job whose data was deleted is
 // ErrDeleted; a service without media, or a missing image, ErrNoMedia.

@@ -35,11 +35,6 @@ type netWatchers struct {
 	byID map[string]map[int]func(egress.Policy)
 }
 
-// SetEgress sets the operator's egress settings that jobs' policies are
-// checked against (config.Egress.Policy); nil, or never set: every mode,
-// no presets or secrets, and mode none for a job that states no policy.
-func (s *Service) SetEgress(c *egress.Config) { s.egress = c }
-
 func (s *Service) egressConfig() *egress.Config {
 	if s.egress == nil {
 		return &egress.Config{}
@@ -105,24 +100,25 @@ func encodeNetwork(p egress.Policy) (json.RawMessage, error) {
 }
 
 // SetNetwork changes job id's egress policy to p, checked as a
-// submission's is, and records who did (by: the API caller's name) in a
-// network_policy event, in the same write. Every local watcher of the job
+// submission's is, and records who did (the caller's Principal, by ctx)
+// in a network_policy event, in the same write. Every local watcher of the job
 // (WatchNetwork) is called before it returns, so a running proxy applies
 // the policy from its next connection. An ended job keeps it for its next
 // turn. ErrBadNetwork for a policy refused, store.ErrNotFound for an
 // unknown job.
-func (s *Service) SetNetwork(ctx context.Context, id string, p egress.Policy, by string) (egress.Policy, error) {
+func (s *Service) SetNetwork(ctx context.Context, id string, p egress.Policy) (egress.Policy, error) {
 	if _, err := s.CheckNetwork(p); err != nil {
 		return p, err
 	}
-	return s.UpdateNetwork(ctx, id, func(egress.Policy) (egress.Policy, error) { return p, nil }, by)
+	return s.UpdateNetwork(ctx, id, func(egress.Policy) (egress.Policy, error) { return p, nil })
 }
 
 // UpdateNetwork is SetNetwork of the policy fn makes of the job's policy
 // in force, read and written in one transaction: a change made meanwhile
 // (a PATCH) is what fn extends, never lost. An error of fn's is returned
 // as it is, and nothing is changed.
-func (s *Service) UpdateNetwork(ctx context.Context, id string, fn func(egress.Policy) (egress.Policy, error), by string) (egress.Policy, error) {
+func (s *Service) UpdateNetwork(ctx context.Context, id string, fn func(egress.Policy) (egress.Policy, error)) (egress.Policy, error) {
+	by := s.principal(ctx).Name
 	var p egress.Policy
 	_, _, err := s.store.UpdateJobLogged(ctx, id, func(j *store.Job) ([]store.Entry, error) {
 		next, err := fn(JobNetwork(*j))
@@ -137,7 +133,7 @@ func (s *Service) UpdateNetwork(ctx context.Context, id string, fn func(egress.P
 			return nil, err
 		}
 		j.Network = raw
-		return entries(event.NetworkPolicy{By: cmp.Or(by, "api"), Policy: raw})
+		return entries(event.NetworkPolicy{By: by, Policy: raw})
 	})
 	if err != nil {
 		if errors.Is(err, ErrBadNetwork) {
@@ -145,8 +141,8 @@ func (s *Service) UpdateNetwork(ctx context.Context, id string, fn func(egress.P
 		}
 		return p, fmt.Errorf("set network of job %s: %w", id, err)
 	}
-	s.hub.notify(id)
-	for _, fn := range s.netWatch.of(id) {
+	s.feed.notify(id)
+	for _, fn := range s.feed.net.of(id) {
 		fn(p)
 	}
 	return p, nil
@@ -156,7 +152,7 @@ func (s *Service) UpdateNetwork(ctx context.Context, id string, fn func(egress.P
 // changes it in this process, until stop is called. fn runs in
 // SetNetwork's goroutine, before it returns: it must not block.
 func (s *Service) WatchNetwork(id string, fn func(egress.Policy)) (stop func()) {
-	return s.netWatch.add(id, fn)
+	return s.feed.net.add(id, fn)
 }
 
 // add registers fn as a watcher of job id's policy until stop.

@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,13 +27,15 @@ func netService(t *testing.T) (*jobs.Service, store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := jobs.NewService(st, workspace.NewLocal(dir), 3, nil)
 	pypi, _ := egress.ParseRule("pypi.org")
-	svc.SetEgress(&egress.Config{Presets: map[string][]egress.Rule{"python": {pypi}},
+	svc := newService(t, jobs.ServiceConfig{Store: st, Workspaces: workspace.NewLocal(dir), Egress: &egress.Config{Presets: map[string][]egress.Rule{"python": {pypi}},
 		Secrets: map[string]egress.Secret{"github": {Hosts: []string{"api.github.com"}, Header: "Authorization: Bearer {value}", Env: "GH_TOKEN"}},
-		Modes:   []string{"none", "allow"}})
+		Modes:   []string{"none", "allow"}}})
 	return svc, st
 }
+
+// as is a context whose calls are made by the principal named name.
+func as(name string) context.Context { return jobs.WithPrincipal(bg, jobs.Principal{Name: name}) }
 
 func policy(t *testing.T, s string) egress.Policy {
 	t.Helper()
@@ -86,7 +89,7 @@ func TestSetNetwork(t *testing.T) {
 	stop := svc.WatchNetwork(j.ID, func(p egress.Policy) { seen = append(seen, p) })
 	other := 0
 	defer svc.WatchNetwork("job-other", func(egress.Policy) { other++ })()
-	got, err := svc.SetNetwork(bg, j.ID, policy(t, `{"allow": ["late.test"]}`), "alice")
+	got, err := svc.SetNetwork(as("alice"), j.ID, policy(t, `{"allow": ["late.test"]}`))
 	if err != nil || got.Mode != "allow" || len(got.Allow) != 1 {
 		t.Fatalf("SetNetwork: %+v, %v", got, err)
 	}
@@ -103,14 +106,14 @@ func TestSetNetwork(t *testing.T) {
 	if last.Type != event.TypeNetworkPolicy || json.Unmarshal(last.Payload, &np) != nil || np.By != "alice" || string(np.Policy) != string(j.Network) {
 		t.Errorf("last event %s %s", last.Type, last.Payload)
 	}
-	if _, err := svc.SetNetwork(bg, j.ID, policy(t, `{"mode": "open"}`), "alice"); !errors.Is(err, jobs.ErrBadNetwork) {
+	if _, err := svc.SetNetwork(as("alice"), j.ID, policy(t, `{"mode": "open"}`)); !errors.Is(err, jobs.ErrBadNetwork) {
 		t.Errorf("forbidden mode: %v", err)
 	}
-	if _, err := svc.SetNetwork(bg, "job-missing", egress.Policy{Mode: "none"}, ""); !errors.Is(err, store.ErrNotFound) {
+	if _, err := svc.SetNetwork(bg, "job-missing", egress.Policy{Mode: "none"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown job: %v", err)
 	}
 	stop()
-	if _, err := svc.SetNetwork(bg, j.ID, egress.Policy{Mode: "none"}, ""); err != nil || len(seen) != 1 {
+	if _, err := svc.SetNetwork(bg, j.ID, egress.Policy{Mode: "none"}); err != nil || len(seen) != 1 {
 		t.Errorf("after stop: %v, watcher called %d times", err, len(seen))
 	}
 	evs, _ = st.Events(bg, j.ID, 0, 100)
@@ -129,25 +132,25 @@ func TestUpdateNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	late, _ := egress.ParseRule("late.test")
-	got, err := svc.UpdateNetwork(bg, j.ID, func(p egress.Policy) (egress.Policy, error) {
+	got, err := svc.UpdateNetwork(as("web UI"), j.ID, func(p egress.Policy) (egress.Policy, error) {
 		if len(p.Allow) != 1 || len(p.Deny) != 1 || p.Mode != "allow" {
 			t.Errorf("fn got %+v", p)
 		}
 		p.Allow = append(p.Allow, late)
 		return p, nil
-	}, "web UI")
+	})
 	if err != nil || len(got.Allow) != 2 || len(got.Deny) != 1 {
 		t.Fatalf("UpdateNetwork: %+v, %v", got, err)
 	}
 	before, _ := st.LastSeq(bg, j.ID)
 	errNo := errors.New("no")
-	if _, err := svc.UpdateNetwork(bg, j.ID, func(p egress.Policy) (egress.Policy, error) { return p, errNo }, ""); !errors.Is(err, errNo) {
+	if _, err := svc.UpdateNetwork(bg, j.ID, func(p egress.Policy) (egress.Policy, error) { return p, errNo }); !errors.Is(err, errNo) {
 		t.Errorf("fn's error: %v", err)
 	}
 	if _, err := svc.UpdateNetwork(bg, j.ID, func(p egress.Policy) (egress.Policy, error) {
 		p.Mode = "open"
 		return p, nil
-	}, ""); !errors.Is(err, jobs.ErrBadNetwork) {
+	}); !errors.Is(err, jobs.ErrBadNetwork) {
 		t.Errorf("forbidden mode: %v", err)
 	}
 	after, _ := st.LastSeq(bg, j.ID)

@@ -68,13 +68,13 @@ func TestNoteEventWakesFollowers(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	ns := &notingStore{Store: st, notes: make(chan store.Note, 1)}
-	sched := jobs.NewScheduler(jobs.SchedulerConfig{WorkerID: "api"}, ns, nil, nil, nil)
-	svc := jobs.NewService(ns, workspace.NewLocal(dir), 3, sched)
+	feed := jobs.NewFeed(ns, nil)
+	svc := newService(t, jobs.ServiceConfig{Store: ns, Workspaces: workspace.NewLocal(dir), Feed: feed})
 	ctx, cancel := context.WithCancel(bg)
 	ran := make(chan struct{})
 	go func() {
 		defer close(ran)
-		sched.Run(ctx)
+		feed.Run(ctx)
 	}()
 	defer func() { cancel(); <-ran }()
 	j, _, err := st.CreateJob(bg, store.Job{ID: jobs.NewID(), Task: "true", Turn: 1})

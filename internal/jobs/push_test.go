@@ -51,7 +51,6 @@ func (e *env) startPush(t *testing.T, cfg githost.Config, prs jobs.PullRequests,
 	r, mod := e.withRepos(t, cfg)
 	r.Forge, r.Timeout = prs, cfg.Timeout
 	svc, _ := e.start(t, summaryAgent{}, append([]func(*jobs.SchedulerConfig){mod}, mods...)...)
-	svc.SetRepos(r)
 	return svc, r
 }
 

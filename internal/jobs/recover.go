@@ -1,10 +1,12 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/event"
@@ -19,33 +21,84 @@ func (s *Scheduler) reclaim(ctx context.Context, own string) {
 	if ctx.Err() != nil {
 		return
 	}
-	jobs, err := s.store.RequeueExpired(ctx, time.Now(), own)
+	// A job going back to pending keeps its sandbox for the next attempt.
+	if jobs := requeueDead(ctx, s.feed, s.log, own, s.destroyStale); len(jobs) > 0 {
+		s.feed.wake()
+	}
+	s.reapOrphans(ctx)
+}
+
+// requeueDead puts jobs whose worker died (lease expired, or, with own
+// set, the previous life of worker own) back to pending or ends them, says
+// why in their logs, and returns them; ended is given each that ended.
+func requeueDead(ctx context.Context, f *Feed, log *slog.Logger, own string, ended func(context.Context, store.Job)) []store.Job {
+	jobs, err := f.store.RequeueExpired(ctx, time.Now(), own)
 	if err != nil {
-		s.log.Error("requeue expired jobs", "err", err)
+		log.Error("requeue expired jobs", "err", err)
 	}
 	for _, j := range jobs {
-		now, err := s.store.GetJob(ctx, j.ID)
+		now, err := f.store.GetJob(ctx, j.ID)
 		if err != nil {
 			continue
 		}
-		if now.Status.Final() {
-			s.destroyStale(ctx, j) // a job going back to pending keeps its sandbox for the next attempt
+		if now.Status.Final() && ended != nil {
+			ended(ctx, j)
 		}
 		const why = "the worker running it stopped (lease expired)"
+		var p event.Payload = event.State{Status: now.Status, Error: now.Error, Reason: why}
 		if now.Status == store.StatusRunning {
 			// Another worker claimed it since it was requeued, and said so
 			// in its own state event: a state event now would come after
 			// that one, so the reason goes in a log line.
-			s.emit(ctx, j.ID, event.Log{Level: "warn", Message: fmt.Sprintf("attempt %d ended: %s; the job was requeued", j.Attempts, why)})
-		} else {
-			s.emit(ctx, j.ID, event.State{Status: now.Status, Error: now.Error, Reason: why})
+			p = event.Log{Level: "warn", Message: fmt.Sprintf("attempt %d ended: %s; the job was requeued", j.Attempts, why)}
 		}
-		s.log.Warn("job recovered from a dead worker", "job_id", j.ID, "status", now.Status, "attempts", j.Attempts)
+		if err := f.emit(ctx, j.ID, p); err != nil {
+			log.Error("append event", "job_id", j.ID, "type", p.EventType(), "err", err)
+		}
+		log.Warn("job recovered from a dead worker", "job_id", j.ID, "status", now.Status, "attempts", j.Attempts)
 	}
-	if len(jobs) > 0 {
-		s.wake()
-	}
-	s.reapOrphans(ctx)
+	return jobs
+}
+
+// reapInterval is how often expired leases are looked for by default:
+// the lease, at most a minute.
+func reapInterval(lease time.Duration) time.Duration { return min(lease, time.Minute) }
+
+// Reaper requeues the jobs of workers that died, on a node that runs no
+// Scheduler (an API replica): a Scheduler does it for itself.
+type Reaper struct {
+	feed  *Feed
+	every time.Duration
+	log   *slog.Logger
+}
+
+// ReaperConfig is what a Reaper is made of.
+type ReaperConfig struct {
+	// Feed is the process's live feed, over the store the jobs are in.
+	Feed *Feed
+	// Lease is the workers' lease (0: DefaultLease): expired leases are
+	// looked for every lease, at most every minute, and Metrics, if set,
+	// judges registered workers alive by it.
+	Lease   time.Duration
+	Metrics *Metrics
+	Log     *slog.Logger
+}
+
+// NewReaper returns the reaper cfg describes; Run starts it.
+func NewReaper(cfg ReaperConfig) *Reaper {
+	lease := cmp.Or(cfg.Lease, DefaultLease)
+	cfg.Metrics.setLease(lease)
+	return &Reaper{feed: cfg.Feed, every: reapInterval(lease), log: cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))}
+}
+
+// Run requeues the jobs of dead workers until ctx ends.
+func (r *Reaper) Run(ctx context.Context) {
+	tick(ctx, r.every, func() bool {
+		if jobs := requeueDead(ctx, r.feed, r.log, "", nil); len(jobs) > 0 {
+			r.feed.wake()
+		}
+		return true
+	})
 }
 
 func (s *Scheduler) destroyStale(ctx context.Context, j store.Job) {

@@ -36,13 +36,13 @@ func TestReplicasWakeEachOther(t *testing.T) {
 	await(t, svcB, submit(t, svcB, "true", store.Limits{})) // B claims, finds nothing more, idles
 
 	// A: an API-only replica.
-	schedA := jobs.NewScheduler(jobs.SchedulerConfig{WorkerID: "api"}, stA, nil, nil, nil)
-	svcA := jobs.NewService(stA, workspace.NewLocal(e.dir), 3, schedA)
+	feedA := jobs.NewFeed(stA, nil)
+	svcA := newService(t, jobs.ServiceConfig{Store: stA, Workspaces: workspace.NewLocal(e.dir), Feed: feedA})
 	ctx, cancel := context.WithCancel(bg)
 	ran := make(chan struct{})
 	go func() {
 		defer close(ran)
-		schedA.Run(ctx)
+		feedA.Run(ctx)
 	}()
 	defer func() { cancel(); <-ran }()
 

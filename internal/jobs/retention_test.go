@@ -37,7 +37,15 @@ func newDataEnv(t *testing.T) *dataEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return &dataEnv{t: t, dir: dir, st: st, svc: jobs.NewService(st, workspace.NewLocal(dir), 3, nil), now: time.Now().UTC()}
+	return &dataEnv{t: t, dir: dir, st: st, svc: newService(t, jobs.ServiceConfig{Store: st, Workspaces: workspace.NewLocal(dir)}), now: time.Now().UTC()}
+}
+
+// reconfigure returns a service over e's store and workspaces with the
+// changes fn makes to its configuration.
+func (e *dataEnv) reconfigure(t *testing.T, fn func(*jobs.ServiceConfig)) *jobs.Service {
+	cfg := jobs.ServiceConfig{Store: e.st, Workspaces: workspace.NewLocal(e.dir)}
+	fn(&cfg)
+	return newService(t, cfg)
 }
 
 // job stores a job in status that ended ago before now (not ended when

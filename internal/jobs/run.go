@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -171,107 +172,139 @@ type Outcome struct {
 // down or a completed turn is pushed (under the job's life, not its
 // timeout: the turn is done).
 func (s *Scheduler) runJob(ctx context.Context, cancel context.CancelCauseFunc, j store.Job) {
-	log := s.log.With("job_id", j.ID, "attempt", j.Attempts)
 	begin := time.Now()
 	if j.CancelRequested {
 		cancel(errCanceled)
 	}
-	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		s.heartbeat(hbCtx, cancel, j.ID)
-	}()
-	defer func() {
-		stopHB()
-		<-hbDone
-	}()
-	timeout := j.Limits.Timeout
-	if timeout <= 0 {
-		timeout = s.cfg.DefaultTimeout
-	}
+	defer s.startHeartbeat(ctx, cancel, j.ID)()
+	timeout := cmp.Or(max(j.Limits.Timeout, 0), s.cfg.DefaultTimeout)
 	life := ctx
 	ctx, stop := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%w after %s", errTimeout, durationText(timeout)))
 	defer stop()
 	s.emit(ctx, j.ID, event.State{Status: store.StatusRunning, Attempt: j.Attempts, Worker: s.cfg.WorkerID})
-	log.Info("job started")
-	out, runErr, cause := s.execute(ctx, cancel, j)
-	if status, _ := outcomeOf(out, runErr, cause); status == store.StatusComplete {
-		out.git = s.handBack(life, j.ID, out)
-		if out.git != nil {
-			s.gitCheckpoint(life, j.ID, j.Steps+out.Steps)
+	s.log.Info("job started", "job_id", j.ID, "attempt", j.Attempts)
+	res := s.execute(ctx, cancel, j)
+	if status, _ := res.status(); status == store.StatusComplete {
+		res.Outcome.git = s.handBack(life, j.ID, res.Outcome)
+		if res.Outcome.git != nil {
+			s.gitCheckpoint(life, j.ID, j.Steps+res.Outcome.Steps)
 		}
 	}
-	s.finalCheckpoint(life, j, out, cause)
+	s.finalCheckpoint(life, j, res.Outcome, res.Cause)
 	defer s.ckpt.forget(j.ID)
-	s.finish(context.WithoutCancel(ctx), j, out, runErr, cause, time.Since(begin))
+	s.finish(context.WithoutCancel(ctx), j, res, time.Since(begin))
+}
+
+// startHeartbeat runs heartbeat under ctx's life until the returned stop
+// is called, which waits for it.
+func (s *Scheduler) startHeartbeat(ctx context.Context, cancel context.CancelCauseFunc, id string) (stop func()) {
+	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		s.heartbeat(hbCtx, cancel, id)
+	}()
+	return func() {
+		stopHB()
+		<-hbDone
+	}
 }
 
 // heartbeat extends the lease until ctx ends; it cancels the job when the
 // lease is lost or a cancel was requested through another server.
 func (s *Scheduler) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, id string) {
-	t := time.NewTicker(s.cfg.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick(ctx, s.cfg.Heartbeat, func() bool {
 		j, err := s.store.Heartbeat(ctx, id, s.cfg.WorkerID, s.cfg.Lease)
 		switch {
 		case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrNotFound):
 			cancel(errLeaseLost)
-			return
+			return false
 		case err != nil:
 			s.log.Warn("heartbeat", "job_id", id, "err", err) // retried next tick; the lease outlives two misses
 		case j.CancelRequested:
 			cancel(errCanceled)
 		}
-	}
+		return true
+	})
 }
 
-// execute gives the job a sandbox on its workspace, runs the agent with a
-// watchdog on the guest, and destroys the sandbox. cause is why ctx ended, if
+// attemptResult is how an attempt ended: the agent's Outcome, the error
+// that stopped the work (Err), and Cause, why the job's context ended if
 // it had when the agent returned: read before the teardown, so a job that
 // completed is not reported as timed out while its sandbox was removed.
-func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc, j store.Job) (out Outcome, err, cause error) {
-	var (
-		je  *jobEgress
-		env map[string]string
-	)
-	if s.cfg.Egress != nil {
-		if je, env, err = s.prepareEgress(j); err != nil {
-			return Outcome{}, err, context.Cause(ctx)
-		}
-	}
-	at, err := s.setUp(ctx, j, env)
+type attemptResult struct {
+	Outcome Outcome
+	Err     error
+	Cause   error
+}
+
+// liveAttempt is an attempt whose sandbox is up, with the job's egress
+// proxy (nil: no way out).
+type liveAttempt struct {
+	attempt
+	je *jobEgress
+}
+
+// execute gives the job a sandbox on its workspace (startAttempt), runs
+// the agent with a watchdog on the guest (watch), and destroys the sandbox
+// (endAttempt).
+func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc, j store.Job) (res attemptResult) {
+	at, err := s.startAttempt(ctx, j)
 	if err != nil {
+		cause := context.Cause(ctx)
 		if errors.Is(err, sandbox.ErrEngineUnavailable) {
-			return Outcome{}, err, fmt.Errorf("%w: %w", errEngineDown, err)
+			cause = fmt.Errorf("%w: %w", errEngineDown, err)
 		}
-		return Outcome{}, err, context.Cause(ctx)
+		return attemptResult{Err: err, Cause: cause}
 	}
-	j, sb, ws, begin := at.j, at.sb, at.ws, at.begin
-	s.track(j.ID, sb)
 	defer func() {
-		s.untrack(j.ID)
-		if err := sb.Destroy(context.WithoutCancel(ctx)); err != nil {
-			s.log.Error("destroy sandbox", "job_id", j.ID, "sandbox_id", sb.Handle().ID, "err", err)
-			out.left = err
+		if err := s.endAttempt(ctx, at); err != nil {
+			res.Outcome.left = err
 		}
 	}()
-	s.metrics.sandboxStarted(time.Since(begin))
-	if err := s.saveHandle(ctx, j.ID, sb.Handle()); err != nil {
-		return Outcome{}, err, context.Cause(ctx)
+	if err := s.ready(ctx, at); err != nil {
+		return attemptResult{Err: err, Cause: context.Cause(ctx)}
 	}
-	s.emit(ctx, j.ID, event.Sandbox{SandboxID: sb.Handle().ID, ReadyMS: time.Since(begin).Milliseconds(), Recovered: at.recovered})
-	if je != nil {
-		if err := s.startEgress(ctx, j, sb, je); err != nil {
-			return Outcome{}, err, context.Cause(ctx)
+	return s.watch(ctx, cancel, at)
+}
+
+// startAttempt prepares the job's egress, if it has a way out, and gives
+// it a sandbox on its workspace (setUp), tracked until endAttempt.
+func (s *Scheduler) startAttempt(ctx context.Context, j store.Job) (*liveAttempt, error) {
+	at := &liveAttempt{}
+	var env map[string]string
+	if s.cfg.Egress != nil {
+		var err error
+		if at.je, env, err = s.prepareEgress(j); err != nil {
+			return nil, err
 		}
-		defer je.stop()
 	}
+	var err error
+	if at.attempt, err = s.setUp(ctx, j, env); err != nil {
+		return nil, err
+	}
+	s.track(at.j.ID, at.sb)
+	s.metrics.sandboxStarted(time.Since(at.begin))
+	return at, nil
+}
+
+// ready records the sandbox's handle and its start in the job's log, and
+// starts the job's egress proxy on it.
+func (s *Scheduler) ready(ctx context.Context, at *liveAttempt) error {
+	j, sb := at.j, at.sb
+	if err := s.saveHandle(ctx, j.ID, sb.Handle()); err != nil {
+		return err
+	}
+	s.emit(ctx, j.ID, event.Sandbox{SandboxID: sb.Handle().ID, ReadyMS: time.Since(at.begin).Milliseconds(), Recovered: at.recovered})
+	if at.je != nil {
+		return s.startEgress(ctx, j, sb, at.je)
+	}
+	return nil
+}
+
+// watch runs the agent with a watchdog on the guest until it returns.
+func (s *Scheduler) watch(ctx context.Context, cancel context.CancelCauseFunc, at *liveAttempt) attemptResult {
+	sb := at.sb
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
@@ -282,7 +315,22 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		stopWatch()
 		<-watched
 	}()
-	out, err = s.agent.Run(ctx, &Run{Job: j, Sandbox: sb, Recovered: at.recovered, Restored: at.restored,
+	out, err := s.agent.Run(ctx, s.agentRun(at))
+	if why := stoppedBy(sb); why != nil {
+		cancel(why)
+	} else if errors.Is(err, guest.ErrUnavailable) {
+		if why := exitedBy(ctx, sb); why != nil {
+			cancel(why)
+		}
+	}
+	out.ws = at.ws
+	return attemptResult{Outcome: out, Err: err, Cause: context.Cause(ctx)}
+}
+
+// agentRun is the attempt as the agent sees it.
+func (s *Scheduler) agentRun(at *liveAttempt) *Run {
+	j, sb, ws := at.j, at.sb, at.ws
+	return &Run{Job: j, Sandbox: sb, Recovered: at.recovered, Restored: at.restored,
 		emit: func(ctx context.Context, p event.Payload) { s.emit(ctx, j.ID, p) },
 		progress: func(ctx context.Context, p Progress) error {
 			// Only under this worker's lease: one that lost it must not
@@ -297,18 +345,21 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 			return s.store.Events(ctx, j.ID, after, limit)
 		},
 		keep:      s.keepImage(j.ID),
-		network:   je,
+		network:   at.je,
 		maxOutput: s.cfg.MaxOutputEvents,
-	})
-	if why := stoppedBy(sb); why != nil {
-		cancel(why)
-	} else if errors.Is(err, guest.ErrUnavailable) {
-		if why := exitedBy(ctx, sb); why != nil {
-			cancel(why)
-		}
 	}
-	out.ws = ws
-	return out, err, context.Cause(ctx)
+}
+
+// endAttempt stops the job's egress proxy and destroys its sandbox; the
+// error is why the sandbox could not be destroyed (Outcome.left).
+func (s *Scheduler) endAttempt(ctx context.Context, at *liveAttempt) error {
+	at.je.stop()
+	s.untrack(at.j.ID)
+	if err := at.sb.Destroy(context.WithoutCancel(ctx)); err != nil {
+		s.log.Error("destroy sandbox", "job_id", at.j.ID, "sandbox_id", at.sb.Handle().ID, "err", err)
+		return err
+	}
+	return nil
 }
 
 func (s *Scheduler) saveHandle(ctx context.Context, id string, h sandbox.Handle) error {
@@ -386,14 +437,14 @@ func exitedBy(ctx context.Context, sb sandbox.Sandbox) error {
 
 // finish records how the attempt ended, unless the job was handed back
 // (shutdown) or taken over (lease lost).
-func (s *Scheduler) finish(ctx context.Context, j store.Job, out Outcome, runErr, cause error, took time.Duration) {
+func (s *Scheduler) finish(ctx context.Context, j store.Job, res attemptResult, took time.Duration) {
 	log := s.log.With("job_id", j.ID)
-	switch {
+	switch cause := res.Cause; {
 	case errors.Is(cause, errShutdown):
 		s.release(ctx, j.ID, "server shut down before the job ended; it will run again")
 		return
 	case errors.Is(cause, errEngineDown):
-		log.Error("container engine unavailable; job handed back, claims paused", "err", runErr, "pause", engineBackoff)
+		log.Error("container engine unavailable; job handed back, claims paused", "err", res.Err, "pause", engineBackoff)
 		s.pause(engineBackoff)
 		s.release(ctx, j.ID, "the container engine was unavailable; the job will run again")
 		return
@@ -401,7 +452,8 @@ func (s *Scheduler) finish(ctx context.Context, j store.Job, out Outcome, runErr
 		log.Warn("lease lost; another worker owns the job now")
 		return
 	}
-	status, msg := outcomeOf(out, runErr, cause)
+	status, msg := res.status()
+	out := res.Outcome
 	j2, err := s.record(ctx, j, status, msg, out)
 	if errors.Is(err, store.ErrLeaseLost) {
 		log.Warn("lease lost before the outcome was recorded; another worker owns the job now")
@@ -414,7 +466,7 @@ func (s *Scheduler) finish(ctx context.Context, j store.Job, out Outcome, runErr
 		s.release(ctx, j.ID, "its outcome could not be recorded; it will run again")
 		return
 	}
-	s.hub.notify(j.ID)
+	s.feed.notify(j.ID)
 	s.metrics.jobEnded(status, took)
 	log.Info("job ended", "status", status, "error", msg, "steps", j2.Steps, "turn", j2.Turn, "took", durationText(took))
 	if out.Seen > 0 && status != store.StatusCanceled {
@@ -485,8 +537,9 @@ func (s *Scheduler) release(ctx context.Context, id, reason string) {
 	s.log.Info("job released", "job_id", id, "status", j.Status, "reason", reason)
 }
 
-// outcomeOf decides a job's final status: what stopped it first wins.
-func outcomeOf(out Outcome, runErr, cause error) (store.Status, string) {
+// status decides a job's final status: what stopped it first wins.
+func (r attemptResult) status() (store.Status, string) {
+	out, runErr, cause := r.Outcome, r.Err, r.Cause
 	switch {
 	case errors.Is(cause, errCanceled):
 		return store.StatusCanceled, errCanceled.Error()

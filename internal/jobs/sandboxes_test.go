@@ -40,7 +40,8 @@ func TestGuestOfRunningJob(t *testing.T) {
 	e := newEnv(t)
 	agent := holdAgent{started: make(chan sandbox.Sandbox, 1), release: make(chan struct{})}
 	svc, _ := e.start(t, agent)
-	apiOnly := jobs.NewService(e.st, workspace.NewLocal(e.dir), 3, jobs.NewScheduler(jobs.SchedulerConfig{WorkerID: "api"}, e.st, e.driver, nil, nil))
+	apiOnly := newService(t, jobs.ServiceConfig{Store: e.st, Workspaces: workspace.NewLocal(e.dir),
+		Scheduler: jobs.NewScheduler(jobs.SchedulerConfig{Store: e.st, WorkerID: "api", Driver: e.driver})})
 	if _, err := svc.Guest(bg, "job_nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown job: %v", err)
 	}
@@ -117,7 +118,8 @@ func TestGuestStates(t *testing.T) {
 	}
 	defer st.Close()
 	d := &fakeDriver{}
-	svc := jobs.NewService(st, workspace.NewLocal(t.TempDir()), 3, jobs.NewScheduler(jobs.SchedulerConfig{WorkerID: "api"}, st, d, nil, nil))
+	svc := newService(t, jobs.ServiceConfig{Store: st, Workspaces: workspace.NewLocal(t.TempDir()),
+		Scheduler: jobs.NewScheduler(jobs.SchedulerConfig{Store: st, WorkerID: "api", Driver: d})})
 	id := submit(t, svc, "x", store.Limits{})
 	set := func(status store.Status, sandboxID string) {
 		t.Helper()
@@ -179,7 +181,7 @@ func TestGuestStates(t *testing.T) {
 	if want := "sb_1 sb_2 sb_gone sb_2"; strings.Join(d.recovered, " ") != want {
 		t.Errorf("recovered %v, want %s (the ended job's client dropped)", d.recovered, want)
 	}
-	noDriver := jobs.NewService(st, workspace.NewLocal(t.TempDir()), 3, nil)
+	noDriver := newService(t, jobs.ServiceConfig{Store: st, Workspaces: workspace.NewLocal(t.TempDir())})
 	if _, err := noDriver.Guest(bg, id); !errors.Is(err, jobs.ErrNoSandbox) {
 		t.Errorf("server without a driver: %v", err)
 	}

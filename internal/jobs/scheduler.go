@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,28 +28,50 @@ var (
 // engineBackoff is how long claiming pauses after the engine was unreachable.
 const engineBackoff = 5 * time.Second
 
-// SchedulerConfig configures the worker pool.
+// Defaults of SchedulerConfig's zero fields.
+const (
+	DefaultLease            = 30 * time.Second
+	DefaultPoll             = time.Second
+	DefaultJobTimeout       = 30 * time.Minute
+	DefaultGrace            = 30 * time.Second
+	DefaultWatchdogInterval = 5 * time.Second
+	DefaultWatchdogFailures = 3
+)
+
+// SchedulerConfig is everything a Scheduler is made of; NewScheduler fills
+// in the defaults of its zero fields.
 type SchedulerConfig struct {
+	// Store holds the jobs; Feed is the process's live feed, shared with
+	// its Service (nil: a feed of its own).
+	Store store.Store
+	Feed  *Feed
+	// Driver makes the jobs' sandboxes and Agent does their work; a
+	// scheduler that runs jobs (Concurrency > 0) needs both.
+	Driver sandbox.Driver
+	Agent  Agent
+	// Metrics, if set, receives the scheduler's metrics.
+	Metrics *Metrics
 	// WorkerID names this worker in leases. It must be stable across restarts
 	// of one server (so it can reclaim its own jobs at once) and unique among
 	// servers sharing a store.
 	WorkerID string
 	// Concurrency is how many jobs run at once; 0 makes an API-only node.
 	Concurrency int
-	Lease       time.Duration // default 30s
+	Lease       time.Duration // default DefaultLease
 	Heartbeat   time.Duration // default Lease/3
-	Poll        time.Duration // how often to look for work unwoken; default 1s
-	// DefaultTimeout applies to jobs that set none; default 30m.
+	Poll        time.Duration // how often to look for work unwoken; default DefaultPoll
+	// DefaultTimeout applies to jobs that set none; default DefaultJobTimeout.
 	DefaultTimeout time.Duration
 	// MaxOutputEvents caps the bytes of output events (commands' output as
 	// it runs) one job stores; default DefaultMaxOutputEvents.
 	MaxOutputEvents int64
 	// Grace is how long running jobs may finish after shutdown begins; then
 	// they are stopped and their leases released. Zero means the default,
-	// 30s; a negative value means no grace.
+	// DefaultGrace; a negative value means no grace.
 	Grace time.Duration
 	// WatchdogInterval and WatchdogFailures: a job whose guest fails this
-	// many health checks in a row ends in error. Defaults 5s and 3.
+	// many health checks in a row ends in error. Defaults
+	// DefaultWatchdogInterval and DefaultWatchdogFailures.
 	WatchdogInterval time.Duration
 	WatchdogFailures int
 	// ReapInterval is how often expired leases and orphaned sandboxes are
@@ -90,45 +113,32 @@ type SchedulerConfig struct {
 }
 
 func (c *SchedulerConfig) defaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&c.Lease, 30*time.Second)
-	def(&c.Heartbeat, c.Lease/3)
-	def(&c.Poll, time.Second)
-	def(&c.DefaultTimeout, 30*time.Minute)
-	if c.Grace == 0 {
-		c.Grace = 30 * time.Second
-	}
-	c.Grace = max(c.Grace, 0)
-	def(&c.WatchdogInterval, 5*time.Second)
-	def(&c.ReapInterval, min(c.Lease, time.Minute))
-	def(&c.Register, WorkerHeartbeat)
-	if c.WatchdogFailures <= 0 {
-		c.WatchdogFailures = 3
-	}
-	if c.Log == nil {
-		c.Log = slog.New(slog.DiscardHandler)
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
+	c.Heartbeat = cmp.Or(c.Heartbeat, c.Lease/3)
+	c.Poll = cmp.Or(c.Poll, DefaultPoll)
+	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, DefaultJobTimeout)
+	c.Grace = max(cmp.Or(c.Grace, DefaultGrace), 0)
+	c.WatchdogInterval = cmp.Or(c.WatchdogInterval, DefaultWatchdogInterval)
+	c.WatchdogFailures = cmp.Or(c.WatchdogFailures, DefaultWatchdogFailures)
+	c.ReapInterval = cmp.Or(c.ReapInterval, reapInterval(c.Lease))
+	c.Register = cmp.Or(c.Register, WorkerHeartbeat)
+	c.Log = cmp.Or(c.Log, slog.New(slog.DiscardHandler))
+	if c.Feed == nil {
+		c.Feed = NewFeed(c.Store, c.Log)
 	}
 }
 
 // Scheduler claims pending jobs and runs each in a fresh sandbox through the
 // Agent, heartbeating its lease, until the job ends or the server stops.
 type Scheduler struct {
-	cfg    SchedulerConfig
-	store  store.Store
-	driver sandbox.Driver
-	agent  Agent
-	hub    *hub
-	// netWatch holds the running jobs' proxies, which the Service over
-	// this scheduler tells of a policy change made in this process.
-	netWatch *netWatchers
-	metrics  *Metrics
-	log      *slog.Logger
-	wakeCh   chan struct{}
-	ckpt     *checkpoints
+	cfg     SchedulerConfig
+	store   store.Store
+	driver  sandbox.Driver
+	agent   Agent
+	feed    *Feed
+	metrics *Metrics
+	log     *slog.Logger
+	ckpt    *checkpoints
 
 	mu         sync.Mutex
 	running    map[string]context.CancelCauseFunc
@@ -137,19 +147,18 @@ type Scheduler struct {
 	jobs       sync.WaitGroup
 }
 
-// NewScheduler returns a scheduler; Run starts it. metrics may be nil.
-func NewScheduler(cfg SchedulerConfig, st store.Store, d sandbox.Driver, agent Agent, m *Metrics) *Scheduler {
+// NewScheduler returns the scheduler cfg describes; Run starts it.
+func NewScheduler(cfg SchedulerConfig) *Scheduler {
 	cfg.defaults()
-	m.setLease(cfg.Lease)
+	cfg.Metrics.setLease(cfg.Lease)
 	return &Scheduler{
-		cfg: cfg, store: st, driver: d, agent: agent, hub: newHub(), netWatch: &netWatchers{}, metrics: m, log: cfg.Log,
-		wakeCh: make(chan struct{}, 1), running: map[string]context.CancelCauseFunc{},
-		sandboxes: map[string]sandbox.Sandbox{}, ckpt: newCheckpoints(cfg.CheckpointMarks),
+		cfg: cfg, store: cfg.Store, driver: cfg.Driver, agent: cfg.Agent, feed: cfg.Feed, metrics: cfg.Metrics, log: cfg.Log,
+		running: map[string]context.CancelCauseFunc{}, sandboxes: map[string]sandbox.Sandbox{}, ckpt: newCheckpoints(cfg.CheckpointMarks),
 	}
 }
 
 // Run recovers what a previous life left, then claims and runs jobs until
-// ctx ends (woken by the store's notes when it has them: followNotes); it
+// ctx ends (woken by its Feed, which the caller runs: Feed.Run); it
 // then stops claiming, gives running jobs the grace period, stops the rest
 // and releases their leases, and returns when all are done. A scheduler
 // that runs jobs keeps its entry in the store's worker registry meanwhile
@@ -167,14 +176,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.reclaim(ctx, s.cfg.WorkerID)
 	}
 	var loops sync.WaitGroup
-	loops.Add(2)
+	loops.Add(1)
 	go func() {
 		defer loops.Done()
 		s.reapLoop(ctx)
-	}()
-	go func() {
-		defer loops.Done()
-		s.followNotes(ctx)
 	}()
 	if s.cfg.Concurrency > 0 {
 		s.claimLoop(ctx)
@@ -189,16 +194,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // reapLoop periodically requeues jobs whose worker died and removes this
 // worker's orphaned sandboxes, also while every slot is busy.
 func (s *Scheduler) reapLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.ReapInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.reclaim(ctx, "")
-		}
-	}
+	tick(ctx, s.cfg.ReapInterval, func() bool {
+		s.reclaim(ctx, "")
+		return true
+	})
 }
 
 func (s *Scheduler) claimLoop(ctx context.Context) {
@@ -233,7 +232,7 @@ func (s *Scheduler) idle(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-s.wakeCh:
+	case <-s.feed.pending:
 	case <-t.C:
 	case <-ctx.Done():
 	}
@@ -296,14 +295,6 @@ func (s *Scheduler) shutdown() {
 	<-done
 }
 
-// wake tells the claim loop there may be work.
-func (s *Scheduler) wake() {
-	select {
-	case s.wakeCh <- struct{}{}:
-	default:
-	}
-}
-
 // cancelLocal stops a job if this worker runs it. A job on another server
 // learns of the cancel from its next heartbeat.
 func (s *Scheduler) cancelLocal(id string) {
@@ -322,7 +313,7 @@ func (s *Scheduler) isRunning(id string) bool {
 }
 
 func (s *Scheduler) emit(ctx context.Context, id string, p event.Payload) {
-	if err := emit(ctx, s.store, s.hub, id, p); err != nil {
+	if err := s.feed.emit(ctx, id, p); err != nil {
 		s.log.Error("append event", "job_id", id, "type", p.EventType(), "err", err)
 	}
 }

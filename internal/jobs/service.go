@@ -7,20 +7,15 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/event"
-	"github.com/agentbox/agentbox/internal/llm"
-	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
@@ -73,13 +68,75 @@ type SubmitRequest struct {
 	Staged *Staged
 }
 
+// DefaultMaxAttempts is how many attempts a job gets unless
+// ServiceConfig.MaxAttempts says otherwise.
+const DefaultMaxAttempts = 3
+
+// ServiceConfig is everything a Service is made of; NewService fills in
+// the defaults of its zero fields.
+type ServiceConfig struct {
+	// Store holds the jobs, Workspaces their workspaces.
+	Store      store.Store
+	Workspaces workspace.Store
+	// Feed is the process's live feed, shared with its Scheduler (nil:
+	// the Scheduler's, else a feed of its own).
+	Feed *Feed
+	// Scheduler runs this node's jobs; nil on an API-only node.
+	Scheduler *Scheduler
+	// MaxAttempts is how many attempts a new job gets; 0: DefaultMaxAttempts.
+	MaxAttempts int
+	// Lease is the workers' lease, by which Workers judges a registered
+	// worker alive; 0: the Scheduler's, else DefaultLease.
+	Lease time.Duration
+	// Ceilings are the most a submission's limits may ask for; zero: the
+	// defaults, which follow the host.
+	Ceilings config.Ceilings
+	// Images are the images a job may ask for, normalized, the sandbox
+	// image first (config.Sandbox.AllowedImages); nil: the default
+	// sandbox image only.
+	Images []string
+	// Repos holds the host's git and the jobs' git dirs, for the diffs of
+	// ended jobs and the check of submitted repositories; nil on a node
+	// without git.
+	Repos *Repos
+	// Media keeps the images of tool results, served with the job and
+	// removed with its data; nil: none are kept.
+	Media *Media
+	// MaxUpload is how many bytes of files an uploaded or copied workspace
+	// may hold (AGENTBOX_MAX_UPLOAD); 0: the default, 1 GiB.
+	MaxUpload int64
+	// Snapshots is the directory the snapshots of running jobs'
+	// workspaces are made in, emptied by NewService (what a past run
+	// left); empty: a running job's files are refused.
+	Snapshots string
+	// Isolation is the tier of a job that names none (empty: container);
+	// CheckIsolation, when set, says, with sandbox.ErrIsolationUnavailable,
+	// why a tier cannot run here (nil on a node without a driver: the
+	// worker that claims the job refuses it then).
+	Isolation      string
+	CheckIsolation func(ctx context.Context, iso string) error
+	// Egress is the operator's egress settings jobs' policies are checked
+	// against (config.Egress.Policy); nil: every mode, no presets or
+	// secrets, and mode none for a job that states no policy.
+	Egress *egress.Config
+	// CheckModel, when set, makes Submit refuse, before anything is
+	// recorded, a job whose model it cannot open: it returns an error
+	// wrapping ErrNoModel that says what the operator must set. A server
+	// whose agent needs no model (the shell agent) sets none.
+	CheckModel func(spec string) error
+	// NoMessages, when set, is why Reply refuses every message (the shell
+	// agent runs a script and has no conversation to continue).
+	NoMessages string
+}
+
 // Service is what the API and the CLI's local mode call.
 type Service struct {
 	store  store.Store
-	hub    *hub
+	feed   *Feed
 	sched  *Scheduler // nil on an API-only node
 	ws     workspace.Store
 	maxAtt int
+	lease  time.Duration
 	// recovered holds the sandboxes Guest reattached to for jobs of other
 	// servers.
 	recovered recoveredGuests
@@ -89,7 +146,7 @@ type Service struct {
 	// noMessages, when set, is why Reply refuses every message.
 	noMessages string
 	// checkModel, when set, refuses (ErrNoModel) a job whose model the
-	// server cannot open (SetModelCheck).
+	// server cannot open.
 	checkModel func(spec string) error
 	// repos holds the jobs' git dirs; nil on a node without git.
 	repos     *Repos
@@ -99,223 +156,47 @@ type Service struct {
 	// set, refuses a tier that cannot run here.
 	isolation      string
 	checkIsolation func(ctx context.Context, iso string) error
-	// egress is what jobs' network policies are checked against
-	// (SetEgress); netWatch the local watchers of their changes (the
-	// scheduler's running proxies among them).
-	egress   *egress.Config
-	netWatch *netWatchers
+	// egress is what jobs' network policies are checked against.
+	egress *egress.Config
 	// snaps are the snapshots running jobs' files are read from; nil:
-	// they are refused (SetSnapshots).
+	// they are refused.
 	snaps *snapshots
 }
 
-// SetIsolation sets the tier of a job that names none (def, "" for
-// container) and check, which says, with sandbox.ErrIsolationUnavailable,
-// why a tier cannot run here (nil on a node without a driver: the worker
-// that claims the job refuses it then).
-func (s *Service) SetIsolation(def string, check func(ctx context.Context, iso string) error) {
-	s.isolation, s.checkIsolation = def, check
+// defaults fills in the zero fields of c that have a default.
+func (c *ServiceConfig) defaults() {
+	def := config.Default().Sandbox
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
+	c.Ceilings = cmp.Or(c.Ceilings, def.Ceilings)
+	if c.Images == nil {
+		c.Images = def.AllowedImages()
+	}
+	if c.Scheduler != nil {
+		// The scheduler's events wake the service's followers, and its
+		// proxies hear the policy changes made here.
+		c.Feed = cmp.Or(c.Feed, c.Scheduler.feed)
+		c.Lease = cmp.Or(c.Lease, c.Scheduler.cfg.Lease)
+	}
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
+	if c.Feed == nil {
+		c.Feed = NewFeed(c.Store, nil)
+	}
 }
 
-// resolveIsolation is the tier req runs under, refused when it is no tier
-// or cannot run here; never another in its place.
-func (s *Service) resolveIsolation(ctx context.Context, req SubmitRequest) (string, error) {
-	iso := cmp.Or(req.Isolation, s.isolation, sandbox.IsolationContainer)
-	if err := sandbox.CheckIsolation(iso); err != nil {
-		return "", err
-	}
-	if s.checkIsolation != nil {
-		if err := s.checkIsolation(ctx, iso); err != nil {
-			return "", err
+// NewService returns the service cfg describes.
+func NewService(cfg ServiceConfig) (*Service, error) {
+	cfg.defaults()
+	s := &Service{store: cfg.Store, feed: cfg.Feed, sched: cfg.Scheduler, ws: cfg.Workspaces,
+		maxAtt: cfg.MaxAttempts, lease: cfg.Lease, ceilings: cfg.Ceilings, images: cfg.Images,
+		noMessages: cfg.NoMessages, checkModel: cfg.CheckModel, repos: cfg.Repos, maxUpload: cfg.MaxUpload,
+		media: cfg.Media, isolation: cfg.Isolation, checkIsolation: cfg.CheckIsolation, egress: cfg.Egress}
+	if cfg.Snapshots != "" {
+		var err error
+		if s.snaps, err = newSnapshots(cfg.Snapshots); err != nil {
+			return nil, err
 		}
 	}
-	return iso, nil
-}
-
-// NewService returns the service over st, whose jobs' workspaces ws keeps.
-// sched may be nil.
-func NewService(st store.Store, ws workspace.Store, maxAttempts int, sched *Scheduler) *Service {
-	h, w := newHub(), &netWatchers{}
-	if sched != nil {
-		h = sched.hub      // the scheduler's events wake the service's followers
-		w = sched.netWatch // and its proxies hear the policy changes made here
-	}
-	if maxAttempts <= 0 {
-		maxAttempts = 3
-	}
-	return &Service{store: st, hub: h, netWatch: w, sched: sched, ws: ws, maxAtt: maxAttempts,
-		ceilings: config.Default().Sandbox.Ceilings, images: config.Default().Sandbox.AllowedImages()}
-}
-
-// SetModelCheck makes Submit refuse, before anything is recorded, a
-// job whose model check cannot open: check returns an error wrapping
-// ErrNoModel that says what the operator must set. A server whose agent
-// needs no model (the shell agent) sets none.
-func (s *Service) SetModelCheck(check func(spec string) error) { s.checkModel = check }
-
-// SetCeilings sets the most a submission's limits may ask for (the
-// defaults follow the host).
-func (s *Service) SetCeilings(c config.Ceilings) { s.ceilings = c }
-
-// Submit validates and durably records a job. created is false when an
-// Idempotency-Key replayed an earlier submission. The job's workspace, if
-// it starts from one (req.Staged, workspace_from), is whole before the job
-// exists; when no job is made on it (an error, a replay), it is removed.
-func (s *Service) Submit(ctx context.Context, req SubmitRequest) (store.Job, bool, error) {
-	j, created, err := s.submit(ctx, &req)
-	switch {
-	case err != nil:
-		err = errors.Join(err, s.Discard(ctx, req.Staged))
-	case !created:
-		// The replay's answer stands; a workspace left by a failed
-		// removal belongs to no job and is never run.
-		_ = s.Discard(ctx, req.Staged)
-	}
-	return j, created, err
-}
-
-func (s *Service) submit(ctx context.Context, req *SubmitRequest) (store.Job, bool, error) {
-	if err := validate(*req); err != nil {
-		return store.Job{}, false, err
-	}
-	if s.checkModel != nil {
-		if err := s.checkModel(req.Model); err != nil {
-			return store.Job{}, false, err
-		}
-	}
-	if err := CheckCeilings(req.Limits, s.ceilings); err != nil {
-		return store.Job{}, false, err
-	}
-	// One starting point first: a repository next to an upload is wrong
-	// whatever its URL says.
-	if err := checkStart(*req, req.Staged != nil); err != nil {
-		return store.Job{}, false, err
-	}
-	checked, err := s.checkSources(*req)
-	if err != nil {
-		return store.Job{}, false, err
-	}
-	*req = checked
-	iso, err := s.resolveIsolation(ctx, *req)
-	if err != nil {
-		return store.Job{}, false, err
-	}
-	network, err := s.submitNetwork(*req)
-	if err != nil {
-		return store.Job{}, false, err
-	}
-	id, err := s.startWorkspace(ctx, req)
-	if err != nil {
-		return store.Job{}, false, err
-	}
-	now := time.Now().UTC()
-	j := store.Job{
-		ID: id, Task: req.Task, Model: req.Model, Limits: req.Limits, Metadata: req.Metadata,
-		Image: req.Image, WorkspaceFrom: req.WorkspaceFrom, Repo: req.Repo, Turn: 1, Isolation: iso, Network: network,
-		Status: store.StatusPending, MaxAttempts: s.maxAtt, IdempotencyKey: req.IdempotencyKey,
-		RequestHash: requestHash(*req), CreatedAt: now, UpdatedAt: now,
-	}
-	j, created, err := s.store.CreateJob(ctx, j)
-	if err != nil {
-		return j, false, fmt.Errorf("submit: %w", err)
-	}
-	if created {
-		s.emit(ctx, j.ID, event.State{Status: store.StatusPending})
-		if s.sched != nil {
-			s.sched.wake()
-		}
-	}
-	return j, created, nil
-}
-
-// checkSources checks what the job starts from and runs in, and returns
-// the request as it is recorded: the image normalized, a pull request
-// implying a push.
-func (s *Service) checkSources(req SubmitRequest) (SubmitRequest, error) {
-	image, err := CheckImage(req.Image, s.images)
-	if err != nil {
-		return req, err
-	}
-	req.Image = image
-	if err := s.checkRepo(req.Repo); err != nil {
-		return req, err
-	}
-	req.Repo, err = checkHandBack(req.Repo)
-	return req, err
-}
-
-func validate(req SubmitRequest) error {
-	var p Problems
-	if strings.TrimSpace(req.Task) == "" {
-		p.Add("task", "task is empty")
-	}
-	if len(req.Task) > MaxTaskBytes || !utf8.ValidString(req.Task) {
-		p.Add("task", fmt.Sprintf("task must be UTF-8 text of at most %d bytes", MaxTaskBytes))
-	}
-	l := req.Limits
-	if l.Timeout < 0 {
-		p.Add("limits.timeout", "limits.timeout must not be negative")
-	}
-	if l.MaxSteps < 0 {
-		p.Add("limits.max_steps", "limits.max_steps must not be negative")
-	}
-	if l.MemoryBytes != 0 && l.MemoryBytes < 64<<20 || l.MemoryBytes < 0 {
-		p.Add("limits.memory", "limits.memory must be at least 64MiB")
-	}
-	if l.DiskBytes != 0 && l.DiskBytes < 64<<20 || l.DiskBytes < 0 {
-		p.Add("limits.disk", "limits.disk must be at least 64MiB")
-	}
-	if l.ContextWindow < 0 || l.ContextWindow > 10_000_000 || l.ContextWindow > 0 && l.ContextWindow < 2048 {
-		p.Add("limits.context_window", "limits.context_window must be 0 (the model's) or between 2048 and 10,000,000 tokens")
-	}
-	if l.NanoCPUs < 0 {
-		p.Add("limits.cpus", "limits.cpus must not be negative")
-	}
-	if l.EgressBytes != 0 && l.EgressBytes < 1<<20 || l.EgressBytes < 0 {
-		p.Add("limits.egress", "limits.egress must be at least 1MiB")
-	}
-	size := 0
-	for k, v := range req.Metadata {
-		size += len(k) + len(v)
-	}
-	if len(req.Metadata) > MaxMetadataKeys || size > MaxMetadataBytes {
-		p.Add("metadata", fmt.Sprintf("metadata: at most %d keys and %d bytes", MaxMetadataKeys, MaxMetadataBytes))
-	}
-	if req.Model != "" {
-		if _, _, err := llm.ParseSpec(req.Model); err != nil {
-			p.Add("model", fmt.Sprintf("model %q: want anthropic:NAME or openai:NAME", req.Model))
-		}
-	}
-	if len(req.IdempotencyKey) > 255 {
-		p.Add("Idempotency-Key", "Idempotency-Key: at most 255 bytes")
-	}
-	return p.Err(ErrInvalid)
-}
-
-// requestHash fingerprints the parts of a submission an Idempotency-Key covers.
-func requestHash(req SubmitRequest) string {
-	var network *egress.Policy
-	if !req.Network.IsZero() {
-		network = &req.Network
-	}
-	upload := ""
-	if req.Staged != nil {
-		upload = req.Staged.digest
-	}
-	b, _ := json.Marshal(struct {
-		Task, Model          string
-		Limits               store.Limits
-		Metadata             map[string]string
-		Image, WorkspaceFrom string      `json:",omitempty"`
-		Repo                 *store.Repo `json:",omitempty"`
-		Upload               string      `json:",omitempty"`
-		Isolation            string      `json:",omitempty"`
-		// Network is omitted when zero, so the hashes of earlier
-		// submissions stay as they were.
-		Network *egress.Policy `json:",omitempty"`
-	}{req.Task, req.Model, req.Limits, req.Metadata, req.Image, req.WorkspaceFrom, req.Repo, upload, req.Isolation, network})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return s, nil
 }
 
 // Get returns a job.
@@ -386,7 +267,7 @@ func (s *Service) LastSeq(ctx context.Context, id string) (int64, error) {
 // store has no notes to wake the scheduler's followers with), or ctx ends.
 // The caller reads again with Events.
 func (s *Service) WaitEvents(ctx context.Context, id string, after int64, poll time.Duration) error {
-	ch, stop := s.hub.subscribe(id)
+	ch, stop := s.feed.subscribe(id)
 	defer stop()
 	evs, err := s.store.Events(ctx, id, after, 1)
 	if err != nil || len(evs) > 0 {
@@ -409,7 +290,7 @@ func (s *Service) WaitEvents(ctx context.Context, id string, after int64, poll t
 // job's is its final state. A running job's is read from its last
 // checkpoint when the store is a Shared one (a snapshot the sandbox
 // cannot touch), else from a snapshot of its live workspace that this
-// call takes or reuses (see SetSnapshots), held until ctx ends; never
+// call takes or reuses (see ServiceConfig.Snapshots), held until ctx ends; never
 // from the live workspace, which the sandbox may change under a reader.
 // ErrNotEnded, saying what to do, when there is none to read yet.
 func (s *Service) Workspace(ctx context.Context, id string) (workspace.Store, error) {
@@ -449,26 +330,7 @@ func (s *Service) readable(j store.Job) error {
 // emit appends an event and wakes its followers. Event writes are part of the
 // audit trail; a failure is returned to callers that can act on it.
 func (s *Service) emit(ctx context.Context, id string, p event.Payload) error {
-	return emit(ctx, s.store, s.hub, id, p)
-}
-
-func emit(ctx context.Context, st store.Store, h *hub, id string, p event.Payload) error {
-	_, err := appendEvent(ctx, st, h, id, p)
-	return err
-}
-
-// appendEvent is emit, returning the event as stored.
-func appendEvent(ctx context.Context, st store.Store, h *hub, id string, p event.Payload) (store.Event, error) {
-	typ, b, err := event.Marshal(p)
-	if err != nil {
-		return store.Event{}, err
-	}
-	ev, err := st.AppendEvent(context.WithoutCancel(ctx), id, typ, b)
-	if err != nil {
-		return ev, fmt.Errorf("event %s: %w", typ, err)
-	}
-	h.notify(id)
-	return ev, nil
+	return s.feed.emit(ctx, id, p)
 }
 
 // NewID returns a new job ID: "job_" and 20 hex digits, sortable by time.

@@ -84,18 +84,16 @@ type snap struct {
 	stale   bool // replaced or dropped: removed once no request holds it
 }
 
-// SetSnapshots gives the service the directory its snapshots of running
-// jobs' workspaces are made in; it empties it (what a past run left).
-// Without one, a running job's files are refused, as before.
-func (s *Service) SetSnapshots(dir string) error {
+// newSnapshots returns the snapshots made in dir (ServiceConfig.Snapshots),
+// once it emptied it of what a past run left.
+func newSnapshots(dir string) (*snapshots, error) {
 	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("snapshots: %w", err)
+		return nil, fmt.Errorf("snapshots: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("snapshots: %w", err)
+		return nil, fmt.Errorf("snapshots: %w", err)
 	}
-	s.snaps = &snapshots{dir: dir, slots: make(chan struct{}, SnapshotsAtOnce), byJob: map[string]*snap{}}
-	return nil
+	return &snapshots{dir: dir, slots: make(chan struct{}, SnapshotsAtOnce), byJob: map[string]*snap{}}, nil
 }
 
 // liveFiles returns a store serving running job j's files from a

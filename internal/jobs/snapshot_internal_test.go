@@ -20,8 +20,8 @@ import (
 // fresh one is reused; a stale one is replaced, and removed once no
 // request holds it; a job's are removed when it ends.
 func TestSnapshotsReuseAndRemove(t *testing.T) {
-	s := &Service{}
-	if err := s.SetSnapshots(filepath.Join(t.TempDir(), "snapshots")); err != nil {
+	s, err := NewService(ServiceConfig{Snapshots: filepath.Join(t.TempDir(), "snapshots")})
+	if err != nil {
 		t.Fatal(err)
 	}
 	var takes atomic.Int32
@@ -122,8 +122,8 @@ func TestDeleteRemovesSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	s := NewService(st, workspace.NewLocal(dir), 3, nil)
-	if err := s.SetSnapshots(filepath.Join(dir, "snapshots")); err != nil {
+	s, err := NewService(ServiceConfig{Store: st, Workspaces: workspace.NewLocal(dir), Snapshots: filepath.Join(dir, "snapshots")})
+	if err != nil {
 		t.Fatal(err)
 	}
 	id := NewID()
@@ -158,8 +158,8 @@ func TestDeleteRemovesSnapshot(t *testing.T) {
 // many. Past snapshotsMax held at once, a new one is refused until one
 // is let go.
 func TestSnapshotsHeldAreBounded(t *testing.T) {
-	s := &Service{}
-	if err := s.SetSnapshots(filepath.Join(t.TempDir(), "snapshots")); err != nil {
+	s, err := NewService(ServiceConfig{Snapshots: filepath.Join(t.TempDir(), "snapshots")})
+	if err != nil {
 		t.Fatal(err)
 	}
 	take := func(dir string) ([]string, error) { return nil, os.MkdirAll(dir, 0o700) }
@@ -184,7 +184,7 @@ func TestSnapshotsHeldAreBounded(t *testing.T) {
 		stale(sn)
 		held = append(held, sn)
 	}
-	_, err := s.snaps.get(t.Context(), "j1", take)
+	_, err = s.snaps.get(t.Context(), "j1", take)
 	if !errors.Is(err, ErrNotEnded) || !strings.Contains(err.Error(), "retry") {
 		t.Fatalf("snapshot %d while %d are held: %v; want ErrNotEnded saying to retry", snapshotsMax+1, snapshotsMax, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/store"
@@ -40,10 +39,6 @@ type Staged struct {
 	// Idempotency-Key covers.
 	digest string
 }
-
-// SetMaxUpload sets how many bytes of files an uploaded or copied
-// workspace may hold (AGENTBOX_MAX_UPLOAD); 0 is the default, 1 GiB.
-func (s *Service) SetMaxUpload(n int64) { s.maxUpload = n }
 
 func (s *Service) startLimits() workspace.Limits {
 	return workspace.Limits{MaxBytes: s.maxUpload}
@@ -82,38 +77,6 @@ func (s *Service) Discard(ctx context.Context, st *Staged) error {
 		return nil
 	}
 	return s.ws.Remove(context.WithoutCancel(ctx), st.id)
-}
-
-// Check runs the checks Submit makes of req before it records anything,
-// so that a request can be refused before its workspace is uploaded.
-// upload says a workspace is to come with it.
-func (s *Service) Check(req SubmitRequest, upload bool) error {
-	if err := validate(req); err != nil {
-		return err
-	}
-	if err := CheckCeilings(req.Limits, s.ceilings); err != nil {
-		return err
-	}
-	return checkStart(req, upload)
-}
-
-// checkStart refuses a job that names more than one starting point.
-func checkStart(req SubmitRequest, upload bool) error {
-	var starts []string
-	if upload {
-		starts = append(starts, "an uploaded workspace")
-	}
-	if req.WorkspaceFrom != "" {
-		starts = append(starts, "workspace_from")
-	}
-	if req.Repo != nil {
-		starts = append(starts, "repo")
-	}
-	if len(starts) > 1 {
-		return fmt.Errorf("%w: a job starts from one of an uploaded workspace, workspace_from or repo, not from %s",
-			ErrBadStart, strings.Join(starts, " and "))
-	}
-	return nil
 }
 
 // startWorkspace gives req the workspace it starts from, if it starts from

@@ -128,7 +128,7 @@ func TestSubmitWorkspaceFrom(t *testing.T) {
 			t.Errorf("from %s: %v, want ErrBadStart naming it", from, err)
 		}
 	}
-	e.svc.SetMaxUpload(4)
+	e.svc = e.reconfigure(t, func(c *jobs.ServiceConfig) { c.MaxUpload = 4 })
 	if _, _, err := e.svc.Submit(ctx, jobs.SubmitRequest{Task: "t", WorkspaceFrom: done}); !errors.Is(err, workspace.ErrTooLarge) {
 		t.Errorf("over the upload limit: %v, want ErrTooLarge", err)
 	}

@@ -20,10 +20,6 @@ var ErrBadMessage = errors.New("message refused")
 // caller saw end: another caller started the next turn first.
 var errTurnMoved = errors.New("turn moved on")
 
-// RefuseMessages makes Reply refuse every message, saying why: the shell
-// agent runs a script and has no conversation to continue.
-func (s *Service) RefuseMessages(why string) { s.noMessages = why }
-
 // Reply adds the user's message to job id's conversation and returns the
 // job and the message's event.
 //
@@ -54,14 +50,14 @@ func (s *Service) Reply(ctx context.Context, id, text string) (store.Job, store.
 			event.State{Status: store.StatusPending, Reason: fmt.Sprintf("a follow-up message starts turn %d", j.Turn)})
 	})
 	if err == nil {
-		s.hub.notify(id)
-		s.wake()
+		s.feed.notify(id)
+		s.feed.wake()
 		return j, evs[0], nil
 	}
 	if !errors.Is(err, errTurnMoved) {
 		return j, store.Event{}, err
 	}
-	ev, err := appendEvent(ctx, s.store, s.hub, id, event.Message{Text: text, Turn: steer.Turn})
+	ev, err := s.feed.append(ctx, id, event.Message{Text: text, Turn: steer.Turn})
 	if err != nil {
 		return steer, ev, fmt.Errorf("reply to job %s: %w", id, err)
 	}
@@ -115,8 +111,8 @@ func nextTurn(j *store.Job) error {
 // startTurn starts the turn after turn, if the job still stands at its
 // end (an end other than canceled), and logs its pending state with it;
 // started is false when it does not. The caller wakes the workers.
-func startTurn(ctx context.Context, st store.Store, h *hub, id string, turn int) (j store.Job, started bool, err error) {
-	j, _, err = st.UpdateJobLogged(ctx, id, func(j *store.Job) ([]store.Entry, error) {
+func startTurn(ctx context.Context, f *Feed, id string, turn int) (j store.Job, started bool, err error) {
+	j, _, err = f.store.UpdateJobLogged(ctx, id, func(j *store.Job) ([]store.Entry, error) {
 		if !j.Status.Final() || j.Status == store.StatusCanceled || j.Turn != turn {
 			return nil, errTurnMoved
 		}
@@ -130,16 +126,9 @@ func startTurn(ctx context.Context, st store.Store, h *hub, id string, turn int)
 		return j, false, nil
 	}
 	if err == nil {
-		h.notify(id)
+		f.notify(id)
 	}
 	return j, err == nil, err
-}
-
-// wake tells this server's workers there may be work.
-func (s *Service) wake() {
-	if s.sched != nil {
-		s.sched.wake()
-	}
 }
 
 // catchUp starts the next turn for a message sent to a running job whose
@@ -156,11 +145,11 @@ func (s *Service) catchUp(ctx context.Context, was store.Job, seq int64) (store.
 	if given, err := s.given(ctx, j.ID, seq); err != nil || given {
 		return j, err
 	}
-	next, started, err := startTurn(ctx, s.store, s.hub, j.ID, j.Turn)
+	next, started, err := startTurn(ctx, s.feed, j.ID, j.Turn)
 	if err != nil || !started {
 		return j, err
 	}
-	s.wake()
+	s.feed.wake()
 	return next, nil
 }
 
@@ -225,10 +214,10 @@ func (s *Scheduler) lateMessages(ctx context.Context, j store.Job, seen int64) {
 	if len(msgs) == 0 {
 		return
 	}
-	next, started, err := startTurn(ctx, s.store, s.hub, j.ID, j.Turn)
+	next, started, err := startTurn(ctx, s.feed, j.ID, j.Turn)
 	if err != nil || !started {
 		return
 	}
 	s.log.Info("a late message starts the job's next turn", "job_id", j.ID, "turn", next.Turn)
-	s.wake()
+	s.feed.wake()
 }

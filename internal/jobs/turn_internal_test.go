@@ -37,19 +37,22 @@ func TestCatchUp(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			s := NewService(st, workspace.NewLocal(dir), 3, nil)
+			s, err := NewService(ServiceConfig{Store: st, Workspaces: workspace.NewLocal(dir)})
+			if err != nil {
+				t.Fatal(err)
+			}
 			now := time.Now().UTC()
 			j, _, err := st.CreateJob(t.Context(), store.Job{ID: NewID(), Task: "t", Status: tt.status, Turn: tt.turn,
 				MaxAttempts: 3, CreatedAt: now, EndedAt: now})
 			if err != nil {
 				t.Fatal(err)
 			}
-			msg, err := appendEvent(t.Context(), st, s.hub, j.ID, event.Message{Text: "also this", Turn: 1})
+			msg, err := s.feed.append(t.Context(), j.ID, event.Message{Text: "also this", Turn: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tt.read {
-				_ = emit(t.Context(), st, s.hub, j.ID, event.Model{Step: 3, Seen: msg.Seq, Message: llm.Text(llm.RoleAssistant, "ok")})
+				_ = s.feed.emit(t.Context(), j.ID, event.Model{Step: 3, Seen: msg.Seq, Message: llm.Text(llm.RoleAssistant, "ok")})
 			}
 			got, err := s.catchUp(t.Context(), store.Job{ID: j.ID, Turn: 1}, msg.Seq)
 			if err != nil {

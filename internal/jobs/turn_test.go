@@ -104,7 +104,7 @@ func TestReplyRefusals(t *testing.T) {
 	if j := e.get(ended); j.Status != store.StatusComplete || len(e.events(ended)) != 0 {
 		t.Errorf("a refused message changed the job: %s, %d events", j.Status, len(e.events(ended)))
 	}
-	e.svc.RefuseMessages("follow-up messages need the model agent")
+	e.svc = e.reconfigure(t, func(c *jobs.ServiceConfig) { c.NoMessages = "follow-up messages need the model agent" })
 	if _, _, err := e.svc.Reply(t.Context(), ended, "hi"); !errors.Is(err, jobs.ErrBadMessage) || !strings.Contains(err.Error(), "model agent") {
 		t.Errorf("a server refusing messages: %v", err)
 	}

@@ -29,7 +29,7 @@ func (s *Service) Workers(ctx context.Context) ([]WorkerStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	lease, now := s.lease(), time.Now()
+	lease, now := s.lease, time.Now()
 	out := make([]WorkerStatus, 0, len(ws))
 	for _, w := range ws {
 		out = append(out, WorkerStatus{Worker: w, Alive: WorkerAlive(w, lease, now)})
@@ -41,14 +41,6 @@ func (s *Service) Workers(ctx context.Context) ([]WorkerStatus, error) {
 // job not pending.
 func (s *Service) QueuePosition(ctx context.Context, id string) (int, error) {
 	return s.store.QueuePosition(ctx, id)
-}
-
-// lease is the lease of this node's scheduler, or the default.
-func (s *Service) lease() time.Duration {
-	if s.sched != nil {
-		return s.sched.cfg.Lease
-	}
-	return 30 * time.Second
 }
 
 // Running is how many jobs this scheduler runs now.

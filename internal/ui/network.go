@@ -36,7 +36,7 @@ const ByUI = "web UI"
 // not lost. A Service without it shows the policy but no "allow for this
 // job" buttons.
 type networkSetter interface {
-	UpdateNetwork(ctx context.Context, id string, fn func(egress.Policy) (egress.Policy, error), by string) (egress.Policy, error)
+	UpdateNetwork(ctx context.Context, id string, fn func(egress.Policy) (egress.Policy, error)) (egress.Policy, error)
 }
 
 // networkView is the job page's Network section: the policy in force, as
@@ -257,7 +257,7 @@ const maxAllowForm = 4 << 10
 // rule as it stands) that must name one host (no wildcard or range),
 // added to the allow list of the policy in force (mode none becomes
 // allow), read and put in force in one transaction (UpdateNetwork), by
-// ByUI. It answers the section, re-rendered; a refusal is shown in it.
+// the request's principal (the API makes it ByUI). It answers the section, re-rendered; a refusal is shown in it.
 func (u *UI) AllowHost(w http.ResponseWriter, r *http.Request) error {
 	ns, ok := u.svc.(networkSetter)
 	if !ok {
@@ -284,7 +284,7 @@ func (u *UI) AllowHost(w http.ResponseWriter, r *http.Request) error {
 		p, err := withAllowed(cur, rule)
 		refused = err
 		return p, err
-	}, ByUI)
+	})
 	var fe *egress.FieldError
 	if errors.As(err, &fe) {
 		refused = fe

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -28,7 +29,9 @@ type netService struct {
 	meanwhile func()
 }
 
-func (s *netService) UpdateNetwork(_ context.Context, id string, fn func(egress.Policy) (egress.Policy, error), by string) (egress.Policy, error) {
+func (s *netService) UpdateNetwork(ctx context.Context, id string, fn func(egress.Policy) (egress.Policy, error)) (egress.Policy, error) {
+	caller, _ := jobs.PrincipalOf(ctx)
+	by := caller.Name
 	var cur egress.Policy
 	if len(s.job.Network) > 0 {
 		_ = json.Unmarshal(s.job.Network, &cur)
@@ -168,6 +171,7 @@ func postAllow(t *testing.T, u *UI, host string) (string, error) {
 	r := httptest.NewRequest("POST", "/ui/jobs/j1/network/allow", strings.NewReader(url.Values{"host": {host}}.Encode()))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	r.SetPathValue("id", "j1")
+	r = r.WithContext(jobs.WithPrincipal(r.Context(), jobs.Principal{Name: ByUI})) // as the API's fragments do
 	w := httptest.NewRecorder()
 	err := u.AllowHost(w, r)
 	return w.Body.String(), err

@@ -54,7 +54,7 @@ func ModelResolver(mc config.Model) func(spec string) (llm.Model, error) {
 }
 
 // ModelCheck is how a server that runs agent jobs refuses one at submit
-// whose model it cannot open (jobs.Service.SetModelCheck): with
+// whose model it cannot open (jobs.ServiceConfig.CheckModel): with
 // jobs.ErrNoModel and what the operator sets on the server, rather than
 // a job that ends in error once it has waited for a sandbox. Opening a
 // model makes its client only; nothing is sent to the provider.

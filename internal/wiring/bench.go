@@ -96,7 +96,7 @@ func (b *BenchAPI) serve(ctx context.Context, cfg config.Config, workers bool) e
 	}
 	b.add(j.Close)
 	if workers {
-		b.runScheduler(ctx, j.scheduler)
+		b.runJobs(ctx, j)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -117,13 +117,13 @@ func (b *BenchAPI) serve(ctx context.Context, cfg config.Config, workers bool) e
 	return nil
 }
 
-// runScheduler runs sched until Close.
-func (b *BenchAPI) runScheduler(ctx context.Context, sched *jobs.Scheduler) {
+// runJobs runs j's scheduler until Close.
+func (b *BenchAPI) runJobs(ctx context.Context, j *jobSide) {
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = sched.Run(ctx)
+		j.run(ctx)
 	}()
 	b.addFunc(func() {
 		stop()

@@ -197,7 +197,7 @@ func runAndFollow(ctx context.Context, j *jobSide, id string, w RunIO) (store.Jo
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = j.scheduler.Run(schedCtx)
+		j.run(schedCtx)
 	}()
 	final, err := follow(ctx, j.service, id, w)
 	stopSched()

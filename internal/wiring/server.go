@@ -133,10 +133,10 @@ func highlighter(cfg config.Config) string {
 	return exe
 }
 
-// openJobs opens the job side for cfg's role: an API replica's scheduler
-// runs nothing (Concurrency 0, no driver) but follows the store's notes
-// and requeues the jobs of dead workers; a worker's claims and runs jobs
-// and registers it. The retention janitor runs where the API does.
+// openJobs opens the job side for cfg's role: an API replica has no
+// scheduler, but follows the store's notes (its feed) and requeues the
+// jobs of dead workers (its reaper); a worker's scheduler claims and runs
+// jobs and registers it. The retention janitor runs where the API does.
 func (s *Server) openJobs(ctx context.Context, reg *prometheus.Registry) error {
 	cfg := s.cfg
 	sc := jobs.SchedulerConfig{WorkerID: workerID(cfg.DataDir), Concurrency: cfg.Server.Concurrency, Lease: cfg.Server.Lease,
@@ -206,15 +206,15 @@ func (s *Server) serveHTTP(ctx context.Context, h http.Handler) {
 func (s *Server) Serve(ctx context.Context) error {
 	cfg := s.cfg
 	s.log.Info("agentbox serving", "role", cfg.Role, "addr", "http://"+s.listener.Addr().String(), "data_dir", cfg.DataDir,
-		"concurrency", s.jobs.scheduler.Capacity(), "auth", !cfg.Server.NoAuth, "agent", cfg.Agent.Kind)
+		"concurrency", s.jobs.capacity(), "auth", !cfg.Server.NoAuth, "agent", cfg.Agent.Kind)
 	if runsJobs(cfg.Role) && cfg.Agent.Kind == "model" && !cfg.Model.Configured() {
 		s.log.Warn("no model configured: agent jobs are refused (400 no_model) until one is (set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL and restart; see docs/models.md)")
 	}
-	return runServer(ctx, s.http, s.listener, s.jobs.scheduler)
+	return runServer(ctx, s.http, s.listener, s.jobs)
 }
 
 // runServer is Serve's body.
-func runServer(ctx context.Context, srv *http.Server, l net.Listener, sched *jobs.Scheduler) error {
+func runServer(ctx context.Context, srv *http.Server, l net.Listener, j *jobSide) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	httpErr := make(chan error, 1)
@@ -223,7 +223,7 @@ func runServer(ctx context.Context, srv *http.Server, l net.Listener, sched *job
 		stop(fmt.Errorf("http: %w", err))
 		httpErr <- err
 	}()
-	_ = sched.Run(ctx)
+	j.run(ctx)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	err := srv.Shutdown(sctx)

@@ -26,6 +26,7 @@ import (
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/forge"
 	"github.com/agentbox/agentbox/internal/githost"
+	"github.com/agentbox/agentbox/internal/image"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/store"
@@ -55,15 +56,19 @@ func (c *closers) Close() error {
 }
 
 // jobSide is the job side of agentbox over one directory: the store
-// (agentbox.db) and the workspaces in it, the service over them, and, for a
-// worker, a sandbox driver and the scheduler.
+// (agentbox.db) and the workspaces in it, the live feed and the service
+// over them, and, for a worker, a sandbox driver and the scheduler (for an
+// API replica, the reaper of dead workers' jobs).
 type jobSide struct {
 	store      store.Store
 	workspaces *workspace.Local
 	repos      *jobs.Repos
 	media      *jobs.Media
+	feed       *jobs.Feed
 	scheduler  *jobs.Scheduler // nil without workers
+	reaper     *jobs.Reaper    // an API replica's (jobsConfig.noDriver)
 	service    *jobs.Service
+	metrics    *jobs.Metrics
 	// checkIsolation says why a tier cannot run on this node's driver;
 	// nil without one.
 	checkIsolation func(ctx context.Context, iso string) error
@@ -84,8 +89,8 @@ type jobsConfig struct {
 	// workers adds a driver and a scheduler configured by sched (its
 	// Workspaces is filled in); without, the service is the API's only.
 	workers bool
-	// noDriver makes the scheduler without a sandbox driver: an API
-	// replica's, which runs no jobs.
+	// noDriver makes, in place of the scheduler, a reaper of the jobs of
+	// dead workers: an API replica's, which runs no jobs.
 	noDriver bool
 	sched    jobs.SchedulerConfig
 	// metrics, if set, receives the scheduler's metrics.
@@ -112,7 +117,7 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 	if err != nil {
 		return nil, err
 	}
-	j := &jobSide{store: st, workspaces: workspace.NewLocal(jc.dir), media: jobs.NewMedia(jc.dir)}
+	j := &jobSide{store: st, workspaces: workspace.NewLocal(jc.dir), media: jobs.NewMedia(jc.dir), feed: jobs.NewFeed(st, log)}
 	if jc.inPlace != "" {
 		j.workspaces = workspace.NewInPlace(jc.inPlace)
 	}
@@ -139,29 +144,60 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 			return nil, err
 		}
 	}
-	j.service = jobs.NewService(st, ws, jc.maxAttempts, j.scheduler)
-	j.service.SetRepos(j.repos)
-	if ws == workspace.Store(j.workspaces) {
-		if err := j.service.SetSnapshots(filepath.Join(jc.dir, "snapshots")); err != nil {
-			j.Close()
-			return nil, err
-		}
-	}
-	j.service.SetMedia(j.media)
-	j.service.SetMaxUpload(cfg.Server.MaxUpload)
-	if jc.ceilings != nil {
-		j.service.SetCeilings(*jc.ceilings)
-	}
-	j.service.SetImages(cfg.Sandbox.AllowedImages())
-	j.service.SetIsolation(cfg.Sandbox.Isolation, j.checkIsolation)
-	j.service.SetEgress(cfg.Egress.Policy)
-	if jc.workers && !jc.noDriver && cfg.Agent.Kind == "model" {
-		j.service.SetModelCheck(ModelCheck(cfg.Model)) // this node runs the jobs: its model is theirs
-	}
-	if cfg.Agent.Kind == "shell" {
-		j.service.RefuseMessages("follow-up messages need the model agent; this server runs the shell agent (AGENTBOX_AGENT=shell), which runs the task as a script")
+	if j.service, err = jobs.NewService(j.serviceConfig(cfg, jc, ws)); err != nil {
+		j.Close()
+		return nil, err
 	}
 	return j, nil
+}
+
+// serviceConfig is the service of the job side jc describes, over ws.
+func (j *jobSide) serviceConfig(cfg config.Config, jc jobsConfig, ws workspace.Store) jobs.ServiceConfig {
+	sc := jobs.ServiceConfig{Store: j.store, Workspaces: ws, Feed: j.feed, Scheduler: j.scheduler,
+		MaxAttempts: jc.maxAttempts, Lease: jc.sched.Lease, Images: cfg.Sandbox.AllowedImages(), Repos: j.repos, Media: j.media,
+		MaxUpload: cfg.Server.MaxUpload, Isolation: cfg.Sandbox.Isolation, CheckIsolation: j.checkIsolation, Egress: cfg.Egress.Policy}
+	if ws == workspace.Store(j.workspaces) {
+		sc.Snapshots = filepath.Join(jc.dir, "snapshots")
+	}
+	if jc.ceilings != nil {
+		sc.Ceilings = *jc.ceilings
+	}
+	if jc.workers && !jc.noDriver && cfg.Agent.Kind == "model" {
+		sc.CheckModel = ModelCheck(cfg.Model) // this node runs the jobs: its model is theirs
+	}
+	if cfg.Agent.Kind == "shell" {
+		sc.NoMessages = "follow-up messages need the model agent; this server runs the shell agent (AGENTBOX_AGENT=shell), which runs the task as a script"
+	}
+	return sc
+}
+
+// run runs the job side until ctx ends: its feed, and its scheduler or
+// its reaper; then it waits for them (the scheduler's jobs wound down).
+func (j *jobSide) run(ctx context.Context) {
+	feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		j.feed.Run(feedCtx)
+	}()
+	switch {
+	case j.scheduler != nil:
+		_ = j.scheduler.Run(ctx)
+	case j.reaper != nil:
+		j.reaper.Run(ctx)
+	default:
+		<-ctx.Done()
+	}
+	stopFeed() // the feed wakes the scheduler's jobs' followers until they ended
+	<-fed
+}
+
+// capacity is how many jobs this job side runs at once.
+func (j *jobSide) capacity() int {
+	if j.scheduler == nil {
+		return 0
+	}
+	return j.scheduler.Capacity()
 }
 
 // openStore opens the job store: the PostgreSQL database at url when it is
@@ -181,41 +217,47 @@ func openStore(ctx context.Context, url, dir string, log *slog.Logger) (store.St
 	return st, nil
 }
 
-// startWorkers opens the driver (unless jc.noDriver) and makes the
-// scheduler.
+// startWorkers opens the driver and makes the scheduler; an API replica
+// (jc.noDriver) gets a reaper in its place.
 func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfig) error {
-	var d Driver
-	if !jc.noDriver {
-		var err error
-		if d, err = NewDriver(cfg, log, jc.sched.Concurrency); err != nil {
-			return err
-		}
-		j.add(d.Close)
-		if t, ok := d.(isolationChecker); ok {
-			j.checkIsolation = t.Check
-		}
-	}
-	var m *jobs.Metrics
 	if jc.metrics != nil {
-		m = jobs.NewMetrics(jc.metrics, j.store)
+		j.metrics = jobs.NewMetrics(jc.metrics, j.store)
 	}
-	jc.sched.Workspaces, jc.sched.Repos, jc.sched.Media = j.workspaces, j.repos, j.media
-	if !jc.noDriver {
-		jc.sched.Egress = newEgress(cfg, jc.metrics, jc.server)
-		g, stop, err := newGate(context.Background(), cfg, log, jc.server != nil)
-		if err != nil {
-			return err
-		}
-		j.addFunc(stop)
-		if g != nil {
-			jc.sched.Images = g
-		}
+	if jc.noDriver {
+		j.reaper = jobs.NewReaper(jobs.ReaperConfig{Feed: j.feed, Lease: jc.sched.Lease, Metrics: j.metrics, Log: jc.sched.Log})
+		return nil
 	}
+	d, err := NewDriver(cfg, log, jc.sched.Concurrency)
+	if err != nil {
+		return err
+	}
+	j.add(d.Close)
+	if t, ok := d.(isolationChecker); ok {
+		j.checkIsolation = t.Check
+	}
+	g, stop, err := newGate(context.Background(), cfg, log, jc.server != nil)
+	if err != nil {
+		return err
+	}
+	j.addFunc(stop)
 	if jc.inPlace != "" {
 		d = personalWorkspaces{d}
 	}
-	j.scheduler = jobs.NewScheduler(jc.sched, j.store, d, NewJobAgent(cfg), m)
+	j.scheduler = jobs.NewScheduler(j.schedulerConfig(cfg, jc, d, g))
 	return nil
+}
+
+// schedulerConfig is jc.sched completed with what the job side opened: the
+// driver d and the image gate g (nil: none).
+func (j *jobSide) schedulerConfig(cfg config.Config, jc jobsConfig, d Driver, g *image.Gate) jobs.SchedulerConfig {
+	sc := jc.sched
+	sc.Store, sc.Feed, sc.Driver, sc.Agent, sc.Metrics = j.store, j.feed, d, NewJobAgent(cfg), j.metrics
+	sc.Workspaces, sc.Repos, sc.Media = j.workspaces, j.repos, j.media
+	sc.Egress = newEgress(cfg, jc.metrics, jc.server)
+	if g != nil {
+		sc.Images = g
+	}
+	return sc
 }
 
 // newRepos is the host's git as cfg.Git says, over the git dirs in dir:

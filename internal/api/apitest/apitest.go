@@ -43,6 +43,11 @@ type Env struct {
 	Media *jobs.Media
 	Reg   *prometheus.Registry
 	hook  atomic.Pointer[func(*http.Request)]
+	// api, svc and log are what the handler is made of (Configure).
+	api     api.Config
+	svc     jobs.ServiceConfig
+	log     *slog.Logger
+	handler atomic.Pointer[http.Handler]
 }
 
 // OnRequest makes fn see every request before the API handles it, e.g. to
@@ -64,18 +69,16 @@ func New(t testing.TB, cfg api.Config) *Env {
 	if cfg.Poll == 0 {
 		cfg.Poll = 10 * time.Millisecond
 	}
-	e := &Env{t: t, Store: st, DataDir: dir, Workspaces: workspace.NewLocal(dir), Reg: prometheus.NewRegistry()}
-	e.Svc = jobs.NewService(st, e.Workspaces, 3, nil)
-	e.Svc.SetMaxUpload(cfg.MaxUploadBytes) // the API's limit on the archive, and the service's on its files
-	e.Media = jobs.NewMedia(dir)
-	e.Svc.SetMedia(e.Media)
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h := api.New(cfg, e.Svc, e.Reg, log)
+	e := &Env{t: t, Store: st, DataDir: dir, Workspaces: workspace.NewLocal(dir), Media: jobs.NewMedia(dir), api: cfg,
+		log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	// MaxUpload: the API's limit on the archive, and the service's on its files.
+	e.svc = jobs.ServiceConfig{Store: st, Workspaces: e.Workspaces, Feed: jobs.NewFeed(st, e.log), MaxUpload: cfg.MaxUploadBytes, Media: e.Media}
+	e.Configure(func(*jobs.ServiceConfig) {})
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if fn := e.hook.Load(); fn != nil {
 			(*fn)(r)
 		}
-		h.ServeHTTP(w, r)
+		(*e.handler.Load()).ServeHTTP(w, r)
 	}))
 	e.URL = e.Server.URL
 	t.Cleanup(func() {
@@ -83,6 +86,22 @@ func New(t testing.TB, cfg api.Config) *Env {
 		st.Close()
 	})
 	return e
+}
+
+// Configure changes the service's configuration with fn (the changes of
+// earlier calls stay) and serves a new API over a new service made of it,
+// which Svc then is, with a fresh Reg; the jobs, their events and the
+// service's live feed stay.
+func (e *Env) Configure(fn func(*jobs.ServiceConfig)) {
+	e.t.Helper()
+	fn(&e.svc)
+	svc, err := jobs.NewService(e.svc)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.Svc, e.Reg = svc, prometheus.NewRegistry()
+	h := api.New(e.api, e.Svc, e.Reg, e.log)
+	e.handler.Store(&h)
 }
 
 // Submit creates a pending job with the given task.
@@ -189,7 +208,7 @@ func (e *Env) Repos() *jobs.Repos {
 		e.t.Fatal(err)
 	}
 	r := &jobs.Repos{Host: h, Dir: filepath.Join(e.DataDir, "git")}
-	e.Svc.SetRepos(r)
+	e.Configure(func(c *jobs.ServiceConfig) { c.Repos = r })
 	return r
 }
 
