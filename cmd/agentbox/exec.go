@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/guest"
+	"github.com/agentbox/agentbox/internal/guest/attach"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/wiring"
@@ -137,7 +138,7 @@ func (a *app) execPolicy(f *execFlags) error {
 // execOnce runs req in a fresh sandbox, attached to st, and returns the
 // command's exit code. The sandbox is removed whatever happens.
 func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecRequest, st *execStreams, f execFlags) (int, error) {
-	stderr := st.stderr
+	stderr := st.Stderr
 	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
 	network := wiring.ScratchNetwork{Proxy: f.SandboxNetwork == "" || f.SandboxNetwork == "none", Policy: f.Network}
 	if !f.quiet {
@@ -191,7 +192,7 @@ func exitStatus(stderr io.Writer, code int) int {
 // guest (its health check's answer): its controls are shown, never acted on.
 func execFailed(stderr io.Writer, err error, interrupted bool) (int, error) {
 	var stopped *wiring.StoppedError
-	var cut *outputCutError
+	var cut *attach.OutputCutError
 	say := func(format string, a ...any) {
 		v := render.NewVisible(stderr)
 		fmt.Fprintf(v, format, a...)
