@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -15,42 +14,31 @@ import (
 	"github.com/agentbox/agentbox/internal/workspace"
 )
 
-// checkStart refuses flags naming two starting points.
-func (f submitFlags) checkStart() error {
-	switch {
-	case f.workspace != "" && f.workspaceFrom != "":
-		return errors.New("--workspace and --workspace-from: a job starts from one of them")
-	case f.workspace == "" && len(f.exclude) > 0:
-		return errors.New("--exclude goes with --workspace")
-	}
-	return nil
-}
-
 // send submits req; with --workspace, DIR packed as its workspace.
 func (f submitFlags) send(cmd *cobra.Command, c *client.Client, req wire.SubmitRequest) (wire.SubmitResponse, error) {
-	if f.workspace == "" {
-		return c.Submit(cmd.Context(), req, f.key)
+	if f.Workspace == "" {
+		return c.Submit(cmd.Context(), req, f.Key)
 	}
-	root, err := os.OpenRoot(f.workspace)
+	root, err := os.OpenRoot(f.Workspace)
 	if err != nil {
 		return wire.SubmitResponse{}, fmt.Errorf("--workspace: %w", err)
 	}
 	defer root.Close()
-	opts := workspace.PackOptions{Exclude: f.exclude}
+	opts := workspace.PackOptions{Exclude: f.Exclude}
 	tree, err := workspace.Survey(cmd.Context(), root, opts)
 	if err != nil {
-		return wire.SubmitResponse{}, fmt.Errorf("--workspace %s: %w", f.workspace, err)
+		return wire.SubmitResponse{}, fmt.Errorf("--workspace %s: %w", f.Workspace, err)
 	}
-	prog := render.NewProgress(cmd.ErrOrStderr(), "uploading "+f.workspace)
+	prog := render.NewProgress(cmd.ErrOrStderr(), "uploading "+f.Workspace)
 	prog.SetTotal(tree.Bytes)
 	opts.Progress = prog
 	begin := time.Now()
-	sr, err := c.SubmitDir(cmd.Context(), req, f.key, root, opts)
+	sr, err := c.SubmitDir(cmd.Context(), req, f.Key, root, opts)
 	prog.Done()
 	if err != nil {
 		return sr, err
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "uploaded %s: %d files, %s, in %s\n", f.workspace, tree.Files,
+	fmt.Fprintf(cmd.ErrOrStderr(), "uploaded %s: %d files, %s, in %s\n", f.Workspace, tree.Files,
 		units.BytesSize(float64(tree.Bytes)), time.Since(begin).Round(10*time.Millisecond))
 	return sr, nil
 }

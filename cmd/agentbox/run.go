@@ -17,7 +17,7 @@ import (
 
 func newRunCmd(a *app) *cobra.Command {
 	var f wiring.RunRequest
-	var hb handBackFlags
+	var hb wiring.HandBackFlags
 	var nf wiring.NetworkFlags
 	cmd := &cobra.Command{
 		Use:   "run [flags] TASK",
@@ -54,10 +54,10 @@ missing, a network policy the operator does not allow).` + networkHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Task, f.Stdin = args[0], cmd.InOrStdin()
-			if err := hb.check(f.Repo); err != nil {
+			if err := hb.Check(f.Repo); err != nil {
 				return usage(err)
 			}
-			hb.toRun(&f)
+			hb.ToRun(&f)
 			var err error
 			if f.Network, err = nf.Policy(a.cfg.Egress.Policy); err != nil {
 				return err
@@ -72,7 +72,7 @@ missing, a network policy the operator does not allow).` + networkHelp,
 	addSandboxFlags(fl, &f.SandboxRequest)
 	fl.StringVar(&f.Repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned with the host's credentials (AGENTBOX_GIT_*)")
 	fl.StringVar(&f.Ref, "ref", "", "with --repo: the branch, tag or commit to start from (default: the remote's default branch)")
-	hb.add(fl)
+	addHandBackFlags(fl, &hb)
 	addProjectFlags(fl, &f.Workspace, &f.InPlace)
 	addNetworkFlags(fl, &nf, true)
 	a.driverFlag(cmd)
