@@ -86,7 +86,7 @@ of its own instead, as 'docker run --network' does, outside the proxy.` + networ
   agentbox exec --allow example.com 'curl -sI https://example.com'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.execPolicy(&f); err != nil {
+			if err := f.SetNetwork(f.network, f.egress, a.cfg.Egress.Policy); err != nil {
 				return err
 			}
 			spec, err := f.Spec()
@@ -121,18 +121,6 @@ of its own instead, as 'docker run --network' does, outside the proxy.` + networ
 	a.driverFlag(cmd)
 	a.dataDirFlag(cmd, "where sandboxes keep their state")
 	return cmd
-}
-
-// execPolicy reads exec's network flags into f: the container network, or
-// the egress policy checked against the operator's settings.
-func (a *app) execPolicy(f *execFlags) error {
-	container, err := execNetwork(f.network, &f.egress)
-	if err != nil {
-		return err
-	}
-	f.SandboxNetwork = container
-	f.Network, err = f.egress.Policy(a.cfg.Egress.Policy)
-	return err
 }
 
 // execOnce runs req in a fresh sandbox, attached to st, and returns the
