@@ -11,7 +11,6 @@ import (
 	"github.com/agentbox/agentbox/internal/artifact"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/store"
-	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
@@ -108,7 +107,7 @@ func printRun(w io.Writer, r wiring.RunReport) int {
 	} else if r.Unzipped > 0 {
 		fmt.Fprintf(w, "agentbox: %d workspace entries left out of the zip or stored differently; %s in it says why\n", r.Unzipped, artifact.ManifestName)
 	}
-	_ = render.Summary(w, summaryJob(j))
+	_ = render.Summary(w, r.Summary())
 	printResult(w, r)
 	switch j.Status {
 	case store.StatusComplete:
@@ -117,18 +116,6 @@ func printRun(w io.Writer, r wiring.RunReport) int {
 		return 130
 	}
 	return 1
-}
-
-// summaryJob is what render.Summary shows of a job run here, as the API
-// would give it to submit --follow.
-func summaryJob(j store.Job) wire.Job {
-	w := wire.Job{JobID: j.ID, Status: string(j.Status), Steps: j.Steps, Usage: wire.Usage(j.Usage), Result: j.Result, Error: j.Error,
-		CreatedAt: j.CreatedAt, EndedAt: j.EndedAt}
-	if j.Repo != nil {
-		g := wire.Git(j.Git)
-		w.Repo, w.Git = &wire.Repo{URL: j.Repo.URL, Ref: j.Repo.Ref, Push: j.Repo.Push}, &g
-	}
-	return w
 }
 
 // printResult says where the job left its result.
