@@ -1,16 +1,13 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/client"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/wire"
@@ -52,15 +49,7 @@ func (f *clientFlags) add(cmd *cobra.Command) {
 // newClient connects to the server the flags and the configuration name,
 // with the token they give (or a local server's), said by its source.
 func (a *app) newClient(f clientFlags) (*client.Client, error) {
-	tok := client.Token{Value: f.token, From: "--token"}
-	if tok.Value == "" {
-		tok = client.Token{Value: a.cfg.Client.Token, From: "AGENTBOX_TOKEN"}
-	}
-	file := filepath.Join(a.cfg.DataDir, api.TokenFile)
-	if a.cfg.Server.TokenFile != "" && a.flagCfg.DataDir == "" {
-		file = a.cfg.Server.TokenFile
-	}
-	return client.Connect(cmp.Or(f.url, a.cfg.Client.URL), tok, file)
+	return wiring.Connect(a.cfg, a.flagCfg.DataDir != "", f.url, f.token)
 }
 
 // answerFlags are the options of a command that prints one answer of the
