@@ -138,7 +138,7 @@ func leaveChat(w io.Writer, s *chat.Session, interrupted bool) {
 	if p.InPlace {
 		r.LinksOut = workspace.DescribeLinksOut(p.Dir)
 	}
-	printResult(w, r)
+	r.WriteWhere(w)
 	if p.Dir != "" && !p.InPlace {
 		fmt.Fprintf(w, "to see the changes: diff -ru --no-dereference %s %s\n", render.Printable(render.ShellQuote(p.Dir)), render.Printable(render.ShellQuote(r.Workspace)))
 	}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentbox/agentbox/internal/artifact"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wiring"
@@ -95,53 +93,5 @@ func (a *app) runTask(ctx context.Context, f wiring.RunRequest, out, errw io.Wri
 	if err != nil {
 		return 0, err
 	}
-	return printRun(errw, r), nil
-}
-
-// printRun prints how the job ended and where it left its workspace, and
-// returns the exit code.
-func printRun(w io.Writer, r wiring.RunReport) int {
-	j := r.Job
-	if r.ZipErr != nil {
-		fmt.Fprintf(w, "agentbox: no artifacts: %v\n", r.ZipErr)
-	} else if r.Unzipped > 0 {
-		fmt.Fprintf(w, "agentbox: %d workspace entries left out of the zip or stored differently; %s in it says why\n", r.Unzipped, artifact.ManifestName)
-	}
-	_ = render.Summary(w, r.Summary())
-	printResult(w, r)
-	switch j.Status {
-	case store.StatusComplete:
-		return 0
-	case store.StatusCanceled:
-		return 130
-	}
-	return 1
-}
-
-// printResult says where the job left its result.
-func printResult(w io.Writer, r wiring.RunReport) {
-	if len(r.NotCopied) > 0 {
-		fmt.Fprintf(w, "not copied from %s: %s\n", r.From, render.Printable(strings.Join(r.NotCopied, "; ")))
-	}
-	switch {
-	case r.InPlace:
-		fmt.Fprintf(w, "workspace: %s (changed in place)\n", r.Workspace)
-		if r.LinksOut != "" {
-			fmt.Fprintf(w, "note: %s\n", render.Printable(r.LinksOut))
-		}
-	case r.Zip != "" && r.From != "":
-		fmt.Fprintf(w, "workspace: %s (a copy of %s, which is unchanged)\nartifacts: %s\n", r.Workspace, r.From, r.Zip)
-	case r.Zip != "":
-		fmt.Fprintf(w, "workspace: %s\nartifacts: %s\n", r.Workspace, r.Zip)
-	case r.From != "":
-		fmt.Fprintf(w, "workspace: %s (a copy of %s, which is unchanged)\n", r.Workspace, r.From)
-	case r.Workspace != "":
-		fmt.Fprintf(w, "workspace: %s\n", r.Workspace)
-	}
-	switch {
-	case r.Warnings == 1:
-		fmt.Fprintf(w, "log: %s (a warning)\n", r.Log)
-	case r.Warnings > 1:
-		fmt.Fprintf(w, "log: %s (%d warnings)\n", r.Log, r.Warnings)
-	}
+	return r.WriteEnd(errw), nil
 }
