@@ -14,8 +14,8 @@ import (
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
-// exitOutputCut is exec's exit status when --max-output cut the output.
-const exitOutputCut = 3
+// exitOutputCut is exec's exit status when the output was cut.
+const exitOutputCut = wiring.ExitOutputCut
 
 // execStreams are what an exec'd command is attached to: the streams
 // as given, and raw to pass the sandbox's bytes unchanged.
