@@ -169,7 +169,7 @@ func (a *app) submit(cmd *cobra.Command, f submitFlags, task string) error {
 	if err != nil || !f.follow {
 		return err
 	}
-	return followJob(cmd, c, sr.JobID, logsOptions{json: f.json, summary: true})
+	return followJob(cmd, c, sr.JobID, render.FollowOptions{JSON: f.json, Summary: true})
 }
 
 func newDeleteCmd(a *app) *cobra.Command {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
@@ -67,5 +68,5 @@ func (a *app) reply(cmd *cobra.Command, f replyFlags, id, message string) error 
 	if err != nil || !f.follow {
 		return err
 	}
-	return followJob(cmd, c, j.JobID, logsOptions{json: f.json, after: after, summary: true})
+	return followJob(cmd, c, j.JobID, render.FollowOptions{JSON: f.json, After: after, Summary: true})
 }
