@@ -154,7 +154,7 @@ func (a *app) submit(cmd *cobra.Command, f submitFlags, task string) error {
 	if err != nil {
 		return err
 	}
-	sr, err := f.send(cmd, c, req)
+	sr, err := f.Send(cmd.Context(), c, req, cmd.ErrOrStderr())
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
