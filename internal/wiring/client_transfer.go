@@ -82,3 +82,24 @@ func (f DownloadFlags) Download(ctx context.Context, c *client.Client, id string
 	fmt.Fprintf(errw, "wrote %s (%d bytes) to %s\n", units.BytesSize(float64(n)), n, name)
 	return nil
 }
+
+// Diff writes what job id changed, through c, onto out, which it closes:
+// as a unified diff (format "diff"), all included, or as a patch.
+func Diff(ctx context.Context, c *client.Client, id, format string, all bool, out io.WriteCloser) error {
+	if all && format == "patch" {
+		return fmt.Errorf("--all is for the diff (--format diff): a patch is the commit of the job's change, without ignored files")
+	}
+	if format == "diff" {
+		format = ""
+	}
+	var err error
+	if all {
+		_, err = c.DiffAll(ctx, id, out)
+	} else {
+		_, err = c.Diff(ctx, id, format, out)
+	}
+	if err := cmp.Or(err, out.Close()); err != nil {
+		return fmt.Errorf("diff: %w", err)
+	}
+	return nil
+}
