@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -123,19 +121,7 @@ func (a *app) buildUserImage(cmd *cobra.Command, dockerfile string, opts image.O
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "built %s %s\n", res.Ref, res.ID)
-	if len(res.Overridden) > 0 {
-		fmt.Fprintln(out, "sandboxes of it override what it sets:")
-		for _, o := range res.Overridden {
-			fmt.Fprintf(out, "  %s\n", o)
-		}
-	}
-	if slices.Contains(a.cfg.Sandbox.AllowedImages(), res.Ref) {
-		fmt.Fprintf(out, "%s is in AGENTBOX_IMAGES: jobs may ask for it (\"image\": %q, --image %s)\n", res.Ref, res.Ref, res.Ref)
-		return nil
-	}
-	fmt.Fprintf(out, "jobs may not use it yet: add %s to AGENTBOX_IMAGES (comma-separated) where agentbox serves, e.g.\n  AGENTBOX_IMAGES=%s\n",
-		res.Ref, strings.Join(slices.Concat(a.cfg.Sandbox.Images, []string{res.Ref}), ","))
+	image.WriteUserResult(out, res, a.cfg.Sandbox.AllowedImages(), a.cfg.Sandbox.Images)
 	return nil
 }
 

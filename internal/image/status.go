@@ -3,6 +3,8 @@ package image
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	sandboximage "github.com/agentbox/agentbox/images/sandbox"
 )
@@ -58,4 +60,24 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// WriteUserResult writes what `agentbox image build --dockerfile` says of
+// the image it built: its id, what sandboxes override of it, and whether
+// jobs may use it (allowed: the images AGENTBOX_IMAGES lets jobs ask for,
+// listed: the names it lists).
+func WriteUserResult(w io.Writer, res UserResult, allowed, listed []string) {
+	fmt.Fprintf(w, "built %s %s\n", res.Ref, res.ID)
+	if len(res.Overridden) > 0 {
+		fmt.Fprintln(w, "sandboxes of it override what it sets:")
+		for _, o := range res.Overridden {
+			fmt.Fprintf(w, "  %s\n", o)
+		}
+	}
+	if slices.Contains(allowed, res.Ref) {
+		fmt.Fprintf(w, "%s is in AGENTBOX_IMAGES: jobs may ask for it (\"image\": %q, --image %s)\n", res.Ref, res.Ref, res.Ref)
+		return
+	}
+	fmt.Fprintf(w, "jobs may not use it yet: add %s to AGENTBOX_IMAGES (comma-separated) where agentbox serves, e.g.\n  AGENTBOX_IMAGES=%s\n",
+		res.Ref, strings.Join(slices.Concat(listed, []string{res.Ref}), ","))
 }
