@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/agentbox/agentbox/internal/bench"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
-	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
@@ -67,43 +65,13 @@ Results are recorded in docs/benchmarks.md.`,
 // then the memory of an idle sandbox.
 func (a *app) benchTier(cmd *cobra.Command, o *bench.Options, isolation string) error {
 	return a.benchSandboxes(cmd, o, func() error {
-		tiers, ok := o.Driver.(interface {
-			Tier(ctx context.Context, iso string) (sandbox.Driver, error)
-		})
-		if !ok {
-			return fmt.Errorf("%w: the %s driver has no tiers to choose from", sandbox.ErrIsolationUnavailable, a.cfg.Sandbox.Driver)
-		}
-		d, err := tiers.Tier(cmd.Context(), isolation)
+		head, closeAll, err := wiring.BenchTier(cmd.Context(), a.cfg, a.log, o, isolation)
+		defer closeAll()
 		if err != nil {
 			return err
 		}
-		o.Driver = d
 		w := cmd.OutOrStdout()
-		switch isolation {
-		case sandbox.IsolationGVisor:
-			o.Runtime = docker.RuntimeGVisor
-			fmt.Fprintln(o.Log, "the other guest transport is not measured: gvisor sandboxes have no network the host reaches")
-		case sandbox.IsolationMicroVM:
-			fmt.Fprintln(o.Log, "the other guest transport is not measured: a microVM's guest is reached over its virtio-serial port only")
-		default:
-			if alt, err := a.altTransportDriver(d); err != nil {
-				fmt.Fprintf(o.Log, "the other guest transport is not measured: %v\n", err)
-			} else {
-				defer alt.Close()
-				o.AltDriver = alt
-			}
-		}
-		if vm, ok := d.(interface {
-			Accel(context.Context) (string, error)
-		}); ok {
-			accel, err := vm.Accel(cmd.Context())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(w, "Isolation microvm: sandboxes are QEMU VMs (accel %s); baseline containers under the engine's default runtime.\n\n", accel)
-		} else {
-			fmt.Fprintf(w, "Isolation %s: sandboxes and baseline containers under the %s runtime.\n\n", d.Capabilities().Isolation, cmp.Or(o.Runtime, "engine's default"))
-		}
+		fmt.Fprintf(w, "%s\n\n", head)
 		rows, err := bench.Run(cmd.Context(), *o)
 		if err != nil {
 			return err
@@ -264,28 +232,10 @@ Results are recorded in docs/benchmarks.md.`,
 	return cmd
 }
 
-// altTransportDriver is the configured driver with the other guest
-// transport than d's: TCP beside the unix socket, or the unix socket
-// beside TCP.
-func (a *app) altTransportDriver(d sandbox.Driver) (sandbox.Driver, error) {
-	cfg := a.cfg
-	cfg.Sandbox.GuestTransport = sandbox.TransportTCP
-	if d.Capabilities().Transport == sandbox.TransportTCP {
-		cfg.Sandbox.GuestTransport = sandbox.TransportUnix
-	}
-	return wiring.NewDriver(cfg, a.log, 1)
-}
-
 // benchSandboxes runs measure with o set up to use the configured driver,
 // closed afterwards.
 func (a *app) benchSandboxes(cmd *cobra.Command, o *bench.Options, measure func() error) error {
-	d, err := wiring.NewDriver(a.cfg, a.log, 1)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	o.Driver, o.Image, o.Log = d, a.cfg.Sandbox.Image, cmd.ErrOrStderr()
-	return measure()
+	return wiring.BenchSandboxes(a.cfg, a.log, o, cmd.ErrOrStderr(), measure)
 }
 
 func newBenchStoreCmd() *cobra.Command {
@@ -313,14 +263,9 @@ in docs/benchmarks.md.`,
 				return err
 			}
 			defer closeAll()
-			var rs []bench.StoreResult
-			for _, s := range stores {
-				fmt.Fprintf(cmd.ErrOrStderr(), "measuring %s...\n", s.Name)
-				r, err := bench.Store(cmd.Context(), s, o)
-				if err != nil {
-					return fmt.Errorf("%s: %w", s.Name, err)
-				}
-				rs = append(rs, r)
+			rs, err := bench.StoreEach(cmd.Context(), stores, o, cmd.ErrOrStderr())
+			if err != nil {
+				return err
 			}
 			bench.StoreMarkdown(cmd.OutOrStdout(), o, rs)
 			return nil

@@ -5,23 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/chat"
-	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/render"
-	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/wiring"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 func newChatCmd(a *app) *cobra.Command {
-	var o chatOptions
+	var o wiring.ChatRequest
 	var sb wiring.SandboxRequest
 	var nf wiring.NetworkFlags
 	var list bool
@@ -66,29 +61,29 @@ context size. From a pipe or a script, messages are read a line at a time
 			if list {
 				return a.listSessions(cmd.OutOrStdout())
 			}
-			if o.session == "" {
-				o.session = time.Now().Format("20060102-150405")
+			if o.Session == "" {
+				o.Session = time.Now().Format("20060102-150405")
 			}
 			// Checked here, so that a bad one is said first; the session
 			// checks it again as it opens (on a saved one, what it had).
-			if _, err := workspace.ProjectDir(o.project.Dir, a.cfg.DataDir, o.project.InPlace); err != nil {
+			if _, err := workspace.ProjectDir(o.Project.Dir, a.cfg.DataDir, o.Project.InPlace); err != nil {
 				return err
 			}
 			var err error
-			if o.network, err = nf.Policy(a.cfg.Egress.Policy); err != nil {
+			if o.Network, err = nf.Policy(a.cfg.Egress.Policy); err != nil {
 				return err
 			}
-			if o.sandbox, err = sb.Spec(a.cfg); err != nil {
+			if o.Sandbox, err = sb.Spec(a.cfg); err != nil {
 				return err
 			}
 			return a.chat(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.session, "session", "", "session to start or resume (default: a new one named by the time)")
-	fl.StringVar(&o.model, "model", "", "model as provider:name (default AGENTBOX_MODEL)")
+	fl.StringVar(&o.Session, "session", "", "session to start or resume (default: a new one named by the time)")
+	fl.StringVar(&o.Model, "model", "", "model as provider:name (default AGENTBOX_MODEL)")
 	fl.BoolVar(&list, "list", false, "list the saved sessions (what each works on, when saved, its last message) and exit")
-	addProjectFlags(fl, &o.project.Dir, &o.project.InPlace)
+	addProjectFlags(fl, &o.Project.Dir, &o.Project.InPlace)
 	addSandboxFlags(fl, &sb)
 	addNetworkFlags(fl, &nf, true)
 	a.driverFlag(cmd)
@@ -96,40 +91,14 @@ context size. From a pipe or a script, messages are read a line at a time
 	return cmd
 }
 
-// chatOptions are what `agentbox chat` was asked for.
-type chatOptions struct {
-	session, model string
-	// project is --workspace and --in-place as typed.
-	project chat.Project
-	// sandbox is the sandbox's limits, image and tier, checked.
-	sandbox sandbox.Spec
-	// network is the egress policy, checked.
-	network egress.Policy
-}
-
 // chat runs one interactive session; an interrupted turn exits 130.
-func (a *app) chat(ctx context.Context, o chatOptions, in io.Reader, out, errw io.Writer) error {
-	model, err := wiring.ModelResolver(a.cfg.Model)(o.model)
+func (a *app) chat(ctx context.Context, o wiring.ChatRequest, in io.Reader, out, errw io.Writer) error {
+	s, model, closeAll, err := wiring.OpenChat(ctx, a.cfg, a.log, o, out, errw)
 	if err != nil {
 		return err
 	}
-	drv, err := wiring.NewDriver(a.cfg, a.log, 1)
-	if err != nil {
-		return err
-	}
-	defer drv.Close()
-	proxy, err := wiring.NewLocalEgress(a.cfg, "chat", o.network, errw, a.log)
-	if err != nil {
-		return err
-	}
-	s, err := chat.Open(ctx, chat.Config{Dir: a.chatsDir(), Driver: drv, Model: model, ModelSpec: o.model,
-		Tools: wiring.Tools(a.cfg.Sandbox), ContextWindow: a.cfg.Agent.ContextWindow, Network: o.network, Egress: proxy,
-		Sandbox: o.sandbox, Project: o.project, DataDir: a.cfg.DataDir, MaxCopy: a.cfg.Server.MaxUpload, Out: out, Err: errw}, o.session)
-	if err != nil {
-		return err
-	}
-	defer func() { s.Close(context.WithoutCancel(ctx)) }()
-	fmt.Fprintf(errw, "agentbox chat: session %s, model %s, workspace %s (/help for commands)\n", s.Name(), model.Info().Name, render.Printable(workspaceLine(s)))
+	defer closeAll()
+	fmt.Fprintf(errw, "agentbox chat: session %s, model %s, workspace %s (/help for commands)\n", s.Name(), model, render.Printable(s.Where()))
 	input, closeInput, err := chat.OpenInput(in, errw)
 	if err != nil {
 		return err
@@ -148,28 +117,13 @@ func (a *app) chat(ctx context.Context, o chatOptions, in io.Reader, out, errw i
 	return nil
 }
 
-// chatsDir holds the chat sessions.
-func (a *app) chatsDir() string { return filepath.Join(a.cfg.DataDir, "chats") }
-
 // listSessions prints the saved sessions (chat --list).
 func (a *app) listSessions(w io.Writer) error {
-	list, err := chat.List(a.chatsDir())
+	list, err := chat.List(wiring.ChatsDir(a.cfg))
 	if err != nil {
 		return err
 	}
 	return chat.WriteSessions(w, list, "", time.Now())
-}
-
-// workspaceLine says where the session's sandbox works, for its first line.
-func workspaceLine(s *chat.Session) string {
-	p := s.Project()
-	switch {
-	case p.InPlace:
-		return p.Dir + " (in place)"
-	case p.Dir != "":
-		return s.WorkspaceDir() + " (a copy of " + p.Dir + ")"
-	}
-	return s.WorkspaceDir()
 }
 
 // leaveChat says, as the session closes, how to resume it and where its
@@ -184,19 +138,8 @@ func leaveChat(w io.Writer, s *chat.Session, interrupted bool) {
 	if p.InPlace {
 		r.LinksOut = workspace.DescribeLinksOut(p.Dir)
 	}
-	printResult(w, r)
+	r.WriteWhere(w)
 	if p.Dir != "" && !p.InPlace {
-		fmt.Fprintf(w, "to see the changes: diff -ru --no-dereference %s %s\n", render.Printable(shellQuote(p.Dir)), render.Printable(shellQuote(r.Workspace)))
+		fmt.Fprintf(w, "to see the changes: diff -ru --no-dereference %s %s\n", render.Printable(render.ShellQuote(p.Dir)), render.Printable(render.ShellQuote(r.Workspace)))
 	}
-}
-
-// shellSafe matches a word the shell takes as it is.
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
-
-// shellQuote is s as one shell word.
-func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

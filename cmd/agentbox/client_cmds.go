@@ -1,22 +1,14 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/client"
-	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/wiring"
@@ -57,15 +49,7 @@ func (f *clientFlags) add(cmd *cobra.Command) {
 // newClient connects to the server the flags and the configuration name,
 // with the token they give (or a local server's), said by its source.
 func (a *app) newClient(f clientFlags) (*client.Client, error) {
-	tok := client.Token{Value: f.token, From: "--token"}
-	if tok.Value == "" {
-		tok = client.Token{Value: a.cfg.Client.Token, From: "AGENTBOX_TOKEN"}
-	}
-	file := filepath.Join(a.cfg.DataDir, api.TokenFile)
-	if a.cfg.Server.TokenFile != "" && a.flagCfg.DataDir == "" {
-		file = a.cfg.Server.TokenFile
-	}
-	return client.Connect(cmp.Or(f.url, a.cfg.Client.URL), tok, file)
+	return wiring.Connect(a.cfg, a.flagCfg.DataDir != "", f.url, f.token)
 }
 
 // answerFlags are the options of a command that prints one answer of the
@@ -103,17 +87,8 @@ func askJob[T any](a *app, f *answerFlags, what string, ask func(*client.Client,
 // submitFlags are the options of `agentbox submit`.
 type submitFlags struct {
 	clientFlags
-	model, memory, disk, cpus, key string
-	timeout                        time.Duration
-	maxSteps                       int
-	meta                           []string
-	follow, json                   bool
-	image, isolation               string
-	repo, ref                      string
-	handBack                       handBackFlags
-	workspace, workspaceFrom       string
-	exclude                        []string
-	network                        wiring.NetworkFlags
+	wiring.SubmitFlags
+	follow, json bool
 }
 
 func newSubmitCmd(a *app) *cobra.Command {
@@ -148,30 +123,30 @@ The server checks the policy against its own settings.` + clientEnvHelp,
 	}
 	f.add(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "", "model as provider:name (default: the server's)")
-	fl.Var(durationVar(&f.timeout, 0), "timeout", "wall-clock limit, e.g. 30m or 1h (default: the server's)")
-	fl.IntVar(&f.maxSteps, "max-steps", 0, "most agent steps (default: the server's)")
-	fl.Var(sizeVar(&f.memory), "memory", "sandbox memory, e.g. 512m or 4g (default: the server's)")
-	fl.Var(cpusVar(&f.cpus), "cpus", "sandbox CPUs, e.g. 0.5 or 2 (default: the server's)")
-	fl.Var(sizeVar(&f.disk), "disk", "sandbox disk quota, workspace included, e.g. 2g (default: the server's)")
-	fl.StringVar(&f.isolation, "isolation", "", isolationUsage)
-	fl.StringVar(&f.image, "image", "", "sandbox image, one the server allows (AGENTBOX_IMAGES; default: the server's sandbox image)")
-	fl.StringArrayVar(&f.meta, "meta", nil, "metadata KEY=VALUE kept with the job (repeatable)")
-	fl.StringVar(&f.key, "idempotency-key", "", "makes a retried submit return the same job")
+	fl.StringVar(&f.Model, "model", "", "model as provider:name (default: the server's)")
+	fl.Var(durationVar(&f.Timeout, 0), "timeout", "wall-clock limit, e.g. 30m or 1h (default: the server's)")
+	fl.IntVar(&f.MaxSteps, "max-steps", 0, "most agent steps (default: the server's)")
+	fl.Var(sizeVar(&f.Memory), "memory", "sandbox memory, e.g. 512m or 4g (default: the server's)")
+	fl.Var(cpusVar(&f.CPUs), "cpus", "sandbox CPUs, e.g. 0.5 or 2 (default: the server's)")
+	fl.Var(sizeVar(&f.Disk), "disk", "sandbox disk quota, workspace included, e.g. 2g (default: the server's)")
+	fl.StringVar(&f.Isolation, "isolation", "", isolationUsage)
+	fl.StringVar(&f.Image, "image", "", "sandbox image, one the server allows (AGENTBOX_IMAGES; default: the server's sandbox image)")
+	fl.StringArrayVar(&f.Meta, "meta", nil, "metadata KEY=VALUE kept with the job (repeatable)")
+	fl.StringVar(&f.Key, "idempotency-key", "", "makes a retried submit return the same job")
 	fl.BoolVarP(&f.follow, "follow", "f", false, "stream the job's steps until it ends")
 	fl.BoolVar(&f.json, "json", false, "print JSON (with --follow: then one event per line)")
-	fl.StringVar(&f.repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned by the server with its own credentials")
-	fl.StringVar(&f.ref, "ref", "", "with --repo: the branch, tag or commit to start from (default: the remote's default branch)")
-	f.handBack.add(fl)
-	fl.StringVar(&f.workspace, "workspace", "", "start from this directory's files (packed and uploaded)")
-	fl.StringArrayVar(&f.exclude, "exclude", nil, "with --workspace: leave out paths or names matching this pattern, e.g. .venv or '*.log' (repeatable)")
-	fl.StringVar(&f.workspaceFrom, "workspace-from", "", "start from a copy of this ended job's workspace")
-	addNetworkFlags(fl, &f.network, true)
+	fl.StringVar(&f.Repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned by the server with its own credentials")
+	fl.StringVar(&f.Ref, "ref", "", "with --repo: the branch, tag or commit to start from (default: the remote's default branch)")
+	addHandBackFlags(fl, &f.HandBack)
+	fl.StringVar(&f.Workspace, "workspace", "", "start from this directory's files (packed and uploaded)")
+	fl.StringArrayVar(&f.Exclude, "exclude", nil, "with --workspace: leave out paths or names matching this pattern, e.g. .venv or '*.log' (repeatable)")
+	fl.StringVar(&f.WorkspaceFrom, "workspace-from", "", "start from a copy of this ended job's workspace")
+	addNetworkFlags(fl, &f.Network, true)
 	return cmd
 }
 
 func (a *app) submit(cmd *cobra.Command, f submitFlags, task string) error {
-	req, err := f.request(cmd.InOrStdin(), task)
+	req, err := f.Request(cmd.InOrStdin(), task)
 	if err != nil {
 		return usage(err)
 	}
@@ -179,7 +154,7 @@ func (a *app) submit(cmd *cobra.Command, f submitFlags, task string) error {
 	if err != nil {
 		return err
 	}
-	sr, err := f.send(cmd, c, req)
+	sr, err := f.Send(cmd.Context(), c, req, cmd.ErrOrStderr())
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
@@ -194,86 +169,7 @@ func (a *app) submit(cmd *cobra.Command, f submitFlags, task string) error {
 	if err != nil || !f.follow {
 		return err
 	}
-	return followJob(cmd, c, sr.JobID, logsOptions{json: f.json, summary: true})
-}
-
-// request builds the API request, checking each flag so that a mistake
-// names the flag rather than a JSON field.
-func (f submitFlags) request(stdin io.Reader, task string) (wire.SubmitRequest, error) {
-	task, err := textArg(stdin, task, "task")
-	if err != nil {
-		return wire.SubmitRequest{}, err
-	}
-	req := wire.SubmitRequest{Task: task, Model: f.model, WorkspaceFrom: f.workspaceFrom}
-	req.Image, req.Isolation = f.image, f.isolation
-	var l wire.Limits
-	errs := []error{f.checkStart()}
-	l.Timeout = wire.Duration(f.timeout)
-	if f.memory != "" {
-		n, err := config.ParseMemory(f.memory)
-		errs = append(errs, flagErr("--memory", err))
-		l.Memory = wire.ByteSize(n)
-	}
-	if f.disk != "" {
-		n, err := config.ParseMemory(f.disk)
-		errs = append(errs, flagErr("--disk", err))
-		l.Disk = wire.ByteSize(n)
-	}
-	if f.cpus != "" {
-		l.CPUs, _ = strconv.ParseFloat(f.cpus, 64) // checked as the flag was parsed
-	}
-	if f.maxSteps < 0 {
-		errs = append(errs, errors.New("--max-steps must not be negative"))
-	}
-	l.MaxSteps = f.maxSteps
-	if l != (wire.Limits{}) {
-		req.Limits = &l
-	}
-	meta, err := parseMeta(f.meta)
-	req.Metadata = meta
-	errs = append(errs, err)
-	req.Repo = f.repoRequest()
-	if f.ref != "" && f.repo == "" {
-		errs = append(errs, errors.New("--ref needs --repo"))
-	}
-	f.handBack.toWire(req.Repo)
-	errs = append(errs, f.handBack.check(f.repo))
-	if !f.network.IsZero() {
-		p, err := f.network.Parse()
-		req.Network = &p
-		errs = append(errs, err)
-	}
-	return req, errors.Join(errs...)
-}
-
-// repoRequest is the job's repository, as --repo and --ref name it.
-func (f submitFlags) repoRequest() *wire.Repo {
-	if f.repo == "" {
-		return nil
-	}
-	return &wire.Repo{URL: f.repo, Ref: f.ref}
-}
-
-func flagErr(flag string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", flag, err)
-}
-
-func parseMeta(kvs []string) (map[string]string, error) {
-	if len(kvs) == 0 {
-		return nil, nil
-	}
-	m := map[string]string{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--meta %q: want KEY=VALUE", kv)
-		}
-		m[k] = v
-	}
-	return m, nil
+	return followJob(cmd, c, sr.JobID, render.FollowOptions{JSON: f.json, Summary: true})
 }
 
 func newDeleteCmd(a *app) *cobra.Command {

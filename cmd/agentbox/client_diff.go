@@ -1,12 +1,12 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/render"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 // rawUsage is the help of the --raw flag of the commands that print what
@@ -46,22 +46,7 @@ or a file gets the bytes unchanged; --raw sends them to a terminal too.` + clien
 			if err != nil {
 				return err
 			}
-			if all && format == "patch" {
-				return fmt.Errorf("--all is for the diff (--format diff): a patch is the commit of the job's change, without ignored files")
-			}
-			if format == "diff" {
-				format = ""
-			}
-			out := render.ForTerminal(cmd.OutOrStdout(), raw)
-			if all {
-				_, err = c.DiffAll(cmd.Context(), args[0], out)
-			} else {
-				_, err = c.Diff(cmd.Context(), args[0], format, out)
-			}
-			if err := cmp.Or(err, out.Close()); err != nil {
-				return fmt.Errorf("diff: %w", err)
-			}
-			return nil
+			return wiring.Diff(cmd.Context(), c, args[0], format, all, render.ForTerminal(cmd.OutOrStdout(), raw))
 		},
 	}
 	f.add(cmd)

@@ -1,24 +1,15 @@
 package main
 
 import (
-	"cmp"
-	"fmt"
-	"io"
-	"os"
-	"path"
-
-	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
-	"github.com/agentbox/agentbox/internal/client"
-	"github.com/agentbox/agentbox/internal/render"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 // downloadFlags are the options of `agentbox download`.
 type downloadFlags struct {
 	clientFlags
-	output, file string
-	force, raw   bool
+	wiring.DownloadFlags
 }
 
 func newDownloadCmd(a *app) *cobra.Command {
@@ -43,10 +34,10 @@ a pipe gets the bytes unchanged, and so does a terminal with --raw.` + clientEnv
 	}
 	f.add(cmd)
 	fl := cmd.Flags()
-	fl.StringVarP(&f.output, "output", "o", "", "file to write (default ./JOB_ID.zip; - for stdout)")
-	fl.StringVar(&f.file, "file", "", "download only this workspace-relative file")
-	fl.BoolVar(&f.force, "force", false, "overwrite the output file if it exists")
-	fl.BoolVar(&f.raw, "raw", false, "with -o -: "+rawUsage)
+	fl.StringVarP(&f.Output, "output", "o", "", "file to write (default ./JOB_ID.zip; - for stdout)")
+	fl.StringVar(&f.File, "file", "", "download only this workspace-relative file")
+	fl.BoolVar(&f.Force, "force", false, "overwrite the output file if it exists")
+	fl.BoolVar(&f.Raw, "raw", false, "with -o -: "+rawUsage)
 	return cmd
 }
 
@@ -55,25 +46,5 @@ func (a *app) download(cmd *cobra.Command, f downloadFlags, id string) error {
 	if err != nil {
 		return err
 	}
-	out := cmp.Or(f.output, id+".zip")
-	if f.file != "" {
-		out = cmp.Or(f.output, path.Base(f.file))
-	}
-	get := func(w io.Writer) (int64, error) { return c.Download(cmd.Context(), id, f.file, w) }
-	if out == "-" {
-		w := render.ForTerminal(cmd.OutOrStdout(), f.raw)
-		_, err := get(w)
-		return cmp.Or(err, w.Close())
-	}
-	if _, err := os.Lstat(out); err == nil && !f.force {
-		return fmt.Errorf("%s exists; use --force to overwrite it or -o to choose another file", out)
-	}
-	prog := render.NewProgress(cmd.ErrOrStderr(), "downloading "+id)
-	n, err := client.WriteFile(out, f.force, func(w io.Writer) (int64, error) { return get(io.MultiWriter(w, prog)) })
-	prog.Done()
-	if err != nil {
-		return fmt.Errorf("download: %w", err)
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d bytes) to %s\n", units.BytesSize(float64(n)), n, out)
-	return nil
+	return f.Download(cmd.Context(), c, id, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }

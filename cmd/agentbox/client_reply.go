@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/internal/render"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 // replyFlags are the options of `agentbox reply`.
@@ -43,7 +45,7 @@ running the shell agent.` + clientEnvHelp,
 }
 
 func (a *app) reply(cmd *cobra.Command, f replyFlags, id, message string) error {
-	message, err := textArg(cmd.InOrStdin(), message, "message")
+	message, err := wiring.TextArg(cmd.InOrStdin(), message, "message")
 	if err != nil {
 		return err
 	}
@@ -66,17 +68,5 @@ func (a *app) reply(cmd *cobra.Command, f replyFlags, id, message string) error 
 	if err != nil || !f.follow {
 		return err
 	}
-	return followJob(cmd, c, j.JobID, logsOptions{json: f.json, after: after, summary: true})
-}
-
-// textArg is a command's text argument, read from stdin when it is "-".
-func textArg(stdin io.Reader, arg, what string) (string, error) {
-	if arg != "-" {
-		return arg, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
-	if err != nil {
-		return "", fmt.Errorf("read %s from stdin: %w", what, err)
-	}
-	return string(b), nil
+	return followJob(cmd, c, j.JobID, render.FollowOptions{JSON: f.json, After: after, Summary: true})
 }

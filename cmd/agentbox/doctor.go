@@ -1,10 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/doctor"
@@ -29,13 +25,7 @@ It exits 1 if anything required fails; warnings do not fail.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			checks := doctor.Run(cmd.Context(), a.cfg, a.log)
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				_ = enc.Encode(checks)
-			} else {
-				printChecks(cmd.OutOrStdout(), checks)
-			}
+			doctor.Write(cmd.OutOrStdout(), checks, asJSON)
 			if doctor.Failed(checks) {
 				return exitError{1}
 			}
@@ -45,14 +35,4 @@ It exits 1 if anything required fails; warnings do not fail.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
 	a.dataDirFlag(cmd, "the data directory to check")
 	return cmd
-}
-
-func printChecks(w io.Writer, checks []doctor.Check) {
-	mark := map[string]string{doctor.OK: "ok  ", doctor.Warn: "WARN", doctor.Fail: "FAIL"}
-	for _, c := range checks {
-		fmt.Fprintf(w, "%s  %-13s %s\n", mark[c.Status], c.Name, c.Detail)
-		if c.Fix != "" {
-			fmt.Fprintf(w, "      %-13s fix: %s\n", "", c.Fix)
-		}
-	}
 }

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentbox/agentbox/internal/guest"
-	"github.com/agentbox/agentbox/internal/render"
-	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
@@ -85,7 +79,7 @@ of its own instead, as 'docker run --network' does, outside the proxy.` + networ
   agentbox exec --allow example.com 'curl -sI https://example.com'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.execPolicy(&f); err != nil {
+			if err := f.SetNetwork(f.network, f.egress, a.cfg.Egress.Policy); err != nil {
 				return err
 			}
 			spec, err := f.Spec()
@@ -98,7 +92,8 @@ of its own instead, as 'docker run --network' does, outside the proxy.` + networ
 				return exitError{2}
 			}
 			req := wiring.Command(args, f.Timeout)
-			return exitWith(a.execOnce(cmd.Context(), spec, req, st, f))
+			network := wiring.ScratchNetwork{Proxy: f.SandboxNetwork == "" || f.SandboxNetwork == "none", Policy: f.Network}
+			return exitWith(wiring.Exec(cmd.Context(), a.cfg, a.log, wiring.ExecRequest{Spec: spec, Command: req, Network: network, Quiet: f.quiet, Attach: st.run}, st.Stderr))
 		},
 	}
 	fl := cmd.Flags()
@@ -120,96 +115,4 @@ of its own instead, as 'docker run --network' does, outside the proxy.` + networ
 	a.driverFlag(cmd)
 	a.dataDirFlag(cmd, "where sandboxes keep their state")
 	return cmd
-}
-
-// execPolicy reads exec's network flags into f: the container network, or
-// the egress policy checked against the operator's settings.
-func (a *app) execPolicy(f *execFlags) error {
-	container, err := execNetwork(f.network, &f.egress)
-	if err != nil {
-		return err
-	}
-	f.SandboxNetwork = container
-	f.Network, err = f.egress.Policy(a.cfg.Egress.Policy)
-	return err
-}
-
-// execOnce runs req in a fresh sandbox, attached to st, and returns the
-// command's exit code. The sandbox is removed whatever happens.
-func (a *app) execOnce(ctx context.Context, spec sandbox.Spec, req guest.ExecRequest, st *execStreams, f execFlags) (int, error) {
-	stderr := st.stderr
-	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
-	network := wiring.ScratchNetwork{Proxy: f.SandboxNetwork == "" || f.SandboxNetwork == "none", Policy: f.Network}
-	if !f.quiet {
-		network.Say = stderr
-	}
-	s, err := wiring.NewScratch(ctx, a.cfg, a.log, spec, timeout, network)
-	if err != nil {
-		return 0, err
-	}
-	defer func() {
-		if err := s.Close(); err != nil {
-			fmt.Fprintln(stderr, "agentbox: removing the sandbox:", err)
-		}
-	}()
-	if !f.quiet {
-		fmt.Fprintf(stderr, "agentbox: sandbox %s ready in %v\n", s.ID, s.Took.Round(time.Millisecond))
-	}
-	res, err := st.run(ctx, s, req)
-	if err != nil {
-		return execFailed(stderr, err, ctx.Err() != nil)
-	}
-	if res.Truncated {
-		fmt.Fprintln(stderr, "agentbox: output cut: processes the command left running were still writing 30s after it ended")
-		return 0, exitError{exitOutputCut}
-	}
-	if !f.quiet {
-		switch {
-		case res.TimedOut:
-			fmt.Fprintf(stderr, "agentbox: command timed out after %v and was killed\n", timeout)
-		case res.OOMKilled:
-			fmt.Fprintln(stderr, "agentbox: command was killed for running out of memory")
-		}
-	}
-	return exitStatus(stderr, res.ExitCode), nil
-}
-
-// exitStatus is the status exec exits with for the command's exit code as
-// the guest reported it: the code itself when a process can exit with it
-// (0-255), else 1 with a line saying so, so that a guest's 256 is not taken
-// by the shell for success.
-func exitStatus(stderr io.Writer, code int) int {
-	if code >= 0 && code <= 255 {
-		return code
-	}
-	fmt.Fprintf(stderr, "agentbox: the sandbox reported exit code %d, which no process exits with; exiting 1\n", code)
-	return 1
-}
-
-// execFailed says on stderr how a command's run ended in err, and returns
-// exec's exit status; interrupted is Ctrl-C's. The error may quote the
-// guest (its health check's answer): its controls are shown, never acted on.
-func execFailed(stderr io.Writer, err error, interrupted bool) (int, error) {
-	var stopped *wiring.StoppedError
-	var cut *outputCutError
-	say := func(format string, a ...any) {
-		v := render.NewVisible(stderr)
-		fmt.Fprintf(v, format, a...)
-		v.Close()
-	}
-	switch {
-	case errors.As(err, &cut):
-		say("agentbox: %v\n", cut)
-		return 0, exitError{exitOutputCut}
-	case errors.As(err, &stopped):
-		say("agentbox: %v\n", err)
-		return 0, exitError{1}
-	case errors.Is(err, wiring.ErrStoppedAnswering):
-		// Said now: the deferred Close removes the sandbox before main could print it.
-		say("agentbox: %v; removing it\n", err)
-		return 0, exitError{1}
-	case interrupted:
-		return 130, nil // interrupted: the sandbox is removed by the deferred Close
-	}
-	return 0, fmt.Errorf("exec: %w", err)
 }

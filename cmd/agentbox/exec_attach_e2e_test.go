@@ -121,21 +121,6 @@ func execInATerminal(t *testing.T, tier string) {
 
 // TestExecMaxOutputIsASize: a --max-output that is not a size is a
 // usage error (exit 2) saying what was expected, before any sandbox.
-// TestExitStatusIsAProcessStatus: a code the guest reports that no
-// process exits with (256, -1) is exit 1, never what os.Exit makes of it
-// (256 is 0, success).
-func TestExitStatusIsAProcessStatus(t *testing.T) {
-	for code, want := range map[int]int{0: 0, 3: 3, 137: 137, 255: 255, 256: 1, -1: 1, 1 << 20: 1} {
-		var stderr strings.Builder
-		if got := exitStatus(&stderr, code); got != want {
-			t.Errorf("exitStatus(%d) = %d, want %d", code, got, want)
-		}
-		if (want != code) != strings.Contains(stderr.String(), "no process exits with") {
-			t.Errorf("exitStatus(%d) said %q", code, stderr.String())
-		}
-	}
-}
-
 func TestExecMaxOutputIsASize(t *testing.T) {
 	code, stderr := runReport(t, "exec", "--max-output", "lots", "true")
 	if code != 2 || !strings.Contains(stderr, "--max-output") || !strings.Contains(stderr, "want a size such as") {

@@ -296,7 +296,7 @@ func TestSubmitFollowEndsLikeRun(t *testing.T) {
 				t.Fatalf("job %q: %v\n%s", id, err, errOut)
 			}
 			var want strings.Builder
-			printRun(&want, wiring.RunReport{Job: j})
+			wiring.RunReport{Job: j}.WriteEnd(&want)
 			if !regexp.MustCompile(`^\njob ` + id + " " + string(final) + ` after 3 steps, 2000 tokens in \(800 from cache\), 90 out, \$0\.0123 · \d+(ms|s)\n`).MatchString(want.String()) {
 				t.Fatalf("run's summary: %q", want.String())
 			}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -49,28 +48,12 @@ by hand.`,
 			if err != nil {
 				return err
 			}
-			where, secret, err := guestListener(listen, stateDir, secretFile)
+			where, secret, err := daemon.ListenerFor(listen, stateDir, secretFile)
 			if err != nil {
 				return err
 			}
-			// The sandbox's only way out; without it the sandbox still
-			// serves the host, it just reaches nothing.
-			egress, err := daemon.ListenEgress()
-			if err != nil {
-				log.Warn("no egress listener", "err", err)
-			}
-			srv, err := daemon.New(daemon.Config{Workspace: workspace, Version: version, Log: log,
-				DisplayWidth: w, DisplayHeight: h, WebBase: webBase, ServiceTimeout: serviceTimeout, Secret: secret,
-				Egress: egress})
-			if err != nil {
-				return err
-			}
-			l, err := daemon.Listen(where)
-			if err != nil {
-				return err
-			}
-			log.Info("guest listening", where.Network, l.Addr().String(), "workspace", workspace, "uid", os.Getuid(), "secret", secret != "")
-			return srv.Serve(cmd.Context(), l)
+			return daemon.ListenAndServe(cmd.Context(), daemon.Config{Workspace: workspace, Version: version, Log: log,
+				DisplayWidth: w, DisplayHeight: h, WebBase: webBase, ServiceTimeout: serviceTimeout, Secret: secret}, where)
 		},
 	}
 	cmd.Flags().StringVar(&stateDir, "state-dir", "/run/agentbox", "directory for the guest's unix socket")
@@ -86,26 +69,6 @@ by hand.`,
 		"put the daemon and every command under the sandboxes' seccomp profile (a microVM's guest, where no engine does)")
 	_ = cmd.Flags().MarkHidden(strings.TrimPrefix(vminit.DaemonSeccompFlag, "--"))
 	return cmd
-}
-
-// guestListener decides where the guest listens and the secret it
-// requires; a network listener without a secret is refused.
-func guestListener(listen, stateDir, secretFile string) (guest.Listener, string, error) {
-	if listen == "" {
-		listen = "unix:" + filepath.Join(stateDir, guest.SocketName)
-	}
-	where, err := guest.ParseListen(listen)
-	if err != nil {
-		return where, "", err
-	}
-	secret, err := daemon.ReadSecret(secretFile)
-	if err != nil {
-		return where, "", err
-	}
-	if where.NeedsSecret() && len(secret) < 16 {
-		return where, "", fmt.Errorf("listening on %s needs a secret of at least 16 characters (--secret-file or %s)", listen, guest.SecretEnv)
-	}
-	return where, secret, nil
 }
 
 // parseDisplaySize reads WIDTHxHEIGHT, within the limits sandbox.CheckDisplay sets.

@@ -2,13 +2,9 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	sandboximage "github.com/agentbox/agentbox/images/sandbox"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/image"
 	"github.com/agentbox/agentbox/internal/wiring"
@@ -125,19 +121,7 @@ func (a *app) buildUserImage(cmd *cobra.Command, dockerfile string, opts image.O
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "built %s %s\n", res.Ref, res.ID)
-	if len(res.Overridden) > 0 {
-		fmt.Fprintln(out, "sandboxes of it override what it sets:")
-		for _, o := range res.Overridden {
-			fmt.Fprintf(out, "  %s\n", o)
-		}
-	}
-	if slices.Contains(a.cfg.Sandbox.AllowedImages(), res.Ref) {
-		fmt.Fprintf(out, "%s is in AGENTBOX_IMAGES: jobs may ask for it (\"image\": %q, --image %s)\n", res.Ref, res.Ref, res.Ref)
-		return nil
-	}
-	fmt.Fprintf(out, "jobs may not use it yet: add %s to AGENTBOX_IMAGES (comma-separated) where agentbox serves, e.g.\n  AGENTBOX_IMAGES=%s\n",
-		res.Ref, strings.Join(slices.Concat(a.cfg.Sandbox.Images, []string{res.Ref}), ","))
+	image.WriteUserResult(out, res, a.cfg.Sandbox.AllowedImages(), a.cfg.Sandbox.Images)
 	return nil
 }
 
@@ -157,7 +141,7 @@ Exits 1 when the full image is missing or out of date.`,
 			if err != nil {
 				return err
 			}
-			printStatus(cmd.OutOrStdout(), ls)
+			image.WriteStatus(cmd.OutOrStdout(), ls)
 			if !ls.Full.Current {
 				return exitError{code: 1}
 			}
@@ -166,55 +150,4 @@ Exits 1 when the full image is missing or out of date.`,
 	}
 	cmd.Flags().StringVar(&ref, "tag", "", "image to inspect (default: AGENTBOX_IMAGE or "+config.DefaultImage+")")
 	return cmd
-}
-
-func printStatus(w io.Writer, ls image.Layers) {
-	fmt.Fprintf(w, "image:   %s\n", ls.FullRef)
-	fmt.Fprintf(w, "present: %t\n", ls.Full.Present)
-	fmt.Fprintf(w, "current: %t\n", ls.Full.Current)
-	if ls.Full.Present {
-		fmt.Fprintf(w, "id:      %s\n", ls.Full.ID)
-		fmt.Fprintf(w, "hash:    %s\n", orNone(ls.Full.Hash))
-	}
-	fmt.Fprintf(w, "want:    %s\n", sandboximage.Hash())
-	fmt.Fprintf(w, "core:    %s %s\n", ls.CoreRef, layerState(ls.Core))
-	fmt.Fprintf(w, "desktop: %s\n", desktopState(ls))
-	switch {
-	case ls.Full.Current:
-	case ls.Core.Current:
-		fmt.Fprintln(w, "fix:     agentbox image build   (builds the desktop layer; a server builds it by itself when the full image is missing)")
-	default:
-		fmt.Fprintln(w, "fix:     agentbox image build")
-	}
-}
-
-func layerState(st image.Status) string {
-	switch {
-	case st.Current:
-		return "ready"
-	case st.Present:
-		return "out of date"
-	}
-	return "missing"
-}
-
-// desktopState says whether the desktop and notebook layer is ready, and
-// what sandboxes do meanwhile.
-func desktopState(ls image.Layers) string {
-	switch {
-	case ls.Full.Current:
-		return "ready"
-	case ls.Full.Present:
-		return "out of date (sandboxes use it until it is rebuilt)"
-	case ls.Core.Current:
-		return "missing: sandboxes run on the core; jobs with the computer and python tools wait while a server builds it"
-	}
-	return "missing"
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }

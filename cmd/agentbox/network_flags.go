@@ -1,11 +1,8 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/spf13/pflag"
 
-	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
@@ -34,23 +31,4 @@ func addNetworkFlags(fl *pflag.FlagSet, f *wiring.NetworkFlags, mode bool) {
 	if mode {
 		fl.StringVar(&f.Mode, "network", "", "egress mode: none (reach nothing) or open (any public host but those denied); --allow, --preset and --secret imply allow")
 	}
-}
-
-// execNetwork splits exec's --network: none and open are the egress mode
-// (the container keeps no network of its own: what it reaches goes
-// through the proxy), anything else (bridge, a named network) the
-// container's network as before, which the network flags then cannot be
-// used with. "" leaves both to the defaults.
-func execNetwork(value string, nf *wiring.NetworkFlags) (container string, err error) {
-	switch value {
-	case "":
-		return "", nil
-	case egress.ModeNone, egress.ModeOpen:
-		nf.Mode = value
-		return egress.ModeNone, nil
-	}
-	if !nf.IsZero() {
-		return "", errors.New("--network " + value + " gives the sandbox a container network of its own, outside the egress proxy: --allow, --deny, --preset and --secret need --network none, open or none given")
-	}
-	return value, nil
 }

@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/jobs"
-	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 // egressSettings points the configuration at a presets file (python) and
@@ -96,43 +93,5 @@ func TestLocalNetworkFlagsRefused(t *testing.T) {
 	_, _, err := run(context.Background(), "exec", "--network", "bridge", "--allow", "pypi.org", "true")
 	if err == nil || !strings.Contains(err.Error(), "outside the egress proxy") {
 		t.Errorf("exec --network bridge --allow: %v", err)
-	}
-}
-
-// TestExecNetworkFlags: exec's --network none and open are the egress
-// mode, bridge and named networks the container's as before; the checked
-// policy is what the sandbox runs with.
-func TestExecNetworkFlags(t *testing.T) {
-	egressSettings(t)
-	t.Setenv("AGENTBOX_EGRESS_MODES", "")
-	cfg, err := config.FromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &app{cfg: cfg}
-	for _, tc := range []struct {
-		network   string
-		flags     wiring.NetworkFlags
-		container string
-		policy    string
-	}{
-		{"", wiring.NetworkFlags{}, "", `{"mode":"none"}`},
-		{"none", wiring.NetworkFlags{}, "none", `{"mode":"none"}`},
-		{"open", wiring.NetworkFlags{Deny: []string{"10.0.0.0/8"}}, "none", `{"mode":"open","deny":["10.0.0.0/8"]}`},
-		{"", wiring.NetworkFlags{Allow: []string{"pypi.org"}, Presets: []string{"python"}}, "", `{"mode":"allow","allow":["pypi.org"],"presets":["python"]}`},
-		{"bridge", wiring.NetworkFlags{}, "bridge", `{"mode":"none"}`},
-		{"my-net", wiring.NetworkFlags{}, "my-net", `{"mode":"none"}`},
-	} {
-		f := execFlags{network: tc.network, egress: tc.flags}
-		f.Timeout = time.Minute
-		if err := a.execPolicy(&f); err != nil {
-			t.Errorf("--network %q %+v: %v", tc.network, tc.flags, err)
-			continue
-		}
-		spec, err := f.Spec()
-		b, _ := json.Marshal(f.Network)
-		if err != nil || spec.Network != tc.container || string(b) != tc.policy {
-			t.Errorf("--network %q %+v: container network %q, policy %s, %v; want %q, %s", tc.network, tc.flags, spec.Network, b, err, tc.container, tc.policy)
-		}
 	}
 }

@@ -4,20 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentbox/agentbox/internal/artifact"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/store"
-	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 func newRunCmd(a *app) *cobra.Command {
 	var f wiring.RunRequest
-	var hb handBackFlags
+	var hb wiring.HandBackFlags
 	var nf wiring.NetworkFlags
 	cmd := &cobra.Command{
 		Use:   "run [flags] TASK",
@@ -54,10 +51,10 @@ missing, a network policy the operator does not allow).` + networkHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Task, f.Stdin = args[0], cmd.InOrStdin()
-			if err := hb.check(f.Repo); err != nil {
+			if err := hb.Check(f.Repo); err != nil {
 				return usage(err)
 			}
-			hb.toRun(&f)
+			hb.ToRun(&f)
 			var err error
 			if f.Network, err = nf.Policy(a.cfg.Egress.Policy); err != nil {
 				return err
@@ -72,7 +69,7 @@ missing, a network policy the operator does not allow).` + networkHelp,
 	addSandboxFlags(fl, &f.SandboxRequest)
 	fl.StringVar(&f.Repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned with the host's credentials (AGENTBOX_GIT_*)")
 	fl.StringVar(&f.Ref, "ref", "", "with --repo: the branch, tag or commit to start from (default: the remote's default branch)")
-	hb.add(fl)
+	addHandBackFlags(fl, &hb)
 	addProjectFlags(fl, &f.Workspace, &f.InPlace)
 	addNetworkFlags(fl, &nf, true)
 	a.driverFlag(cmd)
@@ -96,65 +93,5 @@ func (a *app) runTask(ctx context.Context, f wiring.RunRequest, out, errw io.Wri
 	if err != nil {
 		return 0, err
 	}
-	return printRun(errw, r), nil
-}
-
-// printRun prints how the job ended and where it left its workspace, and
-// returns the exit code.
-func printRun(w io.Writer, r wiring.RunReport) int {
-	j := r.Job
-	if r.ZipErr != nil {
-		fmt.Fprintf(w, "agentbox: no artifacts: %v\n", r.ZipErr)
-	} else if r.Unzipped > 0 {
-		fmt.Fprintf(w, "agentbox: %d workspace entries left out of the zip or stored differently; %s in it says why\n", r.Unzipped, artifact.ManifestName)
-	}
-	_ = render.Summary(w, summaryJob(j))
-	printResult(w, r)
-	switch j.Status {
-	case store.StatusComplete:
-		return 0
-	case store.StatusCanceled:
-		return 130
-	}
-	return 1
-}
-
-// summaryJob is what render.Summary shows of a job run here, as the API
-// would give it to submit --follow.
-func summaryJob(j store.Job) wire.Job {
-	w := wire.Job{JobID: j.ID, Status: string(j.Status), Steps: j.Steps, Usage: wire.Usage(j.Usage), Result: j.Result, Error: j.Error,
-		CreatedAt: j.CreatedAt, EndedAt: j.EndedAt}
-	if j.Repo != nil {
-		g := wire.Git(j.Git)
-		w.Repo, w.Git = &wire.Repo{URL: j.Repo.URL, Ref: j.Repo.Ref, Push: j.Repo.Push}, &g
-	}
-	return w
-}
-
-// printResult says where the job left its result.
-func printResult(w io.Writer, r wiring.RunReport) {
-	if len(r.NotCopied) > 0 {
-		fmt.Fprintf(w, "not copied from %s: %s\n", r.From, render.Printable(strings.Join(r.NotCopied, "; ")))
-	}
-	switch {
-	case r.InPlace:
-		fmt.Fprintf(w, "workspace: %s (changed in place)\n", r.Workspace)
-		if r.LinksOut != "" {
-			fmt.Fprintf(w, "note: %s\n", render.Printable(r.LinksOut))
-		}
-	case r.Zip != "" && r.From != "":
-		fmt.Fprintf(w, "workspace: %s (a copy of %s, which is unchanged)\nartifacts: %s\n", r.Workspace, r.From, r.Zip)
-	case r.Zip != "":
-		fmt.Fprintf(w, "workspace: %s\nartifacts: %s\n", r.Workspace, r.Zip)
-	case r.From != "":
-		fmt.Fprintf(w, "workspace: %s (a copy of %s, which is unchanged)\n", r.Workspace, r.From)
-	case r.Workspace != "":
-		fmt.Fprintf(w, "workspace: %s\n", r.Workspace)
-	}
-	switch {
-	case r.Warnings == 1:
-		fmt.Fprintf(w, "log: %s (a warning)\n", r.Log)
-	case r.Warnings > 1:
-		fmt.Fprintf(w, "log: %s (%d warnings)\n", r.Log, r.Warnings)
-	}
+	return r.WriteEnd(errw), nil
 }

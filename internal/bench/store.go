@@ -61,6 +61,21 @@ type Stores struct {
 	Submit, Worker store.Store
 }
 
+// StoreEach measures each of stores in turn, naming each on progress as
+// it starts.
+func StoreEach(ctx context.Context, stores []Stores, o StoreOptions, progress io.Writer) ([]StoreResult, error) {
+	var rs []StoreResult
+	for _, s := range stores {
+		fmt.Fprintf(progress, "measuring %s...\n", s.Name)
+		r, err := Store(ctx, s, o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
 // Store measures a store: durable creates/s and status reads/s with
 // o.Concurrency goroutines, and the claim latency of an idle worker.
 func Store(ctx context.Context, s Stores, o StoreOptions) (StoreResult, error) {

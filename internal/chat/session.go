@@ -134,6 +134,18 @@ func (s *Session) WorkspaceDir() string {
 	return s.ws.Dir(s.name)
 }
 
+// Where says where the session's sandbox works, for its first line: DIR
+// (in place), a copy of DIR, or a workspace of its own.
+func (s *Session) Where() string {
+	switch {
+	case s.project.InPlace:
+		return s.project.Dir + " (in place)"
+	case s.project.Dir != "":
+		return s.WorkspaceDir() + " (a copy of " + s.project.Dir + ")"
+	}
+	return s.WorkspaceDir()
+}
+
 // Project is what the open session works on.
 func (s *Session) Project() Project { return s.project }
 

@@ -1,6 +1,7 @@
 package wiring
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/api"
+	"github.com/agentbox/agentbox/internal/client"
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/lockfile"
 )
@@ -108,4 +110,20 @@ func viewerKey(cfg config.Config, log *slog.Logger) ([]byte, error) {
 		log.Info("generated the viewer signing key", "path", path)
 	}
 	return []byte(key), nil
+}
+
+// Connect connects a client command to the server url names, else cfg's
+// (AGENTBOX_URL), with token (--token), else cfg's (AGENTBOX_TOKEN),
+// else a local server's token file: cfg's AGENTBOX_TOKEN_FILE unless
+// dataDirGiven (--data-dir), else the one in cfg's data directory.
+func Connect(cfg config.Config, dataDirGiven bool, url, token string) (*client.Client, error) {
+	tok := client.Token{Value: token, From: "--token"}
+	if tok.Value == "" {
+		tok = client.Token{Value: cfg.Client.Token, From: "AGENTBOX_TOKEN"}
+	}
+	file := filepath.Join(cfg.DataDir, api.TokenFile)
+	if cfg.Server.TokenFile != "" && !dataDirGiven {
+		file = cfg.Server.TokenFile
+	}
+	return client.Connect(cmp.Or(url, cfg.Client.URL), tok, file)
 }

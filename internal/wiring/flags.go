@@ -165,3 +165,27 @@ func flagOf(field string) string {
 	}
 	return "--network"
 }
+
+// SetNetwork sets f's container network and egress policy from exec's
+// --network value and the other network flags nf, the policy checked
+// against c. none and open are the egress mode (the container keeps no
+// network of its own: what it reaches goes through the proxy); anything
+// else (bridge, a named network) is the container's network, outside the
+// proxy, which the other network flags cannot go with. "" leaves both to
+// the defaults.
+func (f *SandboxFlags) SetNetwork(value string, nf NetworkFlags, c *egress.Config) error {
+	switch value {
+	case "":
+	case egress.ModeNone, egress.ModeOpen:
+		nf.Mode = value
+		f.SandboxNetwork = egress.ModeNone
+	default:
+		if !nf.IsZero() {
+			return errors.New("--network " + value + " gives the sandbox a container network of its own, outside the egress proxy: --allow, --deny, --preset and --secret need --network none, open or none given")
+		}
+		f.SandboxNetwork = value
+	}
+	var err error
+	f.Network, err = nf.Policy(c)
+	return err
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/egress"
@@ -63,5 +64,41 @@ func TestRunRequestCarriesThePolicy(t *testing.T) {
 	req, err := RunRequest{Task: "t", Network: p}.submitRequest(cfg)
 	if err != nil || req.Network.Mode != "allow" || len(req.Network.Allow) != 1 || req.Network.Allow[0].Host != "pypi.org" {
 		t.Errorf("submit request's network %+v, %v", req.Network, err)
+	}
+}
+
+// TestSandboxFlagsSetNetwork: exec's --network none and open are the
+// egress mode, bridge and named networks the container's as before; the
+// checked policy is what the sandbox runs with.
+func TestSandboxFlagsSetNetwork(t *testing.T) {
+	pypi, _ := egress.ParseRule("pypi.org")
+	c := &egress.Config{Presets: map[string][]egress.Rule{"python": {pypi}}}
+	for _, tc := range []struct {
+		network   string
+		flags     NetworkFlags
+		container string
+		policy    string
+	}{
+		{"", NetworkFlags{}, "", `{"mode":"none"}`},
+		{"none", NetworkFlags{}, "none", `{"mode":"none"}`},
+		{"open", NetworkFlags{Deny: []string{"10.0.0.0/8"}}, "none", `{"mode":"open","deny":["10.0.0.0/8"]}`},
+		{"", NetworkFlags{Allow: []string{"pypi.org"}, Presets: []string{"python"}}, "", `{"mode":"allow","allow":["pypi.org"],"presets":["python"]}`},
+		{"bridge", NetworkFlags{}, "bridge", `{"mode":"none"}`},
+		{"my-net", NetworkFlags{}, "my-net", `{"mode":"none"}`},
+	} {
+		f := SandboxFlags{Timeout: time.Minute}
+		if err := f.SetNetwork(tc.network, tc.flags, c); err != nil {
+			t.Errorf("--network %q %+v: %v", tc.network, tc.flags, err)
+			continue
+		}
+		spec, err := f.Spec()
+		b, _ := json.Marshal(f.Network)
+		if err != nil || spec.Network != tc.container || string(b) != tc.policy {
+			t.Errorf("--network %q %+v: container network %q, policy %s, %v; want %q, %s", tc.network, tc.flags, spec.Network, b, err, tc.container, tc.policy)
+		}
+	}
+	f := SandboxFlags{}
+	if err := f.SetNetwork("bridge", NetworkFlags{Allow: []string{"pypi.org"}}, c); err == nil || !strings.Contains(err.Error(), "outside the egress proxy") {
+		t.Errorf("--network bridge --allow: %v", err)
 	}
 }
