@@ -78,6 +78,9 @@ var shapes = []struct {
 	to string
 }{
 	{regexp.MustCompile(`job_[0-9a-f]{20}`), "job_ID"},
+	// A duration is one shape whatever its unit: "958ms" in the README is
+	// "1s" on a slower machine.
+	{regexp.MustCompile(`\b([0-9]+(\.[0-9]+)?(ns|µs|ms|s|m|h))+\b`), "DUR"},
 	{regexp.MustCompile(`\b[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*\b|\b[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*\b`), "HEX"},
 	{regexp.MustCompile(`[0-9]+(\.[0-9]+)?`), "N"},
 }
