@@ -16,8 +16,8 @@ import (
 
 	"github.com/agentbox/agentbox/internal/api"
 	"github.com/agentbox/agentbox/internal/client"
-	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/render"
+	"github.com/agentbox/agentbox/internal/units"
 	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
@@ -210,12 +210,12 @@ func (f submitFlags) request(stdin io.Reader, task string) (wire.SubmitRequest, 
 	errs := []error{f.checkStart()}
 	l.Timeout = wire.Duration(f.timeout)
 	if f.memory != "" {
-		n, err := config.ParseMemory(f.memory)
+		n, err := units.ParseSize(f.memory)
 		errs = append(errs, flagErr("--memory", err))
 		l.Memory = wire.ByteSize(n)
 	}
 	if f.disk != "" {
-		n, err := config.ParseMemory(f.disk)
+		n, err := units.ParseSize(f.disk)
 		errs = append(errs, flagErr("--disk", err))
 		l.Disk = wire.ByteSize(n)
 	}

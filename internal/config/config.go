@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/go-units"
+	"github.com/agentbox/agentbox/internal/units"
 )
 
 // DefaultImage is the sandbox image built by `agentbox image build`.
@@ -146,7 +146,7 @@ type Sandbox struct {
 
 	Image string
 	// Images are the other images a job may ask for (AGENTBOX_IMAGES,
-	// comma-separated), normalized with NormalizeImage; AllowedImages adds
+	// comma-separated), normalized with imagename.Normalize; AllowedImages adds
 	// Image to them.
 	Images []string
 	// MemoryBytes, NanoCPUs and PidsLimit are the default resource limits.
@@ -308,12 +308,12 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 		durEnv(lookup, "AGENTBOX_GRACE", &c.Server.Grace),
 		durEnv(lookup, "AGENTBOX_RETENTION", &c.Server.Retention))
 	if v, ok := lookup("AGENTBOX_MAX_UPLOAD"); ok && v != "" {
-		n, err := ParseMemory(v)
+		n, err := units.ParseSize(v)
 		errs = append(errs, wrapEnv("AGENTBOX_MAX_UPLOAD", err))
 		c.Server.MaxUpload = n
 	}
 	if v, ok := lookup("AGENTBOX_LIVE_OUTPUT_MAX"); ok && v != "" {
-		n, err := ParseMemory(v)
+		n, err := units.ParseSize(v)
 		errs = append(errs, wrapEnv("AGENTBOX_LIVE_OUTPUT_MAX", err))
 		c.Server.LiveOutputMax = n
 	}
@@ -335,12 +335,12 @@ func fromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("ANTHROPIC_API_KEY", &c.Model.AnthropicKey)
 	str("OPENAI_API_KEY", &c.Model.OpenAIKey)
 	if v, ok := lookup("AGENTBOX_SANDBOX_MEMORY"); ok && v != "" {
-		n, err := ParseMemory(v)
+		n, err := units.ParseSize(v)
 		errs = append(errs, wrapEnv("AGENTBOX_SANDBOX_MEMORY", err))
 		c.Sandbox.MemoryBytes = n
 	}
 	if v, ok := lookup("AGENTBOX_SANDBOX_CPUS"); ok && v != "" {
-		n, err := ParseCPUs(v)
+		n, err := units.ParseCPUs(v)
 		errs = append(errs, wrapEnv("AGENTBOX_SANDBOX_CPUS", err))
 		c.Sandbox.NanoCPUs = n
 	}
@@ -382,7 +382,7 @@ func sizeEnv(lookup func(string) (string, bool), key string, dst *int64) error {
 	if !ok || v == "" {
 		return nil
 	}
-	n, err := ParseMemory(v)
+	n, err := units.ParseSize(v)
 	*dst = n
 	return wrapEnv(key, err)
 }
@@ -503,24 +503,6 @@ func (s Sandbox) Validate() error {
 // isWord reports whether s is non-empty and has no space, comma or equals
 // sign (an instance label, a driver's name).
 func isWord(s string) bool { return s != "" && !strings.ContainsAny(s, " \t\n=,") }
-
-// ParseMemory parses a size such as 512m, 2g or 2GiB into bytes.
-func ParseMemory(s string) (int64, error) {
-	n, err := units.RAMInBytes(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q: want a size such as 512m or 2g", s)
-	}
-	return n, nil
-}
-
-// ParseCPUs parses a CPU count such as 1, 0.5 or 2.5 into nano-CPUs.
-func ParseCPUs(s string) (int64, error) {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f <= 0 || f > 1024 {
-		return 0, fmt.Errorf("cpus %q: want a positive number such as 1 or 0.5", s)
-	}
-	return int64(f * 1e9), nil
-}
 
 func defaultDataDir() string {
 	if d := os.Getenv("XDG_DATA_HOME"); d != "" {

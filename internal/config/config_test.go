@@ -137,14 +137,6 @@ func TestFileTableNeed(t *testing.T) {
 	}
 }
 
-func TestSizeText(t *testing.T) {
-	for n, want := range map[int64]string{2 << 30: "2GiB", 512 << 20: "512MiB", 1000: "1000B", 3<<30 + 1<<29: "3.5GiB", 1 << 40: "1TiB"} {
-		if got := SizeText(n); got != want {
-			t.Errorf("SizeText(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 func TestInvalid(t *testing.T) {
 	tests := map[string]struct {
 		env  map[string]string
@@ -211,26 +203,6 @@ func TestImagesFromEnv(t *testing.T) {
 	if _, err := fromLookup(lookup(map[string]string{"AGENTBOX_IMAGES": "ok,Not Valid"})); err == nil ||
 		!strings.Contains(err.Error(), "AGENTBOX_IMAGES") || !strings.Contains(err.Error(), "Not Valid") {
 		t.Errorf("a bad name: %v", err)
-	}
-}
-
-func TestNormalizeImage(t *testing.T) {
-	for in, want := range map[string]string{
-		"img":                                   "img:latest",
-		"img:latest":                            "img:latest",
-		"docker.io/library/img":                 "img:latest",
-		"team/img:v2":                           "team/img:v2",
-		"localhost:5000/img":                    "localhost:5000/img:latest",
-		"img@sha256:" + strings.Repeat("a", 64): "img@sha256:" + strings.Repeat("a", 64),
-	} {
-		if got, err := NormalizeImage(in); err != nil || got != want {
-			t.Errorf("NormalizeImage(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "UPPER", "a b", "img:", "-x"} {
-		if got, err := NormalizeImage(bad); err == nil {
-			t.Errorf("NormalizeImage(%q) = %q, want an error", bad, got)
-		}
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/agentbox/agentbox/internal/egress"
+	"github.com/agentbox/agentbox/internal/units"
 )
 
 // Egress configures the egress proxy, a sandbox's only way out (issue 26):
@@ -113,7 +114,7 @@ func egressEnv(lookup func(string) (string, bool), e *Egress) []error {
 func (e Egress) Validate() error {
 	var errs []error
 	if e.Bytes < 1<<20 {
-		errs = append(errs, fmt.Errorf("egress bytes %s: at least 1MiB (AGENTBOX_EGRESS_BYTES)", SizeText(e.Bytes)))
+		errs = append(errs, fmt.Errorf("egress bytes %s: at least 1MiB (AGENTBOX_EGRESS_BYTES)", units.FormatSize(e.Bytes)))
 	}
 	if e.Conns < 1 || e.Conns > 4096 {
 		errs = append(errs, fmt.Errorf("egress connections %d: want 1 to 4096 (AGENTBOX_EGRESS_CONNS)", e.Conns))
@@ -383,7 +384,7 @@ func readLimited(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(b) > maxEgressFile {
-		return nil, fmt.Errorf("%s: over %s", path, SizeText(maxEgressFile))
+		return nil, fmt.Errorf("%s: over %s", path, units.FormatSize(maxEgressFile))
 	}
 	return b, nil
 }

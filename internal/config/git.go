@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/forge"
 	"github.com/agentbox/agentbox/internal/githost"
+	"github.com/agentbox/agentbox/internal/units"
 )
 
 // Git configures how the host reaches job repositories: it clones and
@@ -128,13 +129,13 @@ func (g Git) Validate() error {
 		errs = append(errs, fmt.Errorf("git timeout %v: at least 1s (AGENTBOX_GIT_TIMEOUT)", g.Timeout))
 	}
 	if g.Memory < 64<<20 {
-		errs = append(errs, fmt.Errorf("git memory %s: at least 64MiB (AGENTBOX_GIT_MEMORY)", SizeText(g.Memory)))
+		errs = append(errs, fmt.Errorf("git memory %s: at least 64MiB (AGENTBOX_GIT_MEMORY)", units.FormatSize(g.Memory)))
 	}
 	if g.BigFile < 4<<10 || g.BigFile > 512<<20 {
-		errs = append(errs, fmt.Errorf("git big file %s: want 4KiB to 512MiB (AGENTBOX_GIT_BIG_FILE)", SizeText(g.BigFile)))
+		errs = append(errs, fmt.Errorf("git big file %s: want 4KiB to 512MiB (AGENTBOX_GIT_BIG_FILE)", units.FormatSize(g.BigFile)))
 	}
 	if g.MaxDiff < 1<<20 {
-		errs = append(errs, fmt.Errorf("git max diff %s: at least 1MiB (AGENTBOX_GIT_MAX_DIFF)", SizeText(g.MaxDiff)))
+		errs = append(errs, fmt.Errorf("git max diff %s: at least 1MiB (AGENTBOX_GIT_MAX_DIFF)", units.FormatSize(g.MaxDiff)))
 	}
 	if g.Diffs < 1 {
 		errs = append(errs, fmt.Errorf("git diffs %d: at least 1 (AGENTBOX_GIT_DIFFS)", g.Diffs))

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/units"
 )
 
 // HTTP bounds what one client's connections to `agentbox serve` may cost
@@ -59,7 +61,7 @@ func httpEnv(lookup func(string) (string, bool), h *HTTP) []error {
 		intEnv(lookup, "AGENTBOX_HTTP_MAX_CONNS", &h.MaxConns),
 	}
 	if v, ok := lookup("AGENTBOX_HTTP_MIN_UPLOAD_RATE"); ok && v != "" {
-		n, err := ParseMemory(v)
+		n, err := units.ParseSize(v)
 		errs = append(errs, wrapEnv("AGENTBOX_HTTP_MIN_UPLOAD_RATE", err))
 		h.MinUploadRate = n
 	}

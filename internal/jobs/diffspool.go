@@ -11,9 +11,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/units"
 )
 
 // A job's diff is made by the host's git from what its sandbox wrote,
@@ -145,11 +145,11 @@ func (r *Repos) checkRoom(dir string, need int64) error {
 	if need > 0 {
 		return fmt.Errorf("%w: %s free on the data dir's filesystem, %s over the %s floor (AGENTBOX_MIN_FREE_DISK); free some space "+
 			"(agentbox removes ended jobs' data after AGENTBOX_RETENTION, or at once with DELETE /v1/jobs/{id})",
-			ErrDiffUnavailable, config.SizeText(free), config.SizeText(max(free-r.MinFree, 0)), config.SizeText(r.MinFree))
+			ErrDiffUnavailable, units.FormatSize(free), units.FormatSize(max(free-r.MinFree, 0)), units.FormatSize(r.MinFree))
 	}
 	return fmt.Errorf("%w: %s free on the data dir's filesystem, under the %s floor (AGENTBOX_MIN_FREE_DISK); free some space "+
 		"(agentbox removes ended jobs' data after AGENTBOX_RETENTION, or at once with DELETE /v1/jobs/{id})",
-		ErrDiffUnavailable, config.SizeText(free), config.SizeText(r.MinFree))
+		ErrDiffUnavailable, units.FormatSize(free), units.FormatSize(r.MinFree))
 }
 
 // spoolWriter writes to a spool file, and fails once the diff passes
@@ -172,7 +172,7 @@ func (w *spoolWriter) Write(p []byte) (int, error) {
 	if w.n += int64(len(p)); w.n > w.r.maxDiff() {
 		w.tooBig = true
 		w.err = fmt.Errorf("%w: the %s is over %s, the most a diff may take (AGENTBOX_GIT_MAX_DIFF); "+
-			"the job's files are in its zip (GET /v1/jobs/{id}/artifacts)", ErrDiffUnavailable, w.what, config.SizeText(w.r.maxDiff()))
+			"the job's files are in its zip (GET /v1/jobs/{id}/artifacts)", ErrDiffUnavailable, w.what, units.FormatSize(w.r.maxDiff()))
 		return 0, w.err
 	}
 	if w.since += int64(len(p)); w.since >= floorEvery {

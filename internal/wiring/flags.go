@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/units"
 )
 
 // SandboxFlags are a sandbox's settings as a person types them after
@@ -66,17 +66,17 @@ func (f SandboxFlags) limits() (sandbox.Limits, error) {
 	var l sandbox.Limits
 	var err error
 	if f.Memory != "" {
-		if l.MemoryBytes, err = config.ParseMemory(f.Memory); err != nil {
+		if l.MemoryBytes, err = units.ParseSize(f.Memory); err != nil {
 			return l, fmt.Errorf("--memory: %w", err)
 		}
 	}
 	if f.CPUs != "" {
-		if l.NanoCPUs, err = config.ParseCPUs(f.CPUs); err != nil {
+		if l.NanoCPUs, err = units.ParseCPUs(f.CPUs); err != nil {
 			return l, fmt.Errorf("--cpus: %w", err)
 		}
 	}
 	if f.Disk != "" {
-		if l.DiskBytes, err = config.ParseMemory(f.Disk); err != nil {
+		if l.DiskBytes, err = units.ParseSize(f.Disk); err != nil {
 			return l, fmt.Errorf("--disk: %w", err)
 		}
 		if l.DiskBytes < 64<<20 {
