@@ -75,7 +75,7 @@ context size. From a pipe or a script, messages are read a line at a time
 				return err
 			}
 			var err error
-			if o.network, err = nf.Policy(a.cfg.Egress.Policy); err != nil {
+			if o.network, err = nf.Check(a.cfg); err != nil {
 				return err
 			}
 			if o.sandbox, err = sb.Spec(a.cfg); err != nil {

@@ -130,7 +130,7 @@ func (a *app) execPolicy(f *execFlags) error {
 		return err
 	}
 	f.SandboxNetwork = container
-	f.Network, err = f.egress.Policy(a.cfg.Egress.Policy)
+	f.Network, err = f.egress.Check(a.cfg)
 	return err
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/drivers"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -144,6 +145,9 @@ exec exits with its command's own status, like docker run (3 when
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.FromEnv()
+			if err == nil {
+				err = wiring.CheckConfig(cfg)
+			}
 			if err != nil {
 				return fmt.Errorf("%w: %w", errConfiguration, err)
 			}

@@ -29,7 +29,11 @@ func egressSettings(t *testing.T) *egress.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg.Egress.Policy
+	pc, err := wiring.EgressPolicy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pc
 }
 
 // TestSubmitNetworkFlags: the network flags become the submission's

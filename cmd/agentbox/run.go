@@ -59,7 +59,7 @@ missing, a network policy the operator does not allow).` + networkHelp,
 			}
 			hb.toRun(&f)
 			var err error
-			if f.Network, err = nf.Policy(a.cfg.Egress.Policy); err != nil {
+			if f.Network, err = nf.Check(a.cfg); err != nil {
 				return err
 			}
 			return exitWith(a.runTask(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr()))

@@ -13,54 +13,6 @@ import (
 	"github.com/agentbox/agentbox/internal/units"
 )
 
-// sandboxEnv reads the sandbox limits, the uid range and the ceilings.
-func sandboxEnv(lookup func(string) (string, bool), s *Sandbox) []error {
-	size := func(key string, dst *int64) error {
-		v, ok := lookup(key)
-		if !ok || v == "" {
-			return nil
-		}
-		n, err := units.ParseSize(v)
-		*dst = n
-		return wrapEnv(key, err)
-	}
-	count := func(key string, dst *int64) error {
-		v, ok := lookup(key)
-		if !ok || v == "" {
-			return nil
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%s: %q is not a whole number", key, v)
-		}
-		*dst = n
-		return nil
-	}
-	c := &s.Ceilings
-	errs := []error{
-		size("AGENTBOX_SANDBOX_DISK", &s.DiskBytes),
-		count("AGENTBOX_SANDBOX_NOFILE", &s.NoFile),
-		size("AGENTBOX_MIN_FREE_DISK", &s.MinFreeDisk),
-		count("AGENTBOX_MIN_FREE_INODES", &s.MinFreeInodes),
-		size("AGENTBOX_CEILING_MEMORY", &c.MemoryBytes),
-		size("AGENTBOX_CEILING_DISK", &c.DiskBytes),
-		count("AGENTBOX_CEILING_PIDS", &c.PidsLimit),
-		durEnv(lookup, "AGENTBOX_CEILING_TIMEOUT", &c.Timeout),
-		intEnv(lookup, "AGENTBOX_CEILING_STEPS", &c.MaxSteps),
-	}
-	if v, ok := lookup("AGENTBOX_CEILING_CPUS"); ok && v != "" {
-		n, err := units.ParseCPUs(v)
-		errs = append(errs, wrapEnv("AGENTBOX_CEILING_CPUS", err))
-		c.NanoCPUs = n
-	}
-	if v, ok := lookup("AGENTBOX_SANDBOX_UIDS"); ok && v != "" {
-		r, err := ParseUIDRange(v)
-		errs = append(errs, wrapEnv("AGENTBOX_SANDBOX_UIDS", err))
-		s.UIDs = r
-	}
-	return errs
-}
-
 // ParseUIDRange parses "FIRST-LAST", an inclusive range of uids.
 func ParseUIDRange(v string) (UIDRange, error) {
 	a, b, ok := strings.Cut(v, "-")

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox"
@@ -130,6 +131,15 @@ func parseRules(flag string, entries []string) ([]egress.Rule, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// Check is Policy against cfg's egress settings (EgressPolicy).
+func (f NetworkFlags) Check(cfg config.Config) (egress.Policy, error) {
+	c, err := EgressPolicy(cfg)
+	if err != nil {
+		return egress.Policy{}, err
+	}
+	return f.Policy(c)
 }
 
 // Policy is the policy the flags ask for as a sandbox or job runs with

@@ -154,7 +154,12 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 	}
 	j.service.SetImages(cfg.Sandbox.AllowedImages())
 	j.service.SetIsolation(cfg.Sandbox.Isolation, j.checkIsolation)
-	j.service.SetEgress(cfg.Egress.Policy)
+	eg, err := EgressPolicy(cfg)
+	if err != nil {
+		j.Close()
+		return nil, err
+	}
+	j.service.SetEgress(eg)
 	if jc.workers && !jc.noDriver && cfg.Agent.Kind == "model" {
 		j.service.SetModelCheck(ModelCheck(cfg.Model)) // this node runs the jobs: its model is theirs
 	}
@@ -201,7 +206,10 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 	}
 	jc.sched.Workspaces, jc.sched.Repos, jc.sched.Media = j.workspaces, j.repos, j.media
 	if !jc.noDriver {
-		jc.sched.Egress = newEgress(cfg, jc.metrics, jc.server)
+		var err error
+		if jc.sched.Egress, err = newEgress(cfg, jc.metrics, jc.server); err != nil {
+			return err
+		}
 		g, stop, err := newGate(context.Background(), cfg, log, jc.server != nil)
 		if err != nil {
 			return err
@@ -241,17 +249,21 @@ func newRepos(cfg config.Config, dir string, log *slog.Logger) (*jobs.Repos, err
 	if err != nil {
 		return nil, err
 	}
-	return &jobs.Repos{Host: h, Dir: filepath.Join(dir, "git"), Forge: forge.New(forgeHosts(g), nil), Timeout: g.Timeout,
+	hosts, err := forgeHosts(g)
+	if err != nil {
+		return nil, err
+	}
+	return &jobs.Repos{Host: h, Dir: filepath.Join(dir, "git"), Forge: forge.New(hosts, nil), Timeout: g.Timeout,
 		Diffs: g.Diffs, MaxDiff: g.MaxDiff, MinFree: cfg.Sandbox.MinFreeDisk, DiskFree: docker.DiskFree}, nil
 }
 
 // forgeHosts are the pull-request services of g (AGENTBOX_GIT_HOSTS, and
 // github.com), each with the token if it may go to that host
 // (AGENTBOX_GIT_TOKEN_HOSTS).
-func forgeHosts(g config.Git) []forge.Host {
-	hosts := g.Hosts
-	if len(hosts) == 0 {
-		hosts, _ = forge.ParseHosts("") // github.com alone
+func forgeHosts(g config.Git) ([]forge.Host, error) {
+	hosts, err := forge.ParseHosts(g.Hosts) // github.com alone if none
+	if err != nil {
+		return nil, err
 	}
 	out := make([]forge.Host, 0, len(hosts))
 	for _, h := range hosts {
@@ -260,5 +272,5 @@ func forgeHosts(g config.Git) []forge.Host {
 		}
 		out = append(out, h)
 	}
-	return out
+	return out, nil
 }
