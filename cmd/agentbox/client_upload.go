@@ -11,8 +11,8 @@ import (
 
 	"github.com/agentbox/agentbox/internal/client"
 	"github.com/agentbox/agentbox/internal/render"
+	"github.com/agentbox/agentbox/internal/tarpack"
 	"github.com/agentbox/agentbox/internal/wire"
-	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // checkStart refuses flags naming two starting points.
@@ -36,8 +36,8 @@ func (f submitFlags) send(cmd *cobra.Command, c *client.Client, req wire.SubmitR
 		return wire.SubmitResponse{}, fmt.Errorf("--workspace: %w", err)
 	}
 	defer root.Close()
-	opts := workspace.PackOptions{Exclude: f.exclude}
-	tree, err := workspace.Survey(cmd.Context(), root, opts)
+	opts := tarpack.PackOptions{Exclude: f.exclude}
+	tree, err := tarpack.Survey(cmd.Context(), root, opts)
 	if err != nil {
 		return wire.SubmitResponse{}, fmt.Errorf("--workspace %s: %w", f.workspace, err)
 	}
