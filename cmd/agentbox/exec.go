@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/sandbox"
@@ -102,10 +103,10 @@ of its own instead, as 'docker run --network' does, outside the proxy.` + networ
 		},
 	}
 	fl := cmd.Flags()
-	fl.Var(sizeVar(&f.Memory), "memory", "memory limit, e.g. 512m or 2g (default from AGENTBOX_SANDBOX_MEMORY, else 2g)")
-	fl.Var(cpusVar(&f.CPUs), "cpus", "CPU limit, e.g. 0.5 or 2 (default from AGENTBOX_SANDBOX_CPUS, else 1)")
-	fl.Int64Var(&f.Pids, "pids", 0, "process limit (default from AGENTBOX_SANDBOX_PIDS, else 512)")
-	fl.Var(sizeVar(&f.Disk), "disk", "disk quota on what the sandbox writes to the host, workspace included, e.g. 1g (default from AGENTBOX_SANDBOX_DISK, else 10g)")
+	fl.Var(sizeVar(&f.Memory), "memory", "memory limit, e.g. 512m or 2g (default from "+config.Lookup("AGENTBOX_SANDBOX_MEMORY").Fallback()+")")
+	fl.Var(cpusVar(&f.CPUs), "cpus", "CPU limit, e.g. 0.5 or 2 (default from "+config.Lookup("AGENTBOX_SANDBOX_CPUS").Fallback()+")")
+	fl.Int64Var(&f.Pids, "pids", 0, "process limit (default from "+config.Lookup("AGENTBOX_SANDBOX_PIDS").Fallback()+")")
+	fl.Var(sizeVar(&f.Disk), "disk", "disk quota on what the sandbox writes to the host, workspace included, e.g. 1g (default from "+config.Lookup("AGENTBOX_SANDBOX_DISK").Fallback()+")")
 	fl.StringVar(&f.Isolation, "isolation", "", isolationUsage)
 	fl.StringVar(&f.network, "network", "", "none (the default: no network), open (any public host through the egress proxy), or a container network: bridge or a named one; host is refused")
 	addNetworkFlags(fl, &f.egress, false)

@@ -45,6 +45,17 @@ func (s Setting) DefaultText() string {
 	return "unset"
 }
 
+// Usage is the help of the flag that sets s for a server: what it is,
+// then the variable and the default, as in "listen address
+// (AGENTBOX_ADDR; default 127.0.0.1:8080)".
+func (s Setting) Usage(what string) string {
+	return what + " (" + s.Env + "; default " + s.Default + ")"
+}
+
+// Fallback is what the help of a flag that overrides s for one job or
+// command says of its default: "AGENTBOX_SANDBOX_MEMORY, else 2g".
+func (s Setting) Fallback() string { return s.Env + ", else " + s.Default }
+
 // Lookup returns the setting of the environment variable env; it panics
 // on a name that is none, a programming error.
 func Lookup(env string) Setting {

@@ -28,7 +28,7 @@ type Repos struct {
 	// Forge opens the pull requests of pushed branches; nil: none is.
 	Forge PullRequests
 	// Timeout bounds each step of a job's hand-back (its commit, its
-	// push, its pull request); githost.DefaultTimeout if zero.
+	// push, its pull request); AGENTBOX_GIT_TIMEOUT's default if zero.
 	Timeout time.Duration
 	// Diffs is how many diffs are made at once (AGENTBOX_GIT_DIFFS);
 	// DefaultDiffs if zero.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
@@ -38,7 +39,7 @@ type SchedulerConfig struct {
 	Lease       time.Duration // default 30s
 	Heartbeat   time.Duration // default Lease/3
 	Poll        time.Duration // how often to look for work unwoken; default 1s
-	// DefaultTimeout applies to jobs that set none; default 30m.
+	// DefaultTimeout applies to jobs that set none; default AGENTBOX_JOB_TIMEOUT's.
 	DefaultTimeout time.Duration
 	// MaxOutputEvents caps the bytes of output events (commands' output as
 	// it runs) one job stores; default DefaultMaxOutputEvents.
@@ -95,12 +96,13 @@ func (c *SchedulerConfig) defaults() {
 			*d = v
 		}
 	}
-	def(&c.Lease, 30*time.Second)
+	d := config.Default().Server // AGENTBOX_LEASE, AGENTBOX_JOB_TIMEOUT, AGENTBOX_GRACE
+	def(&c.Lease, d.Lease)
 	def(&c.Heartbeat, c.Lease/3)
 	def(&c.Poll, time.Second)
-	def(&c.DefaultTimeout, 30*time.Minute)
+	def(&c.DefaultTimeout, d.JobTimeout)
 	if c.Grace == 0 {
-		c.Grace = 30 * time.Second
+		c.Grace = d.Grace
 	}
 	c.Grace = max(c.Grace, 0)
 	def(&c.WatchdogInterval, 5*time.Second)
