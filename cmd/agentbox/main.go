@@ -43,7 +43,7 @@ type app struct {
 
 // driverFlag adds --driver to a command that creates sandboxes.
 func (a *app) driverFlag(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&a.flagCfg.Sandbox.Driver, "driver", "", "sandbox driver: "+strings.Join(drivers.Names(), ", ")+" (AGENTBOX_DRIVER; default "+drivers.Default+")")
+	cmd.Flags().StringVar(&a.flagCfg.Sandbox.Driver, "driver", "", config.Lookup("AGENTBOX_DRIVER").Usage("sandbox driver: "+strings.Join(drivers.Names(), ", ")))
 }
 
 // dataDirFlag adds --data-dir to a command that reads or writes the

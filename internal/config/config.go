@@ -1,6 +1,15 @@
 // Package config owns agentbox's typed configuration: defaults, the
 // environment variables that override them, and validation. It is the only
 // package that reads the environment; everything else receives a sub-struct.
+//
+// Each setting is named once, in Settings (settings.go): its variable, the
+// flag that overrides it, its default, its parser and its help. FromEnv
+// reads by it, Default applies its defaults, and the flags' help and
+// docs/configuration.md's table (SettingsTable, go run ./gendoc) are made
+// from it. Settings that other packages parse (the git hosts, the egress
+// files) are kept as text, read where they are used (wiring.CheckConfig
+// checks them at start). config imports no agentbox package but the
+// leaves units and imagename, so that anything may import it.
 package config
 
 import (
