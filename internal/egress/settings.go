@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -116,7 +117,7 @@ func ReadPresets(path string) (map[string][]Rule, error) {
 	}
 	out := make(map[string][]Rule, len(raw))
 	var errs []error
-	for _, name := range sortedKeys(raw) {
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		if !nameRE.MatchString(name) {
 			errs = append(errs, fmt.Errorf("%s: preset name %q: letters, digits, '.', '_' and '-', at most 64", path, name))
 			continue
@@ -160,7 +161,7 @@ func ReadSecrets(path string) (map[string]Secret, error) {
 		return nil, fmt.Errorf("%s: want {\"name\": {\"hosts\": [...], \"header\": \"Name: ...{value}\", \"env\": \"VAR\"}}: %w", path, err)
 	}
 	var errs []error
-	for _, name := range sortedKeys(m) {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
 		if err := checkSecret(name, m[name]); err != nil {
 			errs = append(errs, fmt.Errorf("%s: secret %q: %w", path, name, err))
 		}
@@ -360,13 +361,4 @@ func readLimited(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: over %s", path, units.FormatSize(maxSettingsFile))
 	}
 	return b, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -36,7 +36,10 @@ func TestEgressFilesBounded(t *testing.T) {
 	if err := os.Symlink("/dev/zero", zero); err != nil {
 		t.Fatal(err)
 	}
-	huge := write(t, dir, "huge.json", `{"python": ["`+strings.Repeat("a", maxSettingsFile)+`"]}`)
+	huge := filepath.Join(dir, "huge.json")
+	if err := os.WriteFile(huge, []byte(`{"python": ["`+strings.Repeat("a", maxSettingsFile)+`"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, env := range []string{"AGENTBOX_EGRESS_PRESETS", "AGENTBOX_EGRESS_SECRETS", "AGENTBOX_EGRESS_CA", "AGENTBOX_EGRESS_DEFAULT"} {
 		for _, path := range []string{fifo, zero, huge} {
 			v := path
@@ -58,15 +61,6 @@ func TestEgressFilesBounded(t *testing.T) {
 			}
 		}
 	}
-}
-
-func write(t *testing.T, dir, name, body string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // settingsOf is Settings with the one setting of the variable env.
