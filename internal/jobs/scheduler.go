@@ -42,7 +42,7 @@ type SchedulerConfig struct {
 	// DefaultTimeout applies to jobs that set none; default AGENTBOX_JOB_TIMEOUT's.
 	DefaultTimeout time.Duration
 	// MaxOutputEvents caps the bytes of output events (commands' output as
-	// it runs) one job stores; default DefaultMaxOutputEvents.
+	// it runs) one job stores; default AGENTBOX_LIVE_OUTPUT_MAX's.
 	MaxOutputEvents int64
 	// Grace is how long running jobs may finish after shutdown begins; then
 	// they are stopped and their leases released. Zero means the default,

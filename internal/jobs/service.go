@@ -141,7 +141,7 @@ func NewService(st store.Store, ws workspace.Store, maxAttempts int, sched *Sche
 		w = sched.netWatch // and its proxies hear the policy changes made here
 	}
 	if maxAttempts <= 0 {
-		maxAttempts = 3
+		maxAttempts = config.Default().Server.MaxAttempts // AGENTBOX_MAX_ATTEMPTS
 	}
 	return &Service{store: st, hub: h, netWatch: w, sched: sched, ws: ws, maxAtt: maxAttempts,
 		ceilings: config.Default().Sandbox.Ceilings, images: config.Default().Sandbox.AllowedImages()}
