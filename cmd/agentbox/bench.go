@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/bench"
-	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/units"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
@@ -206,7 +206,7 @@ container started for it (docker run -d and docker cp timed together).
 Results are recorded in docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			n, err := config.ParseMemory(size)
+			n, err := units.ParseSize(size)
 			if err != nil {
 				return fmt.Errorf("--size: %w", err)
 			}

@@ -70,7 +70,7 @@ context size. From a pipe or a script, messages are read a line at a time
 				return err
 			}
 			var err error
-			if o.Network, err = nf.Policy(a.cfg.Egress.Policy); err != nil {
+			if o.Network, err = nf.Check(a.cfg); err != nil {
 				return err
 			}
 			if o.Sandbox, err = sb.Spec(a.cfg); err != nil {

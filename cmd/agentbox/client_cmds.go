@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/client"
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/wire"
 	"github.com/agentbox/agentbox/internal/wiring"
@@ -42,7 +43,7 @@ given, or its token.`
 type clientFlags struct{ url, token string }
 
 func (f *clientFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.url, "url", "", "server URL (default $AGENTBOX_URL, else http://127.0.0.1:8080)")
+	cmd.Flags().StringVar(&f.url, "url", "", "server URL (default $"+config.Lookup("AGENTBOX_URL").Fallback()+")")
 	cmd.Flags().StringVar(&f.token, "token", "", "API token (default $AGENTBOX_TOKEN, else <data dir>/token)")
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
@@ -79,7 +80,11 @@ of its own instead, as 'docker run --network' does, outside the proxy.` + networ
   agentbox exec --allow example.com 'curl -sI https://example.com'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.SetNetwork(f.network, f.egress, a.cfg.Egress.Policy); err != nil {
+			c, err := wiring.EgressPolicy(a.cfg)
+			if err != nil {
+				return err
+			}
+			if err := f.SetNetwork(f.network, f.egress, c); err != nil {
 				return err
 			}
 			spec, err := f.Spec()
@@ -97,10 +102,10 @@ of its own instead, as 'docker run --network' does, outside the proxy.` + networ
 		},
 	}
 	fl := cmd.Flags()
-	fl.Var(sizeVar(&f.Memory), "memory", "memory limit, e.g. 512m or 2g (default from AGENTBOX_SANDBOX_MEMORY, else 2g)")
-	fl.Var(cpusVar(&f.CPUs), "cpus", "CPU limit, e.g. 0.5 or 2 (default from AGENTBOX_SANDBOX_CPUS, else 1)")
-	fl.Int64Var(&f.Pids, "pids", 0, "process limit (default from AGENTBOX_SANDBOX_PIDS, else 512)")
-	fl.Var(sizeVar(&f.Disk), "disk", "disk quota on what the sandbox writes to the host, workspace included, e.g. 1g (default from AGENTBOX_SANDBOX_DISK, else 10g)")
+	fl.Var(sizeVar(&f.Memory), "memory", "memory limit, e.g. 512m or 2g (default from "+config.Lookup("AGENTBOX_SANDBOX_MEMORY").Fallback()+")")
+	fl.Var(cpusVar(&f.CPUs), "cpus", "CPU limit, e.g. 0.5 or 2 (default from "+config.Lookup("AGENTBOX_SANDBOX_CPUS").Fallback()+")")
+	fl.Int64Var(&f.Pids, "pids", 0, "process limit (default from "+config.Lookup("AGENTBOX_SANDBOX_PIDS").Fallback()+")")
+	fl.Var(sizeVar(&f.Disk), "disk", "disk quota on what the sandbox writes to the host, workspace included, e.g. 1g (default from "+config.Lookup("AGENTBOX_SANDBOX_DISK").Fallback()+")")
 	fl.StringVar(&f.Isolation, "isolation", "", isolationUsage)
 	fl.StringVar(&f.network, "network", "", "none (the default: no network), open (any public host through the egress proxy), or a container network: bridge or a named one; host is refused")
 	addNetworkFlags(fl, &f.egress, false)

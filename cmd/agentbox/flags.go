@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/go-units"
+	dockerunits "github.com/docker/go-units"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/units"
 )
 
 // One way to say each thing: a flag name has one type and one syntax on
@@ -27,13 +27,13 @@ import (
 
 // sizeValue is a size in bytes as --memory and --disk take it: 512m, 2g,
 // 2GiB or a number of bytes. It is kept as typed once checked; the
-// command parses it with config.ParseMemory.
+// command parses it with units.ParseSize.
 type sizeValue struct{ p *string }
 
 func sizeVar(p *string) pflag.Value { return sizeValue{p} }
 
 func (v sizeValue) Set(s string) error {
-	if _, err := units.RAMInBytes(s); err != nil {
+	if _, err := dockerunits.RAMInBytes(s); err != nil {
 		return wantErr("want a size such as 512m or 2g")
 	}
 	*v.p = s
@@ -44,13 +44,13 @@ func (v sizeValue) String() string { return *v.p }
 func (v sizeValue) Type() string   { return "size" }
 
 // cpusValue is a number of CPUs as --cpus takes it: 0.5, 1, 2.5. It is
-// kept as typed once checked (config.ParseCPUs).
+// kept as typed once checked (units.ParseCPUs).
 type cpusValue struct{ p *string }
 
 func cpusVar(p *string) pflag.Value { return cpusValue{p} }
 
 func (v cpusValue) Set(s string) error {
-	if _, err := config.ParseCPUs(s); err != nil {
+	if _, err := units.ParseCPUs(s); err != nil {
 		return wantErr("want a positive number of CPUs such as 0.5 or 2")
 	}
 	*v.p = s
@@ -103,7 +103,7 @@ func shortDuration(d time.Duration) string {
 	if d == 0 {
 		return "0"
 	}
-	return config.DurationText(d)
+	return units.FormatDuration(d)
 }
 
 // wantErr is what a flag value of ours says it wants; a usage error shows

@@ -24,6 +24,7 @@ import (
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/drivers"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -42,7 +43,7 @@ type app struct {
 
 // driverFlag adds --driver to a command that creates sandboxes.
 func (a *app) driverFlag(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&a.flagCfg.Sandbox.Driver, "driver", "", "sandbox driver: "+strings.Join(drivers.Names(), ", ")+" (AGENTBOX_DRIVER; default "+drivers.Default+")")
+	cmd.Flags().StringVar(&a.flagCfg.Sandbox.Driver, "driver", "", config.Lookup("AGENTBOX_DRIVER").Usage("sandbox driver: "+strings.Join(drivers.Names(), ", ")))
 }
 
 // dataDirFlag adds --data-dir to a command that reads or writes the
@@ -144,6 +145,9 @@ exec exits with its command's own status, like docker run (3 when
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.FromEnv()
+			if err == nil {
+				err = wiring.CheckConfig(cfg)
+			}
 			if err != nil {
 				return fmt.Errorf("%w: %w", errConfiguration, err)
 			}

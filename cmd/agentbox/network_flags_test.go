@@ -10,6 +10,7 @@ import (
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/wiring"
 )
 
 // egressSettings points the configuration at a presets file (python) and
@@ -27,7 +28,11 @@ func egressSettings(t *testing.T) *egress.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg.Egress.Policy
+	pc, err := wiring.EgressPolicy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pc
 }
 
 // TestSubmitNetworkFlags: the network flags become the submission's

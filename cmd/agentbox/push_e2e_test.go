@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/forge"
 	"github.com/agentbox/agentbox/internal/forge/forgetest"
-	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/githost/gittest"
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
 )
@@ -25,7 +25,7 @@ const e2eAuthor = "Robo Pusher <robo@example.com>"
 // with one token.
 func pushEnv(t *testing.T) (*gittest.HTTP, *forgetest.StandIn, string) {
 	t.Helper()
-	web := gittest.StartHTTP(t, githost.DefaultTokenUser, "")
+	web := gittest.StartHTTP(t, config.Default().Git.TokenUser, "")
 	api := forgetest.New(t, forge.KindGitHub, web.Password)
 	base := gittest.Commit(t, web.Path("acme/widgets.git"), "main", gittest.Files("calc.py", "def add(a, b):\n    return a - b\n"))
 	t.Setenv("AGENTBOX_GIT_TOKEN", web.Password)

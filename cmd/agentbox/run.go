@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wiring"
@@ -56,7 +57,7 @@ missing, a network policy the operator does not allow).` + networkHelp,
 			}
 			hb.ToRun(&f)
 			var err error
-			if f.Network, err = nf.Policy(a.cfg.Egress.Policy); err != nil {
+			if f.Network, err = nf.Check(a.cfg); err != nil {
 				return err
 			}
 			return exitWith(a.runTask(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr()))
@@ -64,8 +65,8 @@ missing, a network policy the operator does not allow).` + networkHelp,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.Model, "model", "", "model as provider:name, e.g. anthropic:claude-sonnet-4-5 or openai:gpt-4.1 (default AGENTBOX_MODEL)")
-	fl.IntVar(&f.MaxSteps, "max-steps", 0, "stop after this many model steps (default AGENTBOX_MAX_STEPS, else 100)")
-	fl.Var(durationVar(&f.Timeout, 0), "timeout", "wall-clock limit of the job (default AGENTBOX_JOB_TIMEOUT, else 30m)")
+	fl.IntVar(&f.MaxSteps, "max-steps", 0, "stop after this many model steps (default "+config.Lookup("AGENTBOX_MAX_STEPS").Fallback()+")")
+	fl.Var(durationVar(&f.Timeout, 0), "timeout", "wall-clock limit of the job (default "+config.Lookup("AGENTBOX_JOB_TIMEOUT").Fallback()+")")
 	addSandboxFlags(fl, &f.SandboxRequest)
 	fl.StringVar(&f.Repo, "repo", "", "start from a clone of this git repository (https, ssh, a path), cloned with the host's credentials (AGENTBOX_GIT_*)")
 	fl.StringVar(&f.Ref, "ref", "", "with --repo: the branch, tag or commit to start from (default: the remote's default branch)")

@@ -13,7 +13,7 @@ import (
 func addSandboxFlags(fl *pflag.FlagSet, r *wiring.SandboxRequest) {
 	fl.Var(sizeVar(&r.Memory), "memory", "sandbox memory limit, e.g. 2g")
 	fl.Var(cpusVar(&r.CPUs), "cpus", "sandbox CPU limit, e.g. 1.5")
-	fl.Var(sizeVar(&r.Disk), "disk", "sandbox disk quota, workspace included, e.g. 2g (default AGENTBOX_SANDBOX_DISK, else 10g)")
+	fl.Var(sizeVar(&r.Disk), "disk", "sandbox disk quota, workspace included, e.g. 2g (default "+config.Lookup("AGENTBOX_SANDBOX_DISK").Fallback()+")")
 	fl.StringVar(&r.Isolation, "isolation", "", isolationUsage)
 	fl.StringVar(&r.Image, "image", "", "sandbox image, one AGENTBOX_IMAGES lists (default AGENTBOX_IMAGE, else "+config.DefaultImage+")")
 }

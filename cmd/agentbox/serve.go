@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
@@ -51,19 +52,19 @@ period, then stops them and hands them back (pending) for the next start.`,
 	}
 	s := &a.flagCfg.Server
 	f := cmd.Flags()
-	f.StringVar(&s.Addr, "addr", "", "listen address (AGENTBOX_ADDR; default 127.0.0.1:8080)")
+	f.StringVar(&s.Addr, "addr", "", config.Lookup("AGENTBOX_ADDR").Usage("listen address"))
 	f.StringVar(&a.flagCfg.DataDir, "data-dir", "", "data directory (AGENTBOX_DATA_DIR; default ~/.local/share/agentbox)")
 	f.StringVar(&a.flagCfg.Store, "store", "", "job store: sqlite (agentbox.db in the data dir) or a postgres://user@host/db URL, its password in PGPASSWORD or ~/.pgpass, not on the command line (AGENTBOX_STORE; default sqlite)")
-	f.StringVar(&a.flagCfg.Role, "role", "", "what this process runs: all (the API and the jobs), api (REST, SSE and the UI; no sandboxes) or worker (runs jobs; serves only the internal endpoint); api and worker share a postgres:// store, a worker needs AGENTBOX_CLUSTER_SECRET (AGENTBOX_ROLE; default all; see docs/cluster.md)")
+	f.StringVar(&a.flagCfg.Role, "role", "", "what this process runs: all (the API and the jobs), api (REST, SSE and the UI; no sandboxes) or worker (runs jobs; serves only the internal endpoint); api and worker share a postgres:// store, a worker needs AGENTBOX_CLUSTER_SECRET (AGENTBOX_ROLE; default "+config.Lookup("AGENTBOX_ROLE").Default+"; see docs/cluster.md)")
 	f.StringVar(&a.flagCfg.Blobs, "blobs", "", "where workspace checkpoints and final artifacts go, so a job survives a lost worker and every API replica serves its files: postgres (the job store's database), the absolute path of a directory every host mounts, or none (AGENTBOX_BLOBS; default postgres with a postgres:// store, else none; see docs/cluster.md)")
-	f.IntVar(&s.Concurrency, "concurrency", 0, "jobs run at once; 0 serves the API only (AGENTBOX_CONCURRENCY; default 2)")
+	f.IntVar(&s.Concurrency, "concurrency", 0, config.Lookup("AGENTBOX_CONCURRENCY").Usage("jobs run at once; 0 serves the API only"))
 	f.BoolVar(&s.NoAuth, "no-auth", false, "turn auth off (loopback addresses only)")
-	f.Var(durationVar(&s.Lease, 0), "lease", "job lease without a heartbeat (AGENTBOX_LEASE; default 30s)")
-	f.Var(durationVar(&s.JobTimeout, 0), "job-timeout", "default job timeout (AGENTBOX_JOB_TIMEOUT; default 30m)")
-	f.Var(durationVar(&s.Grace, 0), "grace", "time running jobs get on shutdown; 0 stops them at once (AGENTBOX_GRACE; default 30s)")
+	f.Var(durationVar(&s.Lease, 0), "lease", config.Lookup("AGENTBOX_LEASE").Usage("job lease without a heartbeat"))
+	f.Var(durationVar(&s.JobTimeout, 0), "job-timeout", config.Lookup("AGENTBOX_JOB_TIMEOUT").Usage("default job timeout"))
+	f.Var(durationVar(&s.Grace, 0), "grace", config.Lookup("AGENTBOX_GRACE").Usage("time running jobs get on shutdown; 0 stops them at once"))
 	f.StringVar(&s.PublicURL, "public-url", "", "where clients reach the server, e.g. https://agentbox.example.com behind a TLS proxy: links are made absolute with it and viewer cookies are Secure with https (AGENTBOX_PUBLIC_URL)")
 	f.StringVar(&s.ViewURL, "view-url", "", "give each job's desktop and Jupyter an origin of their own, e.g. https://{job}.view.example.com (a wildcard DNS name reaching this server), or http://{job}.localhost:8080 on one machine: a sandbox's pages then cannot reach other jobs' views or the API from the browser (AGENTBOX_VIEW_URL)")
-	f.StringVar(&a.flagCfg.Agent.Kind, "agent", "", "what works on jobs: model (a language model with tools) or shell (the task as a bash script) (AGENTBOX_AGENT; default model)")
+	f.StringVar(&a.flagCfg.Agent.Kind, "agent", "", config.Lookup("AGENTBOX_AGENT").Usage("what works on jobs: model (a language model with tools) or shell (the task as a bash script)"))
 	a.driverFlag(cmd)
 	return cmd
 }

@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/agent/tools"
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/llm"
@@ -21,7 +23,7 @@ type Config struct {
 	Resolve func(spec string) (llm.Model, error)
 	// Tools default to tools.Default().
 	Tools []tools.Tool
-	// MaxSteps applies to jobs that set none (default 100).
+	// MaxSteps applies to jobs that set none (default AGENTBOX_MAX_STEPS's).
 	MaxSteps int
 	// MaxTokens and MaxCostUSD are per-job budgets; 0 means none.
 	MaxTokens  int64
@@ -50,9 +52,7 @@ func New(cfg Config) *Agent {
 	if cfg.Tools == nil {
 		cfg.Tools = tools.Default()
 	}
-	if cfg.MaxSteps <= 0 {
-		cfg.MaxSteps = 100
-	}
+	cfg.MaxSteps = cmp.Or(max(cfg.MaxSteps, 0), config.Default().Agent.MaxSteps) // AGENTBOX_MAX_STEPS
 	if cfg.ToolTimeout <= 0 {
 		cfg.ToolTimeout = 2 * time.Minute
 	}

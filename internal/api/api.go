@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbox/agentbox/internal/artifact"
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
@@ -107,7 +108,7 @@ func (c Config) withDefaults() Config {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if c.MaxUploadBytes <= 0 {
-		c.MaxUploadBytes = workspace.DefaultMaxUploadBytes
+		c.MaxUploadBytes = config.Default().Server.MaxUpload // AGENTBOX_MAX_UPLOAD
 	}
 	if c.KeepAlive <= 0 {
 		c.KeepAlive = DefaultKeepAlive

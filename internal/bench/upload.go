@@ -18,8 +18,8 @@ import (
 
 	"github.com/agentbox/agentbox/internal/client"
 	"github.com/agentbox/agentbox/internal/event"
+	"github.com/agentbox/agentbox/internal/tarpack"
 	"github.com/agentbox/agentbox/internal/wire"
-	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // UploadOptions say what the upload benchmark measures with.
@@ -142,7 +142,7 @@ func (s *uploadSampler) close() {
 // end, checks that its tool saw every file, and removes its data.
 func (s *uploadSampler) upload(ctx context.Context) (toFirst, toCreated time.Duration, err error) {
 	begin := time.Now()
-	sr, err := s.c.SubmitDir(ctx, wire.SubmitRequest{Task: countTask}, "", s.root, workspace.PackOptions{})
+	sr, err := s.c.SubmitDir(ctx, wire.SubmitRequest{Task: countTask}, "", s.root, tarpack.PackOptions{})
 	if err != nil {
 		return 0, 0, err
 	}

@@ -303,3 +303,21 @@ func TestReplyAndFollowTheNextTurn(t *testing.T) {
 		t.Errorf("a blank reply: %v", err)
 	}
 }
+
+// TestEventStatusAgrees: the client's reading of a state event is the
+// server's: its type, its status, which statuses are final.
+func TestEventStatusAgrees(t *testing.T) {
+	for _, st := range []store.Status{store.StatusPending, store.StatusRunning, store.StatusComplete, store.StatusError, store.StatusCanceled} {
+		typ, payload, err := event.Marshal(event.State{Status: st, Attempt: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, final := client.EventStatus(wire.Event{Type: typ, Payload: payload})
+		if got != string(st) || final != st.Final() {
+			t.Errorf("%s: EventStatus = %q, %v; want %q, %v", st, got, final, st, st.Final())
+		}
+	}
+	if _, final := client.EventStatus(wire.Event{Type: "log", Payload: []byte(`{"status":"complete"}`)}); final {
+		t.Error("a log event read as a final state")
+	}
+}

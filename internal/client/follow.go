@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/wire"
 )
 
@@ -21,12 +21,22 @@ const maxEventBytes = 32 << 20
 // EventStatus returns the job status a "state" event records, and whether
 // it is a final one (complete, error, canceled).
 func EventStatus(ev wire.Event) (status string, final bool) {
-	st, ok := event.As[event.State](ev.Type, ev.Payload)
-	if !ok {
+	var st struct {
+		Status string `json:"status"`
+	}
+	if ev.Type != stateEvent || json.Unmarshal(ev.Payload, &st) != nil {
 		return "", false
 	}
-	return string(st.Status), st.Status.Final()
+	return st.Status, slices.Contains(finalStatuses, st.Status)
 }
+
+// stateEvent is the type of the events that record a job's status
+// (event.TypeState), and finalStatuses its end states (store.Status.Final):
+// the client reads them from the wire without the server's packages
+// (TestEventStatusAgrees checks they agree).
+const stateEvent = "state"
+
+var finalStatuses = []string{"complete", "error", "canceled"}
 
 // callbackError carries an error of Follow's callback out unchanged.
 type callbackError struct{ err error }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/agentbox/agentbox/internal/egress"
+	"github.com/agentbox/agentbox/internal/netpolicy"
 	"github.com/agentbox/agentbox/internal/wire"
 )
 
@@ -18,8 +18,8 @@ func (c *Client) Network(ctx context.Context, id string) (wire.NetworkSummary, e
 
 // SetNetwork changes a job's egress policy and returns the policy now in
 // force (PATCH /v1/jobs/{id}/network).
-func (c *Client) SetNetwork(ctx context.Context, id string, p egress.Policy) (egress.Policy, error) {
-	var out egress.Policy
+func (c *Client) SetNetwork(ctx context.Context, id string, p netpolicy.Policy) (netpolicy.Policy, error) {
+	var out netpolicy.Policy
 	err := c.getJSON(ctx, "PATCH", jobPath(id)+"/network", p, nil, http.StatusOK, &out)
 	return out, err
 }

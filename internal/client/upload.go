@@ -12,8 +12,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/agentbox/agentbox/internal/tarpack"
 	"github.com/agentbox/agentbox/internal/wire"
-	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // errAnswered ends the writing of a request body the server answered
@@ -58,12 +58,12 @@ func (c *Client) SubmitWorkspace(ctx context.Context, req wire.SubmitRequest, id
 }
 
 // SubmitDir submits a job that starts from the tree under root, packed as
-// a tar.gz (workspace.Pack, with opts) as it is sent. Run workspace.Survey
+// a tar.gz (tarpack.Pack, with opts) as it is sent. Run tarpack.Survey
 // first to have what Pack refuses said before anything is sent.
-func (c *Client) SubmitDir(ctx context.Context, req wire.SubmitRequest, idempotencyKey string, root *os.Root, opts workspace.PackOptions) (wire.SubmitResponse, error) {
+func (c *Client) SubmitDir(ctx context.Context, req wire.SubmitRequest, idempotencyKey string, root *os.Root, opts tarpack.PackOptions) (wire.SubmitResponse, error) {
 	pr, pw := io.Pipe()
 	var wg sync.WaitGroup
-	wg.Go(func() { pw.CloseWithError(workspace.Pack(ctx, pw, root, opts)) })
+	wg.Go(func() { pw.CloseWithError(tarpack.Pack(ctx, pw, root, opts)) })
 	sr, err := c.SubmitWorkspace(ctx, req, idempotencyKey, pr)
 	pr.CloseWithError(errAnswered) // a packer still packing stops
 	wg.Wait()

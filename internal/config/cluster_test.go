@@ -32,7 +32,7 @@ func TestRoles(t *testing.T) {
 			[]string{"role worker: concurrency 0"}},
 		{map[string]string{"AGENTBOX_ROLE": "both"}, []string{`role "both": want all, api or worker`}},
 	} {
-		c, err := fromLookup(lookup(tc.env))
+		c, err := FromLookup(lookup(tc.env))
 		if len(tc.want) == 0 {
 			if err != nil {
 				t.Errorf("%v: %v", tc.env, err)
@@ -57,7 +57,7 @@ func TestRoles(t *testing.T) {
 // TestClusterFromEnv: the role, the secret and the advertised address are
 // read; the secret is never printed with the config.
 func TestClusterFromEnv(t *testing.T) {
-	c, err := fromLookup(lookup(map[string]string{"AGENTBOX_ROLE": "worker", "AGENTBOX_STORE": "postgres://db/agentbox",
+	c, err := FromLookup(lookup(map[string]string{"AGENTBOX_ROLE": "worker", "AGENTBOX_STORE": "postgres://db/agentbox",
 		"AGENTBOX_CLUSTER_SECRET": testSecret, "AGENTBOX_ADVERTISE_ADDR": "worker-1.internal:8081"}))
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestBlobs(t *testing.T) {
 		{map[string]string{"AGENTBOX_BLOBS": "postgres"}, "", "", "blobs postgres: keeps checkpoints in the job store's database, and the store is SQLite"},
 		{map[string]string{"AGENTBOX_BLOBS": "blobs"}, "", "", `blobs "blobs": want none, postgres, or the absolute path`},
 	} {
-		c, err := fromLookup(lookup(tc.env))
+		c, err := FromLookup(lookup(tc.env))
 		if tc.fail != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.fail) {
 				t.Errorf("%v: error %v, want %q", tc.env, err, tc.fail)

@@ -1,6 +1,15 @@
 // Package config owns agentbox's typed configuration: defaults, the
 // environment variables that override them, and validation. It is the only
 // package that reads the environment; everything else receives a sub-struct.
+//
+// Each setting is named once, in Settings (settings.go): its variable, the
+// flag that overrides it, its default, its parser and its help. FromEnv
+// reads by it, Default applies its defaults, and the flags' help and
+// docs/configuration.md's table (SettingsTable, go run ./gendoc) are made
+// from it. Settings that other packages parse (the git hosts, the egress
+// files) are kept as text, read where they are used (wiring.CheckConfig
+// checks them at start). config imports no agentbox package but the
+// leaves units and imagename, so that anything may import it.
 package config
 
 import (
@@ -10,11 +19,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/docker/go-units"
 )
 
 // DefaultImage is the sandbox image built by `agentbox image build`.
@@ -146,7 +152,7 @@ type Sandbox struct {
 
 	Image string
 	// Images are the other images a job may ask for (AGENTBOX_IMAGES,
-	// comma-separated), normalized with NormalizeImage; AllowedImages adds
+	// comma-separated), normalized with imagename.Normalize; AllowedImages adds
 	// Image to them.
 	Images []string
 	// MemoryBytes, NanoCPUs and PidsLimit are the default resource limits.
@@ -215,196 +221,9 @@ func (m Model) Configured() bool {
 	return m.Name != "" || m.AnthropicKey != "" || m.OpenAIKey != "" || m.OpenAIBaseURL != ""
 }
 
-// Default returns the configuration used when nothing is set.
-func Default() Config {
-	return Config{
-		DataDir: defaultDataDir(),
-		Sandbox: Sandbox{
-			Image:        DefaultImage,
-			MemoryBytes:  2 << 30,
-			NanoCPUs:     1e9,
-			PidsLimit:    512,
-			Network:      "none",
-			Instance:     "default",
-			DisplayWidth: 1024, DisplayHeight: 768,
-			DiskBytes:     10 << 30,
-			NoFile:        1024,
-			UIDs:          UIDRange{200000, 299999},
-			MinFreeDisk:   2 << 30,
-			MinFreeInodes: 200_000,
-			Ceilings:      hostCeilings(),
-
-			Driver: "docker", GuestTransport: "unix", Isolation: "container",
-		},
-		Server: Server{
-			Addr: "127.0.0.1:8080", Concurrency: 2, Lease: 30 * time.Second,
-			JobTimeout: 30 * time.Minute, MaxAttempts: 3, Grace: 30 * time.Second,
-			Retention: 7 * 24 * time.Hour, MaxUpload: 1 << 30, LiveOutputMax: 8 << 20, HTTP: defaultHTTP(),
-		},
-		Role:   RoleAll,
-		Client: Client{URL: "http://127.0.0.1:8080"},
-		Agent:  Agent{Kind: "model", MaxSteps: 100},
-		Git:    defaultGit(),
-		Egress: defaultEgress(),
-	}
-}
-
 // FromEnv returns the defaults overridden by the environment.
 func FromEnv() (Config, error) {
-	return fromLookup(os.LookupEnv)
-}
-
-func fromLookup(lookup func(string) (string, bool)) (Config, error) {
-	c := Default()
-	var errs []error
-	str := func(key string, dst *string) {
-		if v, ok := lookup(key); ok && v != "" {
-			*dst = v
-		}
-	}
-	str("AGENTBOX_DATA_DIR", &c.DataDir)
-	str("AGENTBOX_STORE", &c.Store)
-	str("AGENTBOX_ROLE", &c.Role)
-	str("AGENTBOX_BLOBS", &c.Blobs)
-	str("AGENTBOX_CLUSTER_SECRET", &c.Cluster.Secret)
-	str("AGENTBOX_ADVERTISE_ADDR", &c.Cluster.AdvertiseAddr)
-	str("DOCKER_HOST", &c.Docker.Host)
-	str("AGENTBOX_DRIVER", &c.Sandbox.Driver)
-	str("AGENTBOX_GUEST_TRANSPORT", &c.Sandbox.GuestTransport)
-	str("AGENTBOX_ISOLATION", &c.Sandbox.Isolation)
-	str("AGENTBOX_IMAGE", &c.Sandbox.Image)
-	if v, ok := lookup("AGENTBOX_IMAGES"); ok {
-		imgs, err := parseImages(v)
-		errs = append(errs, err)
-		c.Sandbox.Images = imgs
-	}
-	str("AGENTBOX_SANDBOX_NETWORK", &c.Sandbox.Network)
-	str("AGENTBOX_GUEST_BINARY", &c.Sandbox.GuestBinary)
-	str("AGENTBOX_INSTANCE", &c.Sandbox.Instance)
-	if v, ok := lookup("AGENTBOX_DISPLAY_SIZE"); ok && v != "" {
-		if _, err := fmt.Sscanf(v, "%dx%d", &c.Sandbox.DisplayWidth, &c.Sandbox.DisplayHeight); err != nil {
-			errs = append(errs, fmt.Errorf("AGENTBOX_DISPLAY_SIZE %q: want WIDTHxHEIGHT, like 1280x800", v))
-		}
-	}
-	str("AGENTBOX_MODEL", &c.Model.Name)
-	str("OPENAI_BASE_URL", &c.Model.OpenAIBaseURL)
-	str("ANTHROPIC_BASE_URL", &c.Model.AnthropicBaseURL)
-	str("AGENTBOX_ADDR", &c.Server.Addr)
-	str("AGENTBOX_TOKEN", &c.Server.Token)
-	str("AGENTBOX_TOKEN_FILE", &c.Server.TokenFile)
-	str("AGENTBOX_VIEWER_KEY_FILE", &c.Server.ViewerKeyFile)
-	str("AGENTBOX_PUBLIC_URL", &c.Server.PublicURL)
-	str("AGENTBOX_VIEW_URL", &c.Server.ViewURL)
-	str("AGENTBOX_URL", &c.Client.URL)
-	str("AGENTBOX_TOKEN", &c.Client.Token)
-	if v, ok := lookup("AGENTBOX_NO_AUTH"); ok {
-		c.Server.NoAuth = v == "1" || v == "true"
-	}
-	errs = append(errs,
-		intEnv(lookup, "AGENTBOX_CONCURRENCY", &c.Server.Concurrency),
-		intEnv(lookup, "AGENTBOX_MAX_ATTEMPTS", &c.Server.MaxAttempts),
-		durEnv(lookup, "AGENTBOX_LEASE", &c.Server.Lease),
-		durEnv(lookup, "AGENTBOX_JOB_TIMEOUT", &c.Server.JobTimeout),
-		durEnv(lookup, "AGENTBOX_GRACE", &c.Server.Grace),
-		durEnv(lookup, "AGENTBOX_RETENTION", &c.Server.Retention))
-	if v, ok := lookup("AGENTBOX_MAX_UPLOAD"); ok && v != "" {
-		n, err := ParseMemory(v)
-		errs = append(errs, wrapEnv("AGENTBOX_MAX_UPLOAD", err))
-		c.Server.MaxUpload = n
-	}
-	if v, ok := lookup("AGENTBOX_LIVE_OUTPUT_MAX"); ok && v != "" {
-		n, err := ParseMemory(v)
-		errs = append(errs, wrapEnv("AGENTBOX_LIVE_OUTPUT_MAX", err))
-		c.Server.LiveOutputMax = n
-	}
-	errs = append(errs, sandboxEnv(lookup, &c.Sandbox)...)
-	errs = append(errs, httpEnv(lookup, &c.Server.HTTP)...)
-	errs = append(errs, gitEnv(lookup, &c.Git)...)
-	errs = append(errs, egressEnv(lookup, &c.Egress)...)
-	str("AGENTBOX_AGENT", &c.Agent.Kind)
-	errs = append(errs, intEnv(lookup, "AGENTBOX_MAX_STEPS", &c.Agent.MaxSteps),
-		intEnv(lookup, "AGENTBOX_CONTEXT_WINDOW", &c.Agent.ContextWindow))
-	errs = append(errs, int64Env(lookup, "AGENTBOX_MAX_TOKENS", &c.Agent.MaxTokens))
-	if v, ok := lookup("AGENTBOX_MAX_COST"); ok && v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("AGENTBOX_MAX_COST: %q is not a number of dollars such as 2.50", v))
-		}
-		c.Agent.MaxCostUSD = f
-	}
-	str("ANTHROPIC_API_KEY", &c.Model.AnthropicKey)
-	str("OPENAI_API_KEY", &c.Model.OpenAIKey)
-	if v, ok := lookup("AGENTBOX_SANDBOX_MEMORY"); ok && v != "" {
-		n, err := ParseMemory(v)
-		errs = append(errs, wrapEnv("AGENTBOX_SANDBOX_MEMORY", err))
-		c.Sandbox.MemoryBytes = n
-	}
-	if v, ok := lookup("AGENTBOX_SANDBOX_CPUS"); ok && v != "" {
-		n, err := ParseCPUs(v)
-		errs = append(errs, wrapEnv("AGENTBOX_SANDBOX_CPUS", err))
-		c.Sandbox.NanoCPUs = n
-	}
-	errs = append(errs, int64Env(lookup, "AGENTBOX_SANDBOX_PIDS", &c.Sandbox.PidsLimit))
-	if err := errors.Join(errs...); err != nil {
-		return c, err
-	}
-	return c, c.Validate()
-}
-
-func intEnv(lookup func(string) (string, bool), key string, dst *int) error {
-	v, ok := lookup(key)
-	if !ok || v == "" {
-		return nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return fmt.Errorf("%s: %q is not a whole number", key, v)
-	}
-	*dst = n
-	return nil
-}
-
-func int64Env(lookup func(string) (string, bool), key string, dst *int64) error {
-	v, ok := lookup(key)
-	if !ok || v == "" {
-		return nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%s: %q is not a whole number", key, v)
-	}
-	*dst = n
-	return nil
-}
-
-func sizeEnv(lookup func(string) (string, bool), key string, dst *int64) error {
-	v, ok := lookup(key)
-	if !ok || v == "" {
-		return nil
-	}
-	n, err := ParseMemory(v)
-	*dst = n
-	return wrapEnv(key, err)
-}
-
-func durEnv(lookup func(string) (string, bool), key string, dst *time.Duration) error {
-	v, ok := lookup(key)
-	if !ok || v == "" {
-		return nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return fmt.Errorf("%s: %q is not a duration such as 30s or 10m", key, v)
-	}
-	*dst = d
-	return nil
-}
-
-func wrapEnv(key string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", key, err)
+	return FromLookup(os.LookupEnv)
 }
 
 // Validate reports every invalid field at once.
@@ -503,24 +322,6 @@ func (s Sandbox) Validate() error {
 // isWord reports whether s is non-empty and has no space, comma or equals
 // sign (an instance label, a driver's name).
 func isWord(s string) bool { return s != "" && !strings.ContainsAny(s, " \t\n=,") }
-
-// ParseMemory parses a size such as 512m, 2g or 2GiB into bytes.
-func ParseMemory(s string) (int64, error) {
-	n, err := units.RAMInBytes(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q: want a size such as 512m or 2g", s)
-	}
-	return n, nil
-}
-
-// ParseCPUs parses a CPU count such as 1, 0.5 or 2.5 into nano-CPUs.
-func ParseCPUs(s string) (int64, error) {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f <= 0 || f > 1024 {
-		return 0, fmt.Errorf("cpus %q: want a positive number such as 1 or 0.5", s)
-	}
-	return int64(f * 1e9), nil
-}
 
 func defaultDataDir() string {
 	if d := os.Getenv("XDG_DATA_HOME"); d != "" {

@@ -12,7 +12,7 @@ func lookup(env map[string]string) func(string) (string, bool) {
 }
 
 func TestFromEnv(t *testing.T) {
-	c, err := fromLookup(lookup(map[string]string{
+	c, err := FromLookup(lookup(map[string]string{
 		"AGENTBOX_DATA_DIR":        "/srv/agentbox",
 		"AGENTBOX_SANDBOX_MEMORY":  "512m",
 		"AGENTBOX_SANDBOX_CPUS":    "0.5",
@@ -48,7 +48,7 @@ func TestFromEnv(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	c, err := fromLookup(lookup(nil))
+	c, err := FromLookup(lookup(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestDefaults(t *testing.T) {
 // environment; what each driver accepts (host networks, transports) is the
 // driver's to check, in its New.
 func TestDriverFromEnv(t *testing.T) {
-	c, err := fromLookup(lookup(map[string]string{"AGENTBOX_DRIVER": "microvm", "AGENTBOX_GUEST_TRANSPORT": "tcp", "AGENTBOX_SANDBOX_NETWORK": "host"}))
+	c, err := FromLookup(lookup(map[string]string{"AGENTBOX_DRIVER": "microvm", "AGENTBOX_GUEST_TRANSPORT": "tcp", "AGENTBOX_SANDBOX_NETWORK": "host"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestDriverFromEnv(t *testing.T) {
 }
 
 func TestSandboxBoundsDefaults(t *testing.T) {
-	c, err := fromLookup(lookup(nil))
+	c, err := FromLookup(lookup(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestSandboxBoundsDefaults(t *testing.T) {
 		ce.PidsLimit != 4096 || ce.DiskBytes != 100<<30 || ce.Timeout != 24*time.Hour || ce.MaxSteps != 100_000 {
 		t.Errorf("ceilings %+v on a host with %d bytes", ce, hostMemory())
 	}
-	c, err = fromLookup(lookup(map[string]string{"AGENTBOX_CEILING_MEMORY": "8g", "AGENTBOX_CEILING_CPUS": "1.5", "AGENTBOX_SANDBOX_UIDS": "500000-500100",
+	c, err = FromLookup(lookup(map[string]string{"AGENTBOX_CEILING_MEMORY": "8g", "AGENTBOX_CEILING_CPUS": "1.5", "AGENTBOX_SANDBOX_UIDS": "500000-500100",
 		"AGENTBOX_SANDBOX_DISK": "1g", "AGENTBOX_SANDBOX_NOFILE": "4096", "AGENTBOX_RETENTION": "48h", "AGENTBOX_CEILING_STEPS": "10", "AGENTBOX_MIN_FREE_DISK": "512m",
 		"AGENTBOX_MIN_FREE_INODES": "5000"}))
 	if err != nil {
@@ -137,14 +137,6 @@ func TestFileTableNeed(t *testing.T) {
 	}
 }
 
-func TestSizeText(t *testing.T) {
-	for n, want := range map[int64]string{2 << 30: "2GiB", 512 << 20: "512MiB", 1000: "1000B", 3<<30 + 1<<29: "3.5GiB", 1 << 40: "1TiB"} {
-		if got := SizeText(n); got != want {
-			t.Errorf("SizeText(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 func TestInvalid(t *testing.T) {
 	tests := map[string]struct {
 		env  map[string]string
@@ -184,7 +176,7 @@ func TestInvalid(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := fromLookup(lookup(tt.env))
+			_, err := FromLookup(lookup(tt.env))
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "strconv") {
 				t.Errorf("err = %v, want %q", err, tt.want)
 			}
@@ -193,7 +185,7 @@ func TestInvalid(t *testing.T) {
 }
 
 func TestImagesFromEnv(t *testing.T) {
-	c, err := fromLookup(lookup(map[string]string{
+	c, err := FromLookup(lookup(map[string]string{
 		"AGENTBOX_IMAGE":  "agentbox-sandbox",
 		"AGENTBOX_IMAGES": " python-ml, node-tools:20 ,,docker.io/library/python-ml:latest,registry.local:5000/team/img",
 	}))
@@ -208,29 +200,9 @@ func TestImagesFromEnv(t *testing.T) {
 	if got := c.Sandbox.AllowedImages(); strings.Join(got, " ") != strings.Join(allowed, " ") {
 		t.Errorf("allowed %q, want %q", got, allowed)
 	}
-	if _, err := fromLookup(lookup(map[string]string{"AGENTBOX_IMAGES": "ok,Not Valid"})); err == nil ||
+	if _, err := FromLookup(lookup(map[string]string{"AGENTBOX_IMAGES": "ok,Not Valid"})); err == nil ||
 		!strings.Contains(err.Error(), "AGENTBOX_IMAGES") || !strings.Contains(err.Error(), "Not Valid") {
 		t.Errorf("a bad name: %v", err)
-	}
-}
-
-func TestNormalizeImage(t *testing.T) {
-	for in, want := range map[string]string{
-		"img":                                   "img:latest",
-		"img:latest":                            "img:latest",
-		"docker.io/library/img":                 "img:latest",
-		"team/img:v2":                           "team/img:v2",
-		"localhost:5000/img":                    "localhost:5000/img:latest",
-		"img@sha256:" + strings.Repeat("a", 64): "img@sha256:" + strings.Repeat("a", 64),
-	} {
-		if got, err := NormalizeImage(in); err != nil || got != want {
-			t.Errorf("NormalizeImage(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "UPPER", "a b", "img:", "-x"} {
-		if got, err := NormalizeImage(bad); err == nil {
-			t.Errorf("NormalizeImage(%q) = %q, want an error", bad, got)
-		}
 	}
 }
 
@@ -249,7 +221,7 @@ func TestStore(t *testing.T) {
 		{"mysql://agentbox:pw@db/agentbox", false, false},
 		{"Postgres", false, false},
 	} {
-		c, err := fromLookup(lookup(map[string]string{"AGENTBOX_STORE": tc.store}))
+		c, err := FromLookup(lookup(map[string]string{"AGENTBOX_STORE": tc.store}))
 		if (err == nil) != tc.ok || err != nil && strings.Contains(err.Error(), "pw@") {
 			t.Errorf("AGENTBOX_STORE=%q: %v, want ok %v and no password", tc.store, err, tc.ok)
 		}

@@ -6,8 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/forge"
-	"github.com/agentbox/agentbox/internal/githost"
+	"github.com/agentbox/agentbox/internal/units"
 )
 
 // Git configures how the host reaches job repositories: it clones and
@@ -52,75 +51,16 @@ type Git struct {
 	// MaxDiff is the most bytes a diff (or patch) of a job may take
 	// (AGENTBOX_GIT_MAX_DIFF, default 256MiB); a larger one is refused.
 	MaxDiff int64
-	// Hosts are the services pull requests are opened on
-	// (AGENTBOX_GIT_HOSTS, see forge.ParseHosts); github.com is always
-	// one. Their tokens are left empty: Token is set on those it may go to.
-	Hosts []forge.Host
-}
-
-func defaultGit() Git {
-	return Git{TokenUser: githost.DefaultTokenUser, Author: githost.DefaultAuthor, AllowLocal: true, Timeout: githost.DefaultTimeout,
-		Memory: githost.DefaultMemory, BigFile: githost.DefaultBigFile, Diffs: 2,
-		MaxDiff: 256 << 20}
-}
-
-// gitEnv reads the AGENTBOX_GIT_ variables into g.
-func gitEnv(lookup func(string) (string, bool), g *Git) []error {
-	str := func(key string, dst *string) {
-		if v, ok := lookup(key); ok && v != "" {
-			*dst = v
-		}
-	}
-	str("AGENTBOX_GIT_TOKEN", &g.Token)
-	str("AGENTBOX_GIT_TOKEN_USER", &g.TokenUser)
-	str("AGENTBOX_GIT_SSH_KEY", &g.SSHKey)
-	str("AGENTBOX_GIT_SSH_KNOWN_HOSTS", &g.SSHKnownHosts)
-	str("AGENTBOX_GIT_AUTHOR", &g.Author)
-	if v, ok := lookup("AGENTBOX_GIT_TOKEN_HOSTS"); ok && v != "" {
-		g.TokenHosts = nil
-		for _, h := range strings.Split(v, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				g.TokenHosts = append(g.TokenHosts, h)
-			}
-		}
-	}
-	var errs []error
-	if v, ok := lookup("AGENTBOX_GIT_ALLOW_LOCAL"); ok && v != "" {
-		switch v {
-		case "1", "true":
-			g.AllowLocal = true
-		case "0", "false":
-			g.AllowLocal = false
-		default:
-			errs = append(errs, fmt.Errorf("AGENTBOX_GIT_ALLOW_LOCAL %q: want true or false", v))
-		}
-	}
-	errs = append(errs, hostsEnv(lookup, g), intEnv(lookup, "AGENTBOX_GIT_DIFFS", &g.Diffs))
-	errs = append(errs, sizeEnv(lookup, "AGENTBOX_GIT_MEMORY", &g.Memory), sizeEnv(lookup, "AGENTBOX_GIT_BIG_FILE", &g.BigFile),
-		sizeEnv(lookup, "AGENTBOX_GIT_MAX_DIFF", &g.MaxDiff))
-	return append(errs, durEnv(lookup, "AGENTBOX_GIT_TIMEOUT", &g.Timeout))
-}
-
-// hostsEnv reads AGENTBOX_GIT_HOSTS into g.Hosts.
-func hostsEnv(lookup func(string) (string, bool), g *Git) error {
-	v, ok := lookup("AGENTBOX_GIT_HOSTS")
-	if !ok || strings.TrimSpace(v) == "" {
-		return nil
-	}
-	hosts, err := forge.ParseHosts(v)
-	if err != nil {
-		return err
-	}
-	g.Hosts = hosts
-	return nil
+	// Hosts are the services pull requests are opened on, as
+	// AGENTBOX_GIT_HOSTS states them (KIND=HOST[=APIBASE], commas
+	// between); forge.ParseHosts reads them where they are used, and
+	// github.com is always one.
+	Hosts string
 }
 
 // Validate checks the git settings.
 func (g Git) Validate() error {
 	var errs []error
-	if _, _, err := githost.ParseAuthor(g.Author); err != nil {
-		errs = append(errs, fmt.Errorf("%w (AGENTBOX_GIT_AUTHOR)", err))
-	}
 	if strings.IndexFunc(g.Token+g.TokenUser, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
 		errs = append(errs, errors.New("git token and token user: no spaces or control characters (AGENTBOX_GIT_TOKEN, AGENTBOX_GIT_TOKEN_USER)"))
 	}
@@ -128,13 +68,13 @@ func (g Git) Validate() error {
 		errs = append(errs, fmt.Errorf("git timeout %v: at least 1s (AGENTBOX_GIT_TIMEOUT)", g.Timeout))
 	}
 	if g.Memory < 64<<20 {
-		errs = append(errs, fmt.Errorf("git memory %s: at least 64MiB (AGENTBOX_GIT_MEMORY)", SizeText(g.Memory)))
+		errs = append(errs, fmt.Errorf("git memory %s: at least 64MiB (AGENTBOX_GIT_MEMORY)", units.FormatSize(g.Memory)))
 	}
 	if g.BigFile < 4<<10 || g.BigFile > 512<<20 {
-		errs = append(errs, fmt.Errorf("git big file %s: want 4KiB to 512MiB (AGENTBOX_GIT_BIG_FILE)", SizeText(g.BigFile)))
+		errs = append(errs, fmt.Errorf("git big file %s: want 4KiB to 512MiB (AGENTBOX_GIT_BIG_FILE)", units.FormatSize(g.BigFile)))
 	}
 	if g.MaxDiff < 1<<20 {
-		errs = append(errs, fmt.Errorf("git max diff %s: at least 1MiB (AGENTBOX_GIT_MAX_DIFF)", SizeText(g.MaxDiff)))
+		errs = append(errs, fmt.Errorf("git max diff %s: at least 1MiB (AGENTBOX_GIT_MAX_DIFF)", units.FormatSize(g.MaxDiff)))
 	}
 	if g.Diffs < 1 {
 		errs = append(errs, fmt.Errorf("git diffs %d: at least 1 (AGENTBOX_GIT_DIFFS)", g.Diffs))

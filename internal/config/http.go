@@ -43,29 +43,6 @@ type HTTP struct {
 	MaxConns int
 }
 
-func defaultHTTP() HTTP {
-	return HTTP{HeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, BodyTimeout: 30 * time.Second,
-		WriteTimeout: time.Minute, MinUploadRate: 32 << 10, MaxConnsPerAddr: 128, MaxConns: 4096}
-}
-
-// httpEnv reads the AGENTBOX_HTTP_ variables into h.
-func httpEnv(lookup func(string) (string, bool), h *HTTP) []error {
-	errs := []error{
-		durEnv(lookup, "AGENTBOX_HTTP_HEADER_TIMEOUT", &h.HeaderTimeout),
-		durEnv(lookup, "AGENTBOX_HTTP_IDLE_TIMEOUT", &h.IdleTimeout),
-		durEnv(lookup, "AGENTBOX_HTTP_BODY_TIMEOUT", &h.BodyTimeout),
-		durEnv(lookup, "AGENTBOX_HTTP_WRITE_TIMEOUT", &h.WriteTimeout),
-		intEnv(lookup, "AGENTBOX_HTTP_MAX_CONNS_PER_ADDR", &h.MaxConnsPerAddr),
-		intEnv(lookup, "AGENTBOX_HTTP_MAX_CONNS", &h.MaxConns),
-	}
-	if v, ok := lookup("AGENTBOX_HTTP_MIN_UPLOAD_RATE"); ok && v != "" {
-		n, err := ParseMemory(v)
-		errs = append(errs, wrapEnv("AGENTBOX_HTTP_MIN_UPLOAD_RATE", err))
-		h.MinUploadRate = n
-	}
-	return errs
-}
-
 // Validate checks the HTTP bounds.
 func (h HTTP) Validate() error {
 	var errs []error

@@ -9,55 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// sandboxEnv reads the sandbox limits, the uid range and the ceilings.
-func sandboxEnv(lookup func(string) (string, bool), s *Sandbox) []error {
-	size := func(key string, dst *int64) error {
-		v, ok := lookup(key)
-		if !ok || v == "" {
-			return nil
-		}
-		n, err := ParseMemory(v)
-		*dst = n
-		return wrapEnv(key, err)
-	}
-	count := func(key string, dst *int64) error {
-		v, ok := lookup(key)
-		if !ok || v == "" {
-			return nil
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%s: %q is not a whole number", key, v)
-		}
-		*dst = n
-		return nil
-	}
-	c := &s.Ceilings
-	errs := []error{
-		size("AGENTBOX_SANDBOX_DISK", &s.DiskBytes),
-		count("AGENTBOX_SANDBOX_NOFILE", &s.NoFile),
-		size("AGENTBOX_MIN_FREE_DISK", &s.MinFreeDisk),
-		count("AGENTBOX_MIN_FREE_INODES", &s.MinFreeInodes),
-		size("AGENTBOX_CEILING_MEMORY", &c.MemoryBytes),
-		size("AGENTBOX_CEILING_DISK", &c.DiskBytes),
-		count("AGENTBOX_CEILING_PIDS", &c.PidsLimit),
-		durEnv(lookup, "AGENTBOX_CEILING_TIMEOUT", &c.Timeout),
-		intEnv(lookup, "AGENTBOX_CEILING_STEPS", &c.MaxSteps),
-	}
-	if v, ok := lookup("AGENTBOX_CEILING_CPUS"); ok && v != "" {
-		n, err := ParseCPUs(v)
-		errs = append(errs, wrapEnv("AGENTBOX_CEILING_CPUS", err))
-		c.NanoCPUs = n
-	}
-	if v, ok := lookup("AGENTBOX_SANDBOX_UIDS"); ok && v != "" {
-		r, err := ParseUIDRange(v)
-		errs = append(errs, wrapEnv("AGENTBOX_SANDBOX_UIDS", err))
-		s.UIDs = r
-	}
-	return errs
-}
+	"github.com/agentbox/agentbox/internal/units"
+)
 
 // ParseUIDRange parses "FIRST-LAST", an inclusive range of uids.
 func ParseUIDRange(v string) (UIDRange, error) {
@@ -122,12 +76,12 @@ func (s Sandbox) validateLimits() error {
 			errs = append(errs, fmt.Errorf("default sandbox %s %s is over its ceiling %s (AGENTBOX_CEILING_%s)", name, text(v), text(ceiling), strings.ToUpper(name)))
 		}
 	}
-	over("memory", s.MemoryBytes, c.MemoryBytes, SizeText)
-	over("cpus", s.NanoCPUs, c.NanoCPUs, CPUText)
+	over("memory", s.MemoryBytes, c.MemoryBytes, units.FormatSize)
+	over("cpus", s.NanoCPUs, c.NanoCPUs, units.FormatCPUs)
 	over("pids", s.PidsLimit, c.PidsLimit, countText)
-	over("disk", s.DiskBytes, c.DiskBytes, SizeText)
+	over("disk", s.DiskBytes, c.DiskBytes, units.FormatSize)
 	if s.DiskBytes < 64<<20 {
-		errs = append(errs, fmt.Errorf("sandbox disk %s: at least 64MiB", SizeText(s.DiskBytes)))
+		errs = append(errs, fmt.Errorf("sandbox disk %s: at least 64MiB", units.FormatSize(s.DiskBytes)))
 	}
 	if s.NoFile < 64 || s.NoFile > 1<<20 {
 		errs = append(errs, fmt.Errorf("sandbox open files %d: want 64 to 1048576 (AGENTBOX_SANDBOX_NOFILE)", s.NoFile))
@@ -141,27 +95,7 @@ func (s Sandbox) validateLimits() error {
 	return errors.Join(append(errs, s.UIDs.Validate())...)
 }
 
-// SizeText writes a byte count the way people set it: 2GiB, 512MiB,
-// 73.8GiB, 1000B.
-func SizeText(n int64) string {
-	for _, u := range []struct {
-		shift int
-		name  string
-	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
-		switch unit := int64(1) << u.shift; {
-		case n >= unit && n%unit == 0:
-			return strconv.FormatInt(n/unit, 10) + u.name
-		case n >= unit:
-			return strconv.FormatFloat(float64(n)/float64(unit), 'f', 1, 64) + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10) + "B"
-}
-
 func countText(n int64) string { return strconv.FormatInt(n, 10) }
-
-// CPUText writes nano-CPUs as a CPU count: 1, 0.5, 2.25.
-func CPUText(n int64) string { return strconv.FormatFloat(float64(n)/1e9, 'f', -1, 64) }
 
 // FileBudget is the worst case of open files the sandboxes can hold at
 // once: every one of concurrency sandboxes at its pids ceiling, each
@@ -221,17 +155,4 @@ const FileBytes = 400
 // table.
 func FileTableNeed(concurrency int, memory int64) int64 {
 	return int64(float64(int64(max(concurrency, 1))*(memory/FileBytes)) / FileShare)
-}
-
-// DurationText writes a duration the way people set it, without zero
-// units: 30m, 1h30m, 45s (not 30m0s, 1h30m0s).
-func DurationText(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

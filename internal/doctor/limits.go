@@ -13,6 +13,7 @@ import (
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/diskusage"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
+	"github.com/agentbox/agentbox/internal/units"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
@@ -47,7 +48,7 @@ func (d doctor) filesCheckOf(fileMax int64) Check {
 	detail += fmt.Sprintf(", %s of fs.file-max %d (margin %d)", percent(need, fileMax), fileMax, fileMax-need)
 	if table := config.FileTableNeed(conc, sb.Ceilings.MemoryBytes); fileMax < table {
 		return Check{"open files", Warn, detail + fmt.Sprintf("; but files mapped and closed are bounded by memory only: %d sandboxes at the %s memory ceiling need fs.file-max %d (agentbox raises it when started as root)",
-			conc, config.SizeText(sb.Ceilings.MemoryBytes), table), fmt.Sprintf("sudo sysctl -w fs.file-max=%d   (scripts/setup.sh makes it permanent)", table)}
+			conc, units.FormatSize(sb.Ceilings.MemoryBytes), table), fmt.Sprintf("sudo sysctl -w fs.file-max=%d   (scripts/setup.sh makes it permanent)", table)}
 	}
 	if nofile < sb.NoFile {
 		return Check{"open files", Warn, detail + fmt.Sprintf("; lowered from AGENTBOX_SANDBOX_NOFILE=%d to fit", sb.NoFile), "raise fs.file-max, or lower AGENTBOX_CONCURRENCY or AGENTBOX_SANDBOX_PIDS"}
@@ -83,8 +84,8 @@ func (d doctor) diskCheck() Check {
 	sb := d.cfg.Sandbox
 	floor := diskusage.Floor{Bytes: sb.MinFreeDisk, Inodes: sb.MinFreeInodes}
 	detail := fmt.Sprintf("%s free under %s (floor %s), %s; quota %s and %d inodes per sandbox, enforced by %s",
-		config.SizeText(free.Bytes), dir, config.SizeText(floor.Bytes), inodesText(free.Inodes, floor.Inodes),
-		config.SizeText(sb.DiskBytes), sandbox.InodeLimit(sb.DiskBytes), mode)
+		units.FormatSize(free.Bytes), dir, units.FormatSize(floor.Bytes), inodesText(free.Inodes, floor.Inodes),
+		units.FormatSize(sb.DiskBytes), sandbox.InodeLimit(sb.DiskBytes), mode)
 	if why, err := floor.Below(dir); err == nil && why != "" {
 		return Check{"disk", Fail, detail + ": no sandbox starts below the floor", "free space or inodes, lower AGENTBOX_MIN_FREE_DISK or AGENTBOX_MIN_FREE_INODES, or shorten AGENTBOX_RETENTION"}
 	}

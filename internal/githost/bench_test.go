@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/githost/gittest"
 )
@@ -67,7 +68,7 @@ func benchRepo(b *testing.B, dir string, files, size int) string {
 func BenchmarkClone(b *testing.B) {
 	dir := b.TempDir()
 	bare := benchRepo(b, dir, 5000, 10_000)
-	web := gittest.StartHTTP(b, githost.DefaultTokenUser, "")
+	web := gittest.StartHTTP(b, config.Default().Git.TokenUser, "")
 	if err := os.Rename(bare, web.Path("big.git")); err != nil {
 		b.Fatal(err)
 	}

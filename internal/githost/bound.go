@@ -13,14 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultMemory is the data (heap) bound of one git run when Config sets
-// no Memory.
-const DefaultMemory = 1 << 30
-
-// DefaultBigFile is git's core.bigFileThreshold when Config sets no
-// BigFile: the diff of a file over it is "Binary files ... differ".
-const DefaultBigFile = 1 << 20
-
 // ErrBound means a git run was stopped at its memory or CPU bound.
 var ErrBound = errors.New("over its bound")
 

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/githost/gittest"
 )
@@ -108,7 +109,7 @@ func TestCloneSSHUnknownHostKeyRefused(t *testing.T) {
 }
 
 func TestCloneHTTPToken(t *testing.T) {
-	s := gittest.StartHTTP(t, githost.DefaultTokenUser, "")
+	s := gittest.StartHTTP(t, config.Default().Git.TokenUser, "")
 	c := gittest.Commit(t, s.Path("r.git"), "main", gittest.Files("README.md", "hello\n"))
 	h := newHost(t, githost.Config{Token: s.Password})
 	base, work, _, err := clone(t, h, s.URL("r.git"), "")

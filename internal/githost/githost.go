@@ -43,17 +43,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/config"
 )
-
-// DefaultAuthor is the author of the host's commits when Config names none.
-const DefaultAuthor = "agentbox <agentbox@localhost>"
-
-// DefaultTokenUser is the user name sent with Config.Token when the URL
-// names none: GitHub takes any name with a token, this one by convention.
-const DefaultTokenUser = "x-access-token"
-
-// DefaultTimeout bounds one git run when Config sets no Timeout.
-const DefaultTimeout = 10 * time.Minute
 
 // ErrRefused means a URL or a ref was refused before git ran: malformed,
 // of a protocol not allowed, or a local path that is not allowed.
@@ -66,7 +58,8 @@ type Config struct {
 	// the git process's environment. Empty: the host's own credential
 	// helper (its global git config) answers, if any.
 	Token string
-	// TokenUser is the user name sent with Token; DefaultTokenUser if empty.
+	// TokenUser is the user name sent with Token; AGENTBOX_GIT_TOKEN_USER's
+	// default if empty (GitHub takes any name with a token).
 	TokenUser string
 	// TokenHosts, if set, are the only hosts ("host" or "host:port") the
 	// token is sent to; empty sends it to every HTTP(S) remote.
@@ -83,7 +76,7 @@ type Config struct {
 	// SSHKnownHosts is empty.
 	KnownHostsFile string
 	// Author is "Name <email>", the author and committer of the host's
-	// commits; DefaultAuthor if empty.
+	// commits; AGENTBOX_GIT_AUTHOR's default if empty.
 	Author string
 	// AllowLocal allows local paths and file:// URLs as remotes.
 	AllowLocal bool
@@ -91,14 +84,14 @@ type Config struct {
 	// data dir: other jobs' workspaces and git dirs), whatever AllowLocal.
 	Forbidden []string
 	// Timeout bounds each git run, in time and in CPU time;
-	// DefaultTimeout if zero.
+	// AGENTBOX_GIT_TIMEOUT's default if zero.
 	Timeout time.Duration
 	// Memory bounds the data (heap) of each git run (RLIMIT_DATA);
-	// DefaultMemory if zero.
+	// AGENTBOX_GIT_MEMORY's default if zero.
 	Memory int64
 	// BigFile is git's core.bigFileThreshold: a file over it is binary
 	// to diff ("Binary files a/x and b/x differ") and stored without
-	// deltas; DefaultBigFile if zero. A text diff costs git about 44
+	// deltas; AGENTBOX_GIT_BIG_FILE's default if zero. A text diff costs git about 44
 	// bytes of memory per line of each side, so a file of newlines just
 	// under git's own 512 MiB would take 22 GB.
 	BigFile int64
@@ -116,20 +109,13 @@ type Host struct {
 
 // New returns a Host. An Author that is not "Name <email>" is an error.
 func New(cfg Config) (*Host, error) {
-	if cfg.Author == "" {
-		cfg.Author = DefaultAuthor
-	}
-	if cfg.TokenUser == "" {
-		cfg.TokenUser = DefaultTokenUser
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.Git == "" {
-		cfg.Git = "git"
-	}
-	cfg.Memory = cmp.Or(max(cfg.Memory, 0), DefaultMemory)
-	cfg.BigFile = cmp.Or(max(cfg.BigFile, 0), DefaultBigFile)
+	def := config.Default().Git // AGENTBOX_GIT_AUTHOR, _TOKEN_USER, _TIMEOUT, _MEMORY, _BIG_FILE
+	cfg.Author = cmp.Or(cfg.Author, def.Author)
+	cfg.TokenUser = cmp.Or(cfg.TokenUser, def.TokenUser)
+	cfg.Timeout = cmp.Or(max(cfg.Timeout, 0), def.Timeout)
+	cfg.Git = cmp.Or(cfg.Git, "git")
+	cfg.Memory = cmp.Or(max(cfg.Memory, 0), def.Memory)
+	cfg.BigFile = cmp.Or(max(cfg.BigFile, 0), def.BigFile)
 	name, email, err := ParseAuthor(cfg.Author)
 	if err != nil {
 		return nil, err

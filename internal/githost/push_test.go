@@ -5,12 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/githost/gittest"
 )
 
 func TestCommitAndPush(t *testing.T) {
-	web := gittest.StartHTTP(t, githost.DefaultTokenUser, "")
+	web := gittest.StartHTTP(t, config.Default().Git.TokenUser, "")
 	ssh := gittest.StartSSH(t)
 	for name, c := range map[string]struct {
 		url, bare string
@@ -54,7 +55,7 @@ func TestCommitAndPush(t *testing.T) {
 			if got := gittest.Git(t, c.bare, "rev-parse", second+"^"); got != first {
 				t.Errorf("second's parent = %s, want %s", got, first)
 			}
-			if got := gittest.Git(t, c.bare, "log", "-1", "--format=%an <%ae>%n%s", second); got != githost.DefaultAuthor+"\nSecond turn" {
+			if got := gittest.Git(t, c.bare, "log", "-1", "--format=%an <%ae>%n%s", second); got != config.Default().Git.Author+"\nSecond turn" {
 				t.Errorf("commit = %q", got)
 			}
 		})

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/imagename"
 )
 
 // A user's image is built on top of the sandbox image, and nothing is
@@ -29,7 +29,7 @@ func checkDockerfile(src, base string) error {
 	if err != nil {
 		return err
 	}
-	baseName, err := config.NormalizeImage(base)
+	baseName, err := imagename.Normalize(base)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (c *stageChecker) from(args []string) error {
 		}
 	case c.isStage(img):
 	default:
-		if n, err := config.NormalizeImage(img); err != nil || n != c.base {
+		if n, err := imagename.Normalize(img); err != nil || n != c.base {
 			return fmt.Errorf("FROM %s: %s (nothing is pulled)", img, c.fix)
 		}
 	}

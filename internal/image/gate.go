@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/imagename"
 )
 
 // A new installation builds the core image first and runs sandboxes on it
@@ -191,8 +191,8 @@ func ago(d time.Duration) string {
 
 // sameRef reports whether a and b name one image ("x" is "x:latest").
 func sameRef(a, b string) bool {
-	na, errA := config.NormalizeImage(a)
-	nb, errB := config.NormalizeImage(b)
+	na, errA := imagename.Normalize(a)
+	nb, errB := imagename.Normalize(b)
 	if errA != nil || errB != nil {
 		return a == b
 	}

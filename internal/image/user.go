@@ -15,7 +15,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/go-units"
 
-	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/imagename"
 	sandboxdocker "github.com/agentbox/agentbox/internal/sandbox/docker"
 )
 
@@ -96,12 +96,12 @@ func userRef(ref string, protected []string) (string, error) {
 	if ref == "" {
 		return "", fmt.Errorf("a user image needs a tag (--tag NAME)")
 	}
-	n, err := config.NormalizeImage(ref)
+	n, err := imagename.Normalize(ref)
 	if err != nil {
 		return "", fmt.Errorf("--tag: %w", err)
 	}
 	for _, p := range protected {
-		if pn, err := config.NormalizeImage(p); err == nil && pn == n {
+		if pn, err := imagename.Normalize(p); err == nil && pn == n {
 			return "", fmt.Errorf("--tag %s is the sandbox image's own tag: a user image would overwrite it; choose another name", ref)
 		}
 	}

@@ -14,11 +14,12 @@ import (
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/units"
 )
 
 // A job's diff is made by the host's git from what its sandbox wrote,
 // so it costs what the sandbox chose: git's time and memory (bounded by
-// githost), and the diff's bytes. Diffs are made DefaultDiffs at a time,
+// githost), and the diff's bytes. Diffs are made a few at a time (AGENTBOX_GIT_DIFFS),
 // into a file in the data dir (never /tmp, which the free-space floor
 // does not watch), and the diff of an ended job is made once and kept
 // next to its git dir until the job runs again (its patch too). A diff
@@ -27,18 +28,10 @@ import (
 // refusal the same run of the job would meet again (that bound, git's
 // own) is remembered beside the kept file, so asking again costs nothing.
 
-// DefaultDiffs is how many diffs a service makes at once when Repos
-// names no number.
-const DefaultDiffs = 2
-
 // ErrDiffUnavailable means a diff could not be made now: git stopped at
 // one of its bounds, the diff is over its size bound, or the data dir's
 // filesystem is under the free-space floor. The message says which, and what to change.
 var ErrDiffUnavailable = errors.New("diff unavailable")
-
-// DefaultMaxDiff is the most bytes a diff (or patch) may take when
-// Repos names no bound (AGENTBOX_GIT_MAX_DIFF).
-const DefaultMaxDiff = 256 << 20
 
 // floorEvery is how many bytes a spooled diff writes between two looks
 // at the free space of its filesystem.
@@ -56,7 +49,7 @@ type diffs struct {
 // acquire takes a diff slot, waiting for one as long as ctx lives, and
 // returns the call that gives it back.
 func (r *Repos) acquire(ctx context.Context) (func(), error) {
-	r.diffs.once.Do(func() { r.diffs.slots = make(chan struct{}, cmp.Or(max(r.Diffs, 0), DefaultDiffs)) })
+	r.diffs.once.Do(func() { r.diffs.slots = make(chan struct{}, cmp.Or(max(r.Diffs, 0), config.Default().Git.Diffs)) })
 	select {
 	case r.diffs.slots <- struct{}{}:
 		return func() { <-r.diffs.slots }, nil
@@ -126,7 +119,9 @@ func (r refusal) Error() string { return string(r) }
 func (refusal) Is(target error) bool { return target == ErrDiffUnavailable }
 
 // maxDiff is the most bytes a diff (or patch) may take.
-func (r *Repos) maxDiff() int64 { return cmp.Or(max(r.MaxDiff, 0), DefaultMaxDiff) }
+func (r *Repos) maxDiff() int64 {
+	return cmp.Or(max(r.MaxDiff, 0), config.Default().Git.MaxDiff) // AGENTBOX_GIT_MAX_DIFF
+}
 
 // checkFree refuses a spool into dir while its filesystem is under the
 // floor.
@@ -145,11 +140,11 @@ func (r *Repos) checkRoom(dir string, need int64) error {
 	if need > 0 {
 		return fmt.Errorf("%w: %s free on the data dir's filesystem, %s over the %s floor (AGENTBOX_MIN_FREE_DISK); free some space "+
 			"(agentbox removes ended jobs' data after AGENTBOX_RETENTION, or at once with DELETE /v1/jobs/{id})",
-			ErrDiffUnavailable, config.SizeText(free), config.SizeText(max(free-r.MinFree, 0)), config.SizeText(r.MinFree))
+			ErrDiffUnavailable, units.FormatSize(free), units.FormatSize(max(free-r.MinFree, 0)), units.FormatSize(r.MinFree))
 	}
 	return fmt.Errorf("%w: %s free on the data dir's filesystem, under the %s floor (AGENTBOX_MIN_FREE_DISK); free some space "+
 		"(agentbox removes ended jobs' data after AGENTBOX_RETENTION, or at once with DELETE /v1/jobs/{id})",
-		ErrDiffUnavailable, config.SizeText(free), config.SizeText(r.MinFree))
+		ErrDiffUnavailable, units.FormatSize(free), units.FormatSize(r.MinFree))
 }
 
 // spoolWriter writes to a spool file, and fails once the diff passes
@@ -172,7 +167,7 @@ func (w *spoolWriter) Write(p []byte) (int, error) {
 	if w.n += int64(len(p)); w.n > w.r.maxDiff() {
 		w.tooBig = true
 		w.err = fmt.Errorf("%w: the %s is over %s, the most a diff may take (AGENTBOX_GIT_MAX_DIFF); "+
-			"the job's files are in its zip (GET /v1/jobs/{id}/artifacts)", ErrDiffUnavailable, w.what, config.SizeText(w.r.maxDiff()))
+			"the job's files are in its zip (GET /v1/jobs/{id}/artifacts)", ErrDiffUnavailable, w.what, units.FormatSize(w.r.maxDiff()))
 		return 0, w.err
 	}
 	if w.since += int64(len(p)); w.since >= floorEvery {

@@ -28,13 +28,13 @@ type Repos struct {
 	// Forge opens the pull requests of pushed branches; nil: none is.
 	Forge PullRequests
 	// Timeout bounds each step of a job's hand-back (its commit, its
-	// push, its pull request); githost.DefaultTimeout if zero.
+	// push, its pull request); AGENTBOX_GIT_TIMEOUT's default if zero.
 	Timeout time.Duration
 	// Diffs is how many diffs are made at once (AGENTBOX_GIT_DIFFS);
-	// DefaultDiffs if zero.
+	// AGENTBOX_GIT_DIFFS's default if zero.
 	Diffs int
 	// MaxDiff is the most bytes a diff (or patch) may take
-	// (AGENTBOX_GIT_MAX_DIFF); DefaultMaxDiff if zero.
+	// (AGENTBOX_GIT_MAX_DIFF); its default if zero.
 	MaxDiff int64
 	// MinFree is the free space of Dir's filesystem under which no diff
 	// is spooled there (AGENTBOX_MIN_FREE_DISK), as DiskFree measures it;

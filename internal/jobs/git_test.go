@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/githost/gittest"
@@ -86,7 +87,7 @@ done
 func TestRepoJobsKeepCredentialsOnTheHost(t *testing.T) {
 	e := newEnv(t)
 	sshd := gittest.StartSSH(t)
-	web := gittest.StartHTTP(t, githost.DefaultTokenUser, "")
+	web := gittest.StartHTTP(t, config.Default().Git.TokenUser, "")
 	helped := gittest.StartHTTP(t, "alice", "")
 	files := gittest.Files("README.md", "hello\n", "gone.txt", "bye\n")
 	home := t.TempDir()
@@ -190,7 +191,7 @@ func gitEvent(t *testing.T, svc *jobs.Service, id, action string) event.Git {
 
 func TestCloneFailureEndsTheJobInError(t *testing.T) {
 	e := newEnv(t)
-	web := gittest.StartHTTP(t, githost.DefaultTokenUser, "")
+	web := gittest.StartHTTP(t, config.Default().Git.TokenUser, "")
 	gittest.Commit(t, web.Path("r.git"), "main", gittest.Files("README.md", "hello\n"))
 	svc, _, _ := e.startWithRepos(t, githost.Config{Token: "the-wrong-token"})
 	url := strings.Replace(web.URL("r.git"), "http://", "http://someone@", 1)

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/forge"
 	"github.com/agentbox/agentbox/internal/githost"
@@ -292,5 +293,5 @@ func (r *Repos) timeout() time.Duration {
 	if r.Timeout > 0 {
 		return r.Timeout
 	}
-	return githost.DefaultTimeout
+	return config.Default().Git.Timeout
 }

@@ -6,21 +6,21 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/imagename"
 )
 
 // ErrImageNotAllowed means a job asked for an image the operator does not
 // allow (AGENTBOX_IMAGES); the message names those allowed.
 var ErrImageNotAllowed = errors.New("image not allowed")
 
-// CheckImage returns the normalized name (config.NormalizeImage) of the
+// CheckImage returns the normalized name (imagename.Normalize) of the
 // image a job asks for, "" for none, and refuses one not in allowed,
 // naming the images that are.
 func CheckImage(name string, allowed []string) (string, error) {
 	if name == "" {
 		return "", nil
 	}
-	n, err := config.NormalizeImage(name)
+	n, err := imagename.Normalize(name)
 	if err != nil {
 		return "", fieldError(ErrImageNotAllowed, "image", fmt.Sprintf("%v; allowed images: %s", err, strings.Join(allowed, ", ")))
 	}

@@ -7,12 +7,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/event"
 )
-
-// DefaultMaxOutputEvents is how many bytes of output events a job stores
-// when SchedulerConfig names no cap.
-const DefaultMaxOutputEvents = 8 << 20
 
 // outputEventCost is what an output event costs the job's log besides
 // its text: its record and its JSON's fields. The cap counts it, or a
@@ -71,7 +68,7 @@ func (b *outputBudget) take(ctx context.Context, r *Run, p []byte) ([]byte, stri
 	defer b.mu.Unlock()
 	limit := b.max
 	if limit <= 0 {
-		limit = DefaultMaxOutputEvents
+		limit = config.Default().Server.LiveOutputMax // AGENTBOX_LIVE_OUTPUT_MAX
 	}
 	if !b.loaded {
 		b.loaded = true

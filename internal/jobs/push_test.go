@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/forge"
 	"github.com/agentbox/agentbox/internal/forge/forgetest"
@@ -62,7 +63,7 @@ type gitHTTP struct {
 }
 
 func startGitHTTP(t *testing.T) gitHTTP {
-	web := gittest.StartHTTP(t, githost.DefaultTokenUser, "")
+	web := gittest.StartHTTP(t, config.Default().Git.TokenUser, "")
 	return gitHTTP{web, forgetest.New(t, forge.KindGitHub, web.Password)}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/event"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
@@ -28,12 +29,18 @@ var (
 // engineBackoff is how long claiming pauses after the engine was unreachable.
 const engineBackoff = 5 * time.Second
 
-// Defaults of SchedulerConfig's zero fields.
+// Defaults of SchedulerConfig's zero fields: the lease, job timeout and
+// grace are the settings table's (AGENTBOX_LEASE, AGENTBOX_JOB_TIMEOUT,
+// AGENTBOX_GRACE), written there once.
+var (
+	DefaultLease      = config.Default().Server.Lease
+	DefaultJobTimeout = config.Default().Server.JobTimeout
+	DefaultGrace      = config.Default().Server.Grace
+)
+
+// Defaults of SchedulerConfig's zero fields that are no setting.
 const (
-	DefaultLease            = 30 * time.Second
 	DefaultPoll             = time.Second
-	DefaultJobTimeout       = 30 * time.Minute
-	DefaultGrace            = 30 * time.Second
 	DefaultWatchdogInterval = 5 * time.Second
 	DefaultWatchdogFailures = 3
 )
@@ -63,7 +70,7 @@ type SchedulerConfig struct {
 	// DefaultTimeout applies to jobs that set none; default DefaultJobTimeout.
 	DefaultTimeout time.Duration
 	// MaxOutputEvents caps the bytes of output events (commands' output as
-	// it runs) one job stores; default DefaultMaxOutputEvents.
+	// it runs) one job stores; default AGENTBOX_LIVE_OUTPUT_MAX's.
 	MaxOutputEvents int64
 	// Grace is how long running jobs may finish after shutdown begins; then
 	// they are stopped and their leases released. Zero means the default,

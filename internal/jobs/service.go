@@ -69,8 +69,9 @@ type SubmitRequest struct {
 }
 
 // DefaultMaxAttempts is how many attempts a job gets unless
-// ServiceConfig.MaxAttempts says otherwise.
-const DefaultMaxAttempts = 3
+// ServiceConfig.MaxAttempts says otherwise (AGENTBOX_MAX_ATTEMPTS's
+// default).
+var DefaultMaxAttempts = config.Default().Server.MaxAttempts
 
 // ServiceConfig is everything a Service is made of; NewService fills in
 // the defaults of its zero fields.

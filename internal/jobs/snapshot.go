@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/artifact"
-	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/units"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
 
@@ -119,7 +119,7 @@ func (s *Service) copyLive(ctx context.Context, id, dir string) ([]string, error
 	if s.repos != nil {
 		if err := s.repos.checkRoom(filepath.Dir(dir), SnapshotsAtOnce*snapshotFootprint); err != nil {
 			return nil, fmt.Errorf("%w: the job's files are read from a snapshot of its workspace, which needs room (up to %s over the floor): %w",
-				ErrNotEnded, config.SizeText(SnapshotsAtOnce*snapshotFootprint), err)
+				ErrNotEnded, units.FormatSize(SnapshotsAtOnce*snapshotFootprint), err)
 		}
 	}
 	src, err := s.liveDir(ctx, id)
@@ -137,7 +137,7 @@ func (s *Service) copyLive(ctx context.Context, id, dir string) ([]string, error
 	switch {
 	case errors.Is(err, workspace.ErrTooLarge):
 		return nil, fmt.Errorf("%w: the workspace of running job %s is over what a snapshot takes (%s, %d entries): "+
-			"its files and zip can be read once it has ended", ErrNotEnded, id, config.SizeText(SnapshotMaxBytes), SnapshotMaxEntries)
+			"its files and zip can be read once it has ended", ErrNotEnded, id, units.FormatSize(SnapshotMaxBytes), SnapshotMaxEntries)
 	case errors.Is(context.Cause(ctx), errSnapshotSlow):
 		return nil, fmt.Errorf("%w: a snapshot of running job %s's workspace took over %v: its files and zip can be read once it has ended",
 			ErrNotEnded, id, SnapshotTimeout)

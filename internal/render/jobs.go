@@ -9,9 +9,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/docker/go-units"
+	dockerunits "github.com/docker/go-units"
 
-	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/units"
 	"github.com/agentbox/agentbox/internal/wire"
 )
 
@@ -93,13 +93,13 @@ func LimitsText(l wire.Limits) string {
 			parts = append(parts, s)
 		}
 	}
-	add(l.Timeout > 0, config.DurationText(time.Duration(l.Timeout))+" timeout")
+	add(l.Timeout > 0, units.FormatDuration(time.Duration(l.Timeout))+" timeout")
 	add(l.MaxSteps > 0, fmt.Sprint(l.MaxSteps, " steps"))
-	add(l.Memory > 0, config.SizeText(int64(l.Memory))+" memory")
+	add(l.Memory > 0, units.FormatSize(int64(l.Memory))+" memory")
 	add(l.CPUs == 1, "1 CPU")
 	add(l.CPUs > 0 && l.CPUs != 1, strconv.FormatFloat(l.CPUs, 'f', -1, 64)+" CPUs")
-	add(l.Disk > 0, config.SizeText(int64(l.Disk))+" disk")
-	add(l.Egress > 0, config.SizeText(int64(l.Egress))+" egress")
+	add(l.Disk > 0, units.FormatSize(int64(l.Disk))+" disk")
+	add(l.Egress > 0, units.FormatSize(int64(l.Egress))+" egress")
 	add(l.ContextWindow > 0, fmt.Sprint(l.ContextWindow, " tokens of context"))
 	return strings.Join(parts, " · ")
 }
@@ -181,7 +181,7 @@ func stamp(t time.Time) string {
 }
 
 func ago(t time.Time) string {
-	d := units.HumanDuration(time.Since(t))
+	d := dockerunits.HumanDuration(time.Since(t))
 	return strings.ToLower(d[:1]) + d[1:] + " ago"
 }
 

@@ -14,11 +14,13 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/guest"
 )
 
@@ -161,17 +163,26 @@ type Limits struct {
 }
 
 // FillDefaults sets l's unset (zero or negative) fields to the limits a
-// driver applies by default: 2 GiB of memory, one CPU, 512 processes,
-// 10 GiB of disk and 1024 open files.
+// driver applies by default, the settings' (AGENTBOX_SANDBOX_MEMORY,
+// _CPUS, _PIDS, _DISK and _NOFILE): 2 GiB of memory, one CPU, 512
+// processes, 10 GiB of disk and 1024 open files.
 func (l *Limits) FillDefaults() {
+	d := config.Default().Sandbox
 	for _, f := range []struct {
 		v   *int64
 		def int64
-	}{{&l.MemoryBytes, 2 << 30}, {&l.NanoCPUs, 1e9}, {&l.PidsLimit, 512}, {&l.DiskBytes, 10 << 30}, {&l.NoFile, 1024}} {
+	}{{&l.MemoryBytes, d.MemoryBytes}, {&l.NanoCPUs, d.NanoCPUs}, {&l.PidsLimit, d.PidsLimit}, {&l.DiskBytes, d.DiskBytes}, {&l.NoFile, d.NoFile}} {
 		if *f.v <= 0 {
 			*f.v = f.def
 		}
 	}
+}
+
+// Or returns l with each zero field taken from def: a spec's limits, the
+// driver's defaults where it sets none.
+func (l Limits) Or(def Limits) Limits {
+	return Limits{MemoryBytes: cmp.Or(l.MemoryBytes, def.MemoryBytes), NanoCPUs: cmp.Or(l.NanoCPUs, def.NanoCPUs),
+		PidsLimit: cmp.Or(l.PidsLimit, def.PidsLimit), DiskBytes: cmp.Or(l.DiskBytes, def.DiskBytes), NoFile: cmp.Or(l.NoFile, def.NoFile)}
 }
 
 // Inode bounds: a sandbox may make one file, directory or link per

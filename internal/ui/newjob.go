@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/units"
 	"github.com/agentbox/agentbox/internal/wire"
 )
 
@@ -60,7 +60,7 @@ func durationText(d time.Duration) string {
 	if d <= 0 {
 		return ""
 	}
-	return config.DurationText(d)
+	return units.FormatDuration(d)
 }
 
 // sizeText writes n bytes as the form takes them: "2g", "512m", or

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/config"
+	dockerunits "github.com/docker/go-units"
 )
 
 // Duration is a time span on the wire. It decodes from a Go duration string
@@ -46,7 +46,7 @@ type ByteSize int64
 // UnmarshalJSON accepts a size string or an integer number of bytes.
 func (n *ByteSize) UnmarshalJSON(b []byte) error {
 	if s, ok := jsonString(b); ok {
-		v, err := config.ParseMemory(s)
+		v, err := dockerunits.RAMInBytes(s) // units.ParseSize's reading, without its message
 		if err != nil {
 			return typeError(b, n)
 		}

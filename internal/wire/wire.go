@@ -12,7 +12,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/egress"
+	"github.com/agentbox/agentbox/internal/netpolicy"
 )
 
 // SubmitRequest is the body of POST /v1/jobs (and of the /schedule and
@@ -35,7 +35,7 @@ type SubmitRequest struct {
 	Isolation string `json:"isolation,omitempty"`
 	// Network is the job's egress policy; absent for the server's default
 	// (AGENTBOX_EGRESS_DEFAULT).
-	Network *egress.Policy `json:"network,omitempty"`
+	Network *netpolicy.Policy `json:"network,omitempty"`
 }
 
 // Repo is a repository job's code: where the host clones it from with its
@@ -155,7 +155,7 @@ type Job struct {
 	Isolation string `json:"isolation"`
 	// Network is the egress policy in force, its mode always given
 	// (PATCH /v1/jobs/{id}/network changes it).
-	Network egress.Policy `json:"network"`
+	Network netpolicy.Policy `json:"network"`
 	// Worker is the ID of the worker running the job (GET /v1/workers);
 	// empty unless it is running.
 	Worker string `json:"worker,omitempty"`
@@ -200,7 +200,7 @@ func (e Effective) For(model string, asked Limits) Effective {
 // what the job's sandbox did on the network, per host and port, from its
 // network events.
 type NetworkSummary struct {
-	Policy egress.Policy `json:"policy"`
+	Policy netpolicy.Policy `json:"policy"`
 	// Hosts are by host, then port.
 	Hosts []NetworkHost `json:"hosts"`
 	// Connections counts the connection attempts summarised.

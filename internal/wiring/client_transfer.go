@@ -13,8 +13,8 @@ import (
 
 	"github.com/agentbox/agentbox/internal/client"
 	"github.com/agentbox/agentbox/internal/render"
+	"github.com/agentbox/agentbox/internal/tarpack"
 	"github.com/agentbox/agentbox/internal/wire"
-	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 // Send submits req through c; with --workspace, DIR packed as its
@@ -28,8 +28,8 @@ func (f SubmitFlags) Send(ctx context.Context, c *client.Client, req wire.Submit
 		return wire.SubmitResponse{}, fmt.Errorf("--workspace: %w", err)
 	}
 	defer root.Close()
-	opts := workspace.PackOptions{Exclude: f.Exclude}
-	tree, err := workspace.Survey(ctx, root, opts)
+	opts := tarpack.PackOptions{Exclude: f.Exclude}
+	tree, err := tarpack.Survey(ctx, root, opts)
 	if err != nil {
 		return wire.SubmitResponse{}, fmt.Errorf("--workspace %s: %w", f.Workspace, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/sandbox/drivers"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/units"
 )
 
 // Driver is a sandbox driver; whoever opened it closes it.
@@ -85,7 +86,7 @@ func ensureFileTable(cfg config.Config, log *slog.Logger, concurrency int) error
 		return nil
 	}
 	why := fmt.Sprintf("%d sandboxes at the %s memory ceiling could hold %d files open (one per %d bytes of memory, by mapping them), over half of fs.file-max (%d)",
-		max(concurrency, 1), config.SizeText(ceiling), need/2, config.FileBytes, fileMax)
+		max(concurrency, 1), units.FormatSize(ceiling), need/2, config.FileBytes, fileMax)
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%s: raise it as root: sysctl -w fs.file-max=%d (or lower AGENTBOX_CEILING_MEMORY or the concurrency)", why, need)
 	}

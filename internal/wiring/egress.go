@@ -26,24 +26,29 @@ import (
 // receives the proxies' metrics; server, if set, is the server's own
 // listener, which no sandbox may reach whatever AGENTBOX_EGRESS_ALLOW_PRIVATE
 // opens.
-func newEgress(cfg config.Config, reg prometheus.Registerer, server net.Addr) *jobs.Egress {
-	e := &jobs.Egress{Config: cfg.Egress.Policy, Options: egressOptions(cfg),
-		UpstreamRoots: cfg.Egress.Roots, RootsPEM: cfg.Egress.RootsPEM}
+func newEgress(cfg config.Config, reg prometheus.Registerer, server net.Addr) (*jobs.Egress, error) {
+	l, err := loadEgress(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e := &jobs.Egress{Config: l.Policy, Options: egressOptions(cfg, l),
+		UpstreamRoots: l.Roots, RootsPEM: l.RootsPEM}
 	if ap, ok := listenAddrPort(fmt.Sprint(server)); server != nil && ok {
 		e.Options.Never = append(e.Options.Never, ap)
 	}
 	if reg != nil {
 		e.Options.Metrics = egress.NewMetrics(reg)
 	}
-	return e
+	return e, nil
 }
 
-// egressOptions are the proxy's options from cfg, without the recorder.
+// egressOptions are the proxy's options from cfg and its egress settings
+// l, without the recorder.
 // The server's configured address (AGENTBOX_ADDR) is never reached: a
 // server of this machine's, for exec and chat.
-func egressOptions(cfg config.Config) egress.Options {
+func egressOptions(cfg config.Config, l egress.Loaded) egress.Options {
 	e := cfg.Egress
-	o := egress.Options{AllowPrivate: e.AllowPrivate, Resolve: e.Resolve, Bytes: e.Bytes, Conns: e.Conns, Idle: e.Idle}
+	o := egress.Options{AllowPrivate: l.AllowPrivate, Resolve: l.Resolve, Bytes: e.Bytes, Conns: e.Conns, Idle: e.Idle}
 	if ap, ok := listenAddrPort(cfg.Server.Addr); ok {
 		o.Never = []netip.AddrPort{ap}
 	}
@@ -76,6 +81,7 @@ func listenAddrPort(s string) (netip.AddrPort, bool) {
 // before the sandbox is made, Start once it runs, Stop at the end.
 type LocalEgress struct {
 	cfg  config.Config
+	eg   egress.Loaded
 	pol  egress.Policy
 	name string
 	say  io.Writer
@@ -87,17 +93,20 @@ type LocalEgress struct {
 // connection is said on say as it happens (nil: not said); name names
 // the proxy in log's messages.
 func NewLocalEgress(cfg config.Config, name string, pol egress.Policy, say io.Writer, log *slog.Logger) (*LocalEgress, error) {
-	pol, err := cfg.Egress.Policy.Check(pol)
+	eg, err := loadEgress(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &LocalEgress{cfg: cfg, pol: pol, name: name, say: say, log: log}, nil
+	if pol, err = eg.Policy.Check(pol); err != nil {
+		return nil, err
+	}
+	return &LocalEgress{cfg: cfg, eg: eg, pol: pol, name: name, say: say, log: log}, nil
 }
 
 // Prepare returns what the sandbox's environment needs: the proxy's
 // variables, the trust bundle's, the secrets' placeholders.
 func (l *LocalEgress) Prepare() (map[string]string, error) {
-	a, env, err := egress.Prepare(l.name, l.cfg.Egress.Policy, l.pol, l.cfg.Egress.Roots, l.cfg.Egress.RootsPEM)
+	a, env, err := egress.Prepare(l.name, l.eg.Policy, l.pol, l.eg.Roots, l.eg.RootsPEM)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +116,7 @@ func (l *LocalEgress) Prepare() (map[string]string, error) {
 
 // Start serves the sandbox's connections through g.
 func (l *LocalEgress) Start(ctx context.Context, g *guest.Client) error {
-	o := egressOptions(l.cfg)
+	o := egressOptions(l.cfg, l.eg)
 	if w := l.say; w != nil {
 		o.Record = func(ev event.Network) {
 			if ev.Decision == "deny" || ev.Error != "" {
@@ -126,7 +135,7 @@ func (l *LocalEgress) Start(ctx context.Context, g *guest.Client) error {
 
 // Effective is the policy with its presets and secrets expanded, for the
 // system prompt.
-func (l *LocalEgress) Effective() egress.Effective { return l.cfg.Egress.Policy.Effective(l.pol) }
+func (l *LocalEgress) Effective() egress.Effective { return l.eg.Policy.Effective(l.pol) }
 
 // Denied returns the connections refused since t.
 func (l *LocalEgress) Denied(since time.Time) []event.Network { return l.a.Denied(since) }

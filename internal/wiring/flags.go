@@ -12,6 +12,7 @@ import (
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/units"
 )
 
 // SandboxFlags are a sandbox's settings as a person types them after
@@ -66,17 +67,17 @@ func (f SandboxFlags) limits() (sandbox.Limits, error) {
 	var l sandbox.Limits
 	var err error
 	if f.Memory != "" {
-		if l.MemoryBytes, err = config.ParseMemory(f.Memory); err != nil {
+		if l.MemoryBytes, err = units.ParseSize(f.Memory); err != nil {
 			return l, fmt.Errorf("--memory: %w", err)
 		}
 	}
 	if f.CPUs != "" {
-		if l.NanoCPUs, err = config.ParseCPUs(f.CPUs); err != nil {
+		if l.NanoCPUs, err = units.ParseCPUs(f.CPUs); err != nil {
 			return l, fmt.Errorf("--cpus: %w", err)
 		}
 	}
 	if f.Disk != "" {
-		if l.DiskBytes, err = config.ParseMemory(f.Disk); err != nil {
+		if l.DiskBytes, err = units.ParseSize(f.Disk); err != nil {
 			return l, fmt.Errorf("--disk: %w", err)
 		}
 		if l.DiskBytes < 64<<20 {
@@ -130,6 +131,15 @@ func parseRules(flag string, entries []string) ([]egress.Rule, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// Check is Policy against cfg's egress settings (EgressPolicy).
+func (f NetworkFlags) Check(cfg config.Config) (egress.Policy, error) {
+	c, err := EgressPolicy(cfg)
+	if err != nil {
+		return egress.Policy{}, err
+	}
+	return f.Policy(c)
 }
 
 // Policy is the policy the flags ask for as a sandbox or job runs with

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/units"
 	"github.com/agentbox/agentbox/internal/wire"
 )
 
@@ -67,12 +67,12 @@ func (f SubmitFlags) limits() (wire.Limits, []error) {
 	var errs []error
 	l.Timeout = wire.Duration(f.Timeout)
 	if f.Memory != "" {
-		n, err := config.ParseMemory(f.Memory)
+		n, err := units.ParseSize(f.Memory)
 		errs = append(errs, flagErr("--memory", err))
 		l.Memory = wire.ByteSize(n)
 	}
 	if f.Disk != "" {
-		n, err := config.ParseMemory(f.Disk)
+		n, err := units.ParseSize(f.Disk)
 		errs = append(errs, flagErr("--disk", err))
 		l.Disk = wire.ByteSize(n)
 	}

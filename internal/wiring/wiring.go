@@ -144,7 +144,11 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 			return nil, err
 		}
 	}
-	if j.service, err = jobs.NewService(j.serviceConfig(cfg, jc, ws)); err != nil {
+	sc, err := j.serviceConfig(cfg, jc, ws)
+	if err == nil {
+		j.service, err = jobs.NewService(sc)
+	}
+	if err != nil {
 		j.Close()
 		return nil, err
 	}
@@ -152,10 +156,14 @@ func openJobs(ctx context.Context, cfg config.Config, log *slog.Logger, jc jobsC
 }
 
 // serviceConfig is the service of the job side jc describes, over ws.
-func (j *jobSide) serviceConfig(cfg config.Config, jc jobsConfig, ws workspace.Store) jobs.ServiceConfig {
+func (j *jobSide) serviceConfig(cfg config.Config, jc jobsConfig, ws workspace.Store) (jobs.ServiceConfig, error) {
+	eg, err := EgressPolicy(cfg)
+	if err != nil {
+		return jobs.ServiceConfig{}, err
+	}
 	sc := jobs.ServiceConfig{Store: j.store, Workspaces: ws, Feed: j.feed, Scheduler: j.scheduler,
 		MaxAttempts: jc.maxAttempts, Lease: jc.sched.Lease, Images: cfg.Sandbox.AllowedImages(), Repos: j.repos, Media: j.media,
-		MaxUpload: cfg.Server.MaxUpload, Isolation: cfg.Sandbox.Isolation, CheckIsolation: j.checkIsolation, Egress: cfg.Egress.Policy}
+		MaxUpload: cfg.Server.MaxUpload, Isolation: cfg.Sandbox.Isolation, CheckIsolation: j.checkIsolation, Egress: eg}
 	if ws == workspace.Store(j.workspaces) {
 		sc.Snapshots = filepath.Join(jc.dir, "snapshots")
 	}
@@ -168,7 +176,7 @@ func (j *jobSide) serviceConfig(cfg config.Config, jc jobsConfig, ws workspace.S
 	if cfg.Agent.Kind == "shell" {
 		sc.NoMessages = "follow-up messages need the model agent; this server runs the shell agent (AGENTBOX_AGENT=shell), which runs the task as a script"
 	}
-	return sc
+	return sc, nil
 }
 
 // run runs the job side until ctx ends: its feed, and its scheduler or
@@ -243,21 +251,26 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 	if jc.inPlace != "" {
 		d = personalWorkspaces{d}
 	}
-	j.scheduler = jobs.NewScheduler(j.schedulerConfig(cfg, jc, d, g))
+	sc, err := j.schedulerConfig(cfg, jc, d, g)
+	if err != nil {
+		return err
+	}
+	j.scheduler = jobs.NewScheduler(sc)
 	return nil
 }
 
 // schedulerConfig is jc.sched completed with what the job side opened: the
 // driver d and the image gate g (nil: none).
-func (j *jobSide) schedulerConfig(cfg config.Config, jc jobsConfig, d Driver, g *image.Gate) jobs.SchedulerConfig {
+func (j *jobSide) schedulerConfig(cfg config.Config, jc jobsConfig, d Driver, g *image.Gate) (jobs.SchedulerConfig, error) {
 	sc := jc.sched
 	sc.Store, sc.Feed, sc.Driver, sc.Agent, sc.Metrics = j.store, j.feed, d, NewJobAgent(cfg), j.metrics
 	sc.Workspaces, sc.Repos, sc.Media = j.workspaces, j.repos, j.media
-	sc.Egress = newEgress(cfg, jc.metrics, jc.server)
 	if g != nil {
 		sc.Images = g
 	}
-	return sc
+	var err error
+	sc.Egress, err = newEgress(cfg, jc.metrics, jc.server)
+	return sc, err
 }
 
 // newRepos is the host's git as cfg.Git says, over the git dirs in dir:
@@ -283,17 +296,21 @@ func newRepos(cfg config.Config, dir string, log *slog.Logger) (*jobs.Repos, err
 	if err != nil {
 		return nil, err
 	}
-	return &jobs.Repos{Host: h, Dir: filepath.Join(dir, "git"), Forge: forge.New(forgeHosts(g), nil), Timeout: g.Timeout,
+	hosts, err := forgeHosts(g)
+	if err != nil {
+		return nil, err
+	}
+	return &jobs.Repos{Host: h, Dir: filepath.Join(dir, "git"), Forge: forge.New(hosts, nil), Timeout: g.Timeout,
 		Diffs: g.Diffs, MaxDiff: g.MaxDiff, MinFree: cfg.Sandbox.MinFreeDisk, DiskFree: docker.DiskFree}, nil
 }
 
 // forgeHosts are the pull-request services of g (AGENTBOX_GIT_HOSTS, and
 // github.com), each with the token if it may go to that host
 // (AGENTBOX_GIT_TOKEN_HOSTS).
-func forgeHosts(g config.Git) []forge.Host {
-	hosts := g.Hosts
-	if len(hosts) == 0 {
-		hosts, _ = forge.ParseHosts("") // github.com alone
+func forgeHosts(g config.Git) ([]forge.Host, error) {
+	hosts, err := forge.ParseHosts(g.Hosts) // github.com alone if none
+	if err != nil {
+		return nil, err
 	}
 	out := make([]forge.Host, 0, len(hosts))
 	for _, h := range hosts {
@@ -302,5 +319,5 @@ func forgeHosts(g config.Git) []forge.Host {
 		}
 		out = append(out, h)
 	}
-	return out
+	return out, nil
 }

@@ -114,9 +114,12 @@ func TestNoGitMeansNoRepos(t *testing.T) {
 // TestEgressNeverServer: the workers' proxies are told the server's own
 // listener, which no sandbox reaches whatever ALLOW_PRIVATE opens.
 func TestEgressNeverServer(t *testing.T) {
-	cfg := config.Config{Egress: config.Egress{Policy: &egress.Config{}}}
+	cfg := config.Config{}
 	cfg.Server.Addr = "127.0.0.1:0"
-	e := newEgress(cfg, nil, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080})
+	e, err := newEgress(cfg, nil, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if fmt.Sprint(e.Options.Never) != "[127.0.0.1:8080]" {
 		t.Errorf("Never %v, want [127.0.0.1:8080]", e.Options.Never)
 	}
@@ -124,7 +127,7 @@ func TestEgressNeverServer(t *testing.T) {
 	for addr, want := range map[string]string{"127.0.0.1:8080": "[127.0.0.1:8080]", ":9000": "[0.0.0.0:9000]",
 		"localhost:80": "[127.0.0.1:80]", "[::1]:8080": "[[::1]:8080]", "host.example:80": "[]"} {
 		cfg.Server.Addr = addr
-		if got := fmt.Sprint(egressOptions(cfg).Never); got != want {
+		if got := fmt.Sprint(egressOptions(cfg, egress.Loaded{}).Never); got != want {
 			t.Errorf("AGENTBOX_ADDR %s: Never %s, want %s", addr, got, want)
 		}
 	}

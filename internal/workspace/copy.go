@@ -11,10 +11,6 @@ import (
 	"syscall"
 )
 
-// readFlags open a tree's entries for reading without blocking on a FIFO
-// put where a file was.
-const readFlags = os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
-
 // Copy makes the directory dir, which must not exist (ErrExists), a copy
 // of the tree under src, within lim's bytes and entries (MaxRatio does not
 // apply). It copies into a new directory beside dir, which becomes dir
@@ -231,31 +227,4 @@ func (c *copier) symlink(p string) error {
 		return nil
 	}
 	return c.u.link(p, target)
-}
-
-// errReplaced means an entry opened is not the one its directory listed
-// or its Lstat saw: it was replaced meanwhile.
-var errReplaced = errors.New("replaced while it was copied")
-
-// sameEntry checks that the open file f is the entry whose Lstat is fi:
-// os.Root follows a symlink that stays beneath it, and an entry may have
-// been replaced by one since its directory was read.
-func sameEntry(f *os.File, fi fs.FileInfo) error {
-	got, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !os.SameFile(got, fi) || got.Mode().Type() != fi.Mode().Type() {
-		return errReplaced
-	}
-	return nil
-}
-
-// join joins a slash-separated directory path ("." for the root) and a
-// name in it.
-func join(dir, name string) string {
-	if dir == "." {
-		return name
-	}
-	return dir + "/" + name
 }

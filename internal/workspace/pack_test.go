@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/tarpack"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
 
@@ -29,17 +30,17 @@ func project(t *testing.T) string {
 	return dir
 }
 
-func pack(t *testing.T, dir string, o workspace.PackOptions) ([]byte, workspace.Tree, error) {
+func pack(t *testing.T, dir string, o tarpack.PackOptions) ([]byte, tarpack.Tree, error) {
 	t.Helper()
 	root, err := os.OpenRoot(dir)
 	must(t, err)
 	defer root.Close()
-	tree, err := workspace.Survey(t.Context(), root, o)
+	tree, err := tarpack.Survey(t.Context(), root, o)
 	if err != nil {
 		return nil, tree, err
 	}
 	var buf bytes.Buffer
-	err = workspace.Pack(t.Context(), &buf, root, o)
+	err = tarpack.Pack(t.Context(), &buf, root, o)
 	return buf.Bytes(), tree, err
 }
 
@@ -48,11 +49,11 @@ func pack(t *testing.T, dir string, o workspace.PackOptions) ([]byte, workspace.
 func TestPackRoundTrip(t *testing.T) {
 	dir := project(t)
 	var progress bytes.Buffer
-	data, counted, err := pack(t, dir, workspace.PackOptions{Progress: &progress})
+	data, counted, err := pack(t, dir, tarpack.PackOptions{Progress: &progress})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if counted != (workspace.Tree{Files: 4, Dirs: 4, Links: 1, Bytes: int64(progress.Len())}) || progress.Len() != 12+9+9+12 {
+	if counted != (tarpack.Tree{Files: 4, Dirs: 4, Links: 1, Bytes: int64(progress.Len())}) || progress.Len() != 12+9+9+12 {
 		t.Errorf("tree %+v, progress %d bytes", counted, progress.Len())
 	}
 	parent, err := unpack(t, data, workspace.FormatTarGz, workspace.Limits{})
@@ -88,16 +89,16 @@ func TestPackRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := project(t)
 			must(t, tt.make(dir))
-			if _, _, err := pack(t, dir, workspace.PackOptions{}); err == nil || !strings.Contains(err.Error(), tt.says) {
+			if _, _, err := pack(t, dir, tarpack.PackOptions{}); err == nil || !strings.Contains(err.Error(), tt.says) {
 				t.Errorf("pack: %v, want an error saying %q", err, tt.says)
 			}
-			if _, _, err := pack(t, dir, workspace.PackOptions{Exclude: []string{"pkg/*"}}); err != nil {
+			if _, _, err := pack(t, dir, tarpack.PackOptions{Exclude: []string{"pkg/*"}}); err != nil {
 				t.Errorf("pack excluding it: %v", err)
 			}
 		})
 	}
 	dir := project(t)
-	data, counted, err := pack(t, dir, workspace.PackOptions{Exclude: []string{"a", "*.sh"}})
+	data, counted, err := pack(t, dir, tarpack.PackOptions{Exclude: []string{"a", "*.sh"}})
 	if err != nil || counted.Files != 2 {
 		t.Fatalf("pack with excludes: %+v, %v", counted, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/internal/config"
 )
 
 // Format is the kind of archive an upload is.
@@ -35,9 +37,8 @@ var (
 	ErrExists = errors.New("workspace exists")
 )
 
-// Defaults of Limits.
+// Defaults of Limits (MaxBytes's is AGENTBOX_MAX_UPLOAD's default).
 const (
-	DefaultMaxUploadBytes   = 1 << 30
 	DefaultMaxUploadEntries = 200_000
 	DefaultMaxRatio         = 200
 )
@@ -47,7 +48,7 @@ const (
 type Limits struct {
 	// MaxBytes is how many bytes of file content one archive may unpack
 	// to, counted as they are written (a header's sizes may lie); 0 or
-	// less means DefaultMaxUploadBytes (AGENTBOX_MAX_UPLOAD).
+	// less means AGENTBOX_MAX_UPLOAD's default.
 	MaxBytes int64
 	// MaxEntries is how many entries (files, directories, links) one
 	// archive may hold; 0 or less means DefaultMaxUploadEntries.
@@ -58,7 +59,7 @@ type Limits struct {
 	MaxRatio int64
 }
 
-func (l Limits) maxBytes() int64   { return orDefault(l.MaxBytes, DefaultMaxUploadBytes) }
+func (l Limits) maxBytes() int64   { return orDefault(l.MaxBytes, config.Default().Server.MaxUpload) }
 func (l Limits) maxEntries() int64 { return orDefault(l.MaxEntries, DefaultMaxUploadEntries) }
 func (l Limits) maxRatio() int64   { return orDefault(l.MaxRatio, DefaultMaxRatio) }
 

@@ -172,19 +172,6 @@ func (u *unpacker) tarEntry(hdr *tar.Header, r io.Reader) error {
 	return badf("entry %q: unsupported tar entry type %q", hdr.Name, hdr.Typeflag)
 }
 
-// modeKind names a file type for an error.
-func modeKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device file"
-	}
-	return "an irregular file"
-}
-
 // countingReader counts the bytes read from r and keeps its error, which
 // is the upload's (a broken connection), not the archive's.
 type countingReader struct {

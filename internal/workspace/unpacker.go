@@ -12,14 +12,17 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/tarpack"
 )
 
 // maxPathBytes bounds an entry's path, as PATH_MAX does on Linux;
-// maxTargetBytes a link's target; maxNameBytes the paths and targets of
-// one archive, which the unpacker holds until it is done.
+// maxTargetBytes a link's target (tarpack.MaxTargetBytes, which the packer
+// checks too); maxNameBytes the paths and targets of one archive, which
+// the unpacker holds until it is done.
 const (
 	maxPathBytes   = 4095
-	maxTargetBytes = 4095
+	maxTargetBytes = tarpack.MaxTargetBytes
 	maxNameBytes   = 32 << 20
 )
 
@@ -332,15 +335,6 @@ func (u *unpacker) link(p, target string) error {
 	u.names += int64(len(target))
 	u.links = append(u.links, pending{path: p, target: target})
 	return nil
-}
-
-// LinkLeadsOut reports whether a symlink at the slash-separated path p
-// within a tree, pointing to target, leads out of the tree, judged from
-// p's directory alone: an absolute target, or one whose ".." climb above
-// the tree's root. Unpack refuses such links; a packer can say so first.
-func LinkLeadsOut(p, target string) bool {
-	to := path.Join(path.Dir(p), target)
-	return path.IsAbs(target) || to == ".." || strings.HasPrefix(to, "../")
 }
 
 // finish makes the symlinks, then applies the directories' modes and

@@ -7,8 +7,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/units"
 )
 
 // Free is what is left for unprivileged users on a filesystem: bytes and
@@ -53,7 +53,7 @@ func (f Floor) Below(dir string) (string, error) {
 	}
 	if f.Bytes > 0 && free.Bytes < f.Bytes {
 		return fmt.Sprintf("%s free on the filesystem of %s, under the %s floor (AGENTBOX_MIN_FREE_DISK)",
-			config.SizeText(free.Bytes), dir, config.SizeText(f.Bytes)), nil
+			units.FormatSize(free.Bytes), dir, units.FormatSize(f.Bytes)), nil
 	}
 	if f.Inodes > 0 && free.Inodes >= 0 && free.Inodes < f.Inodes {
 		return fmt.Sprintf("%d inodes free on the filesystem of %s, under the %d floor (AGENTBOX_MIN_FREE_INODES)",
@@ -98,11 +98,11 @@ func existing(dir string) string {
 func OverQuota(used Usage, bytes int64) error {
 	if used.Bytes > bytes {
 		return fmt.Errorf("%w: its workspace holds %s, over its %s quota; the sandbox was stopped",
-			sandbox.ErrDiskQuota, config.SizeText(used.Bytes), config.SizeText(bytes))
+			sandbox.ErrDiskQuota, units.FormatSize(used.Bytes), units.FormatSize(bytes))
 	}
 	if limit := sandbox.InodeLimit(bytes); used.Entries > limit {
 		return fmt.Errorf("%w: its workspace holds %d files, directories and links, over the %d its %s quota allows; the sandbox was stopped",
-			sandbox.ErrDiskQuota, used.Entries, limit, config.SizeText(bytes))
+			sandbox.ErrDiskQuota, used.Entries, limit, units.FormatSize(bytes))
 	}
 	return nil
 }

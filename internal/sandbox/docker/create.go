@@ -314,24 +314,8 @@ func workspaceSource(h record) string {
 	return h.WorkspaceDir
 }
 
-func (d *Driver) limits(l sandbox.Limits) sandbox.Limits {
-	if l.MemoryBytes == 0 {
-		l.MemoryBytes = d.cfg.Defaults.MemoryBytes
-	}
-	if l.NanoCPUs == 0 {
-		l.NanoCPUs = d.cfg.Defaults.NanoCPUs
-	}
-	if l.PidsLimit == 0 {
-		l.PidsLimit = d.cfg.Defaults.PidsLimit
-	}
-	if l.DiskBytes == 0 {
-		l.DiskBytes = d.cfg.Defaults.DiskBytes
-	}
-	if l.NoFile == 0 {
-		l.NoFile = d.cfg.Defaults.NoFile
-	}
-	return l
-}
+// limits are the spec's limits, the driver's defaults where it sets none.
+func (d *Driver) limits(l sandbox.Limits) sandbox.Limits { return l.Or(d.cfg.Defaults) }
 
 func envList(env map[string]string) []string {
 	out := make([]string, 0, len(env))

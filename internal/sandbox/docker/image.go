@@ -11,7 +11,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 
-	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/imagename"
 	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
@@ -88,8 +88,8 @@ func (d *Driver) inspectImage(ctx context.Context, ref string) (imageConfig, err
 
 // sameImage reports whether a and b name one image ("x" is "x:latest").
 func sameImage(a, b string) bool {
-	na, errA := config.NormalizeImage(a)
-	nb, errB := config.NormalizeImage(b)
+	na, errA := imagename.Normalize(a)
+	nb, errB := imagename.Normalize(b)
 	if errA != nil || errB != nil {
 		return a == b
 	}

@@ -34,8 +34,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/internal/capped"
-	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/units"
 )
 
 // Mode is the name of this way of enforcing a disk quota, as drivers'
@@ -120,7 +120,7 @@ func (t *Templates) Make(disk Disk) error {
 	os.Remove(filepath.Join(mnt, "lost+found"))
 	if !empty(disk.WorkspaceDir) {
 		if err := copyTree(disk.WorkspaceDir, mnt); err != nil {
-			return fmt.Errorf("%w: the workspace does not fit its %s disk quota: %w", sandbox.ErrInvalidSpec, config.SizeText(disk.Bytes), err)
+			return fmt.Errorf("%w: the workspace does not fit its %s disk quota: %w", sandbox.ErrInvalidSpec, units.FormatSize(disk.Bytes), err)
 		}
 	}
 	if err := ChownTree(mnt, disk.UID, disk.GID); err != nil {
@@ -345,7 +345,7 @@ func overBound(img, mnt string) string {
 		return ""
 	}
 	return fmt.Sprintf("its disk holds %d entries, over the %d a %s quota allows (one per %s, sandbox.InodeLimit)",
-		used, bound, config.SizeText(fi.Size()), config.SizeText(sandbox.InodeBytes))
+		used, bound, units.FormatSize(fi.Size()), units.FormatSize(sandbox.InodeBytes))
 }
 
 // inodeSlack: mkfs.ext4 -N rounds the inodes of each block group up to

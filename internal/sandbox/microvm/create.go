@@ -138,17 +138,7 @@ func (d *Driver) guestConfig(ctx context.Context, spec sandbox.Spec, image strin
 const tcgServiceTimeout = 2 * time.Minute
 
 // limits are the spec's limits, the driver's defaults where it sets none.
-func (d *Driver) limits(l sandbox.Limits) sandbox.Limits {
-	def := d.cfg.Defaults
-	pick := func(v, dv int64) int64 {
-		if v == 0 {
-			return dv
-		}
-		return v
-	}
-	return sandbox.Limits{MemoryBytes: pick(l.MemoryBytes, def.MemoryBytes), NanoCPUs: pick(l.NanoCPUs, def.NanoCPUs),
-		PidsLimit: pick(l.PidsLimit, def.PidsLimit), DiskBytes: pick(l.DiskBytes, def.DiskBytes), NoFile: pick(l.NoFile, def.NoFile)}
-}
+func (d *Driver) limits(l sandbox.Limits) sandbox.Limits { return l.Or(d.cfg.Defaults) }
 
 // vmOverheadMiB is the VM's memory beyond the sandbox's limit: the kernel
 // and the initramfs, which stays in memory (87 MB, mostly the agentbox

@@ -98,7 +98,7 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 		cfg.CacheDir = DefaultCacheDir
 	}
 	if cfg.UIDs == (config.UIDRange{}) {
-		cfg.UIDs = config.UIDRange{First: 200000, Last: 299999}
+		cfg.UIDs = config.Default().Sandbox.UIDs
 	}
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 2 * time.Minute

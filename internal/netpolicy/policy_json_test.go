@@ -1,4 +1,4 @@
-package egress
+package netpolicy
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package config
+package wiring
 
 import (
 	"crypto/ecdsa"
@@ -14,27 +14,38 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/egress"
 )
 
+// egressFromEnv is the configuration env makes (config.FromLookup) and
+// its egress settings, read and checked as serve reads them.
+func egressFromEnv(env map[string]string) (config.Config, egress.Loaded, error) {
+	c, err := config.FromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		return c, egress.Loaded{}, err
+	}
+	l, err := loadEgress(c)
+	return c, l, err
+}
+
 func TestEgressDefaults(t *testing.T) {
-	c, err := fromLookup(lookup(nil))
+	c, l, err := egressFromEnv(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := c.Egress
-	if e.Bytes != 10<<30 || e.Conns != 64 || e.Idle != 2*time.Minute || e.Roots != nil || len(e.AllowPrivate) != 0 || len(e.Resolve) != 0 {
+	if e.Bytes != 10<<30 || e.Conns != 64 || e.Idle != 2*time.Minute || l.Roots != nil || len(l.AllowPrivate) != 0 || len(l.Resolve) != 0 {
 		t.Errorf("defaults %+v", e)
 	}
-	p, err := e.Policy.Check(egress.Policy{})
+	p, err := l.Policy.Check(egress.Policy{})
 	if err != nil || p.Mode != egress.ModeNone {
 		t.Errorf("a job stating no policy gets %+v, %v; want mode none", p, err)
 	}
-	if _, err := e.Policy.Check(egress.Policy{Mode: "open"}); err != nil {
+	if _, err := l.Policy.Check(egress.Policy{Mode: "open"}); err != nil {
 		t.Errorf("every mode is allowed by default: %v", err)
 	}
 }
@@ -47,18 +58,18 @@ func TestEgressFromEnv(t *testing.T) {
 	secrets := write(t, dir, "secrets.json", `{"github": {"hosts": ["api.github.com"], "header": "Authorization: Bearer {value}", "env": "GH_TOKEN"},
 		"mirror": {"hosts": ["*.mirror.internal:8443"], "header": "X-Key: {value}", "file": "/etc/agentbox/mirror.key"}}`)
 	def := write(t, dir, "default.json", `{"presets": ["python"], "deny": ["evil.example"]}`)
-	c, err := fromLookup(lookup(map[string]string{
+	c, l, err := egressFromEnv(map[string]string{
 		"AGENTBOX_EGRESS_PRESETS": presets, "AGENTBOX_EGRESS_SECRETS": secrets, "AGENTBOX_EGRESS_DEFAULT": "@" + def,
 		"AGENTBOX_EGRESS_MODES": "none, allow", "AGENTBOX_EGRESS_ALLOW_PRIVATE": "10.1.0.0/16,127.0.0.1, fd00::/8",
 		"AGENTBOX_EGRESS_RESOLVE": "mirror.internal=10.1.2.3,Mirror.Internal=10.1.2.4,pypi.test=127.0.0.1",
 		"AGENTBOX_EGRESS_CA":      write(t, dir, "ca.pem", testCAPEM(t)), "AGENTBOX_EGRESS_BYTES": "1g", "AGENTBOX_EGRESS_CONNS": "8",
 		"AGENTBOX_EGRESS_IDLE": "30s",
-	}))
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := c.Egress
-	pc := e.Policy
+	pc := l.Policy
 	if got := pc.Presets["python"]; len(got) != 2 || got[0].String() != "pypi.org" || got[1].String() != "files.pythonhosted.org" {
 		t.Errorf("preset python %v", got)
 	}
@@ -75,25 +86,25 @@ func TestEgressFromEnv(t *testing.T) {
 		t.Errorf("default %+v", d)
 	}
 	wantPfx := []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("fd00::/8")}
-	if !slices.Equal(e.AllowPrivate, wantPfx) {
-		t.Errorf("allow private %v", e.AllowPrivate)
+	if !slices.Equal(l.AllowPrivate, wantPfx) {
+		t.Errorf("allow private %v", l.AllowPrivate)
 	}
-	if got := e.Resolve["mirror.internal"]; !slices.Equal(got, []netip.Addr{netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("10.1.2.4")}) || len(e.Resolve) != 2 {
-		t.Errorf("resolve %v", e.Resolve)
+	if got := l.Resolve["mirror.internal"]; !slices.Equal(got, []netip.Addr{netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("10.1.2.4")}) || len(l.Resolve) != 2 {
+		t.Errorf("resolve %v", l.Resolve)
 	}
-	if e.Roots == nil || e.Bytes != 1<<30 || e.Conns != 8 || e.Idle != 30*time.Second {
-		t.Errorf("roots %v bytes %d conns %d idle %v", e.Roots != nil, e.Bytes, e.Conns, e.Idle)
+	if l.Roots == nil || e.Bytes != 1<<30 || e.Conns != 8 || e.Idle != 30*time.Second {
+		t.Errorf("roots %v bytes %d conns %d idle %v", l.Roots != nil, e.Bytes, e.Conns, e.Idle)
 	}
 	if _, err := pc.Check(egress.Policy{Mode: "open"}); err == nil {
 		t.Error("mode open passed though AGENTBOX_EGRESS_MODES forbids it")
 	}
 	// The same presets as JSON, and an inline default.
-	c, err = fromLookup(lookup(map[string]string{
+	c, l, err = egressFromEnv(map[string]string{
 		"AGENTBOX_EGRESS_PRESETS": write(t, dir, "presets.json", `{"node": ["registry.npmjs.org"]}`),
 		"AGENTBOX_EGRESS_DEFAULT": `{"mode": "none"}`,
-	}))
-	if err != nil || len(c.Egress.Policy.Presets["node"]) != 1 || c.Egress.Policy.Default.Mode != "none" {
-		t.Errorf("JSON presets: %+v, %v", c.Egress.Policy, err)
+	})
+	if err != nil || len(l.Policy.Presets["node"]) != 1 || l.Policy.Default.Mode != "none" {
+		t.Errorf("JSON presets: %+v, %v", l.Policy, err)
 	}
 }
 
@@ -131,29 +142,16 @@ func TestEgressBadSettings(t *testing.T) {
 		{"idle", "AGENTBOX_EGRESS_IDLE", "10ms", "AGENTBOX_EGRESS_IDLE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := fromLookup(lookup(map[string]string{tc.env: tc.value}))
+			_, _, err := egressFromEnv(map[string]string{tc.env: tc.value})
 			if err == nil || !strings.Contains(err.Error(), tc.env) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s=%q: %v; want an error naming %s and %q", tc.env, tc.value, err, tc.env, tc.want)
 			}
 		})
 	}
 	// A forbidden default mode is refused too.
-	_, err := fromLookup(lookup(map[string]string{"AGENTBOX_EGRESS_MODES": "allow", "AGENTBOX_EGRESS_DEFAULT": `{"mode": "none"}`}))
+	_, _, err := egressFromEnv(map[string]string{"AGENTBOX_EGRESS_MODES": "allow", "AGENTBOX_EGRESS_DEFAULT": `{"mode": "none"}`})
 	if err == nil || !strings.Contains(err.Error(), "AGENTBOX_EGRESS_DEFAULT") {
 		t.Errorf("default mode none with modes allow: %v", err)
-	}
-}
-
-// TestEgressExamplePresets: the example presets file shipped in docs reads.
-func TestEgressExamplePresets(t *testing.T) {
-	p, err := ReadPresets("../../docs/egress-presets.example.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"python", "node", "github", "go"} {
-		if len(p[name]) == 0 {
-			t.Errorf("preset %s missing or empty: %v", name, p)
-		}
 	}
 }
 
@@ -182,40 +180,27 @@ func testCAPEM(t *testing.T) string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }
 
-// TestEgressFilesBounded: a presets, secrets, CA or default policy file
-// that is no regular file (a FIFO nobody writes, a link to /dev/zero) or
-// too large is an error naming its variable, at once: start-up neither
-// hangs nor reads without end.
-func TestEgressFilesBounded(t *testing.T) {
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
+// TestCheckConfig: the git author and hosts, which config keeps as text,
+// are read where they are used, and a bad one stops the start naming its
+// variable as before.
+func TestCheckConfig(t *testing.T) {
+	c, err := config.FromLookup(func(k string) (string, bool) {
+		v, ok := map[string]string{"AGENTBOX_GIT_HOSTS": "gitea=git.example.com:8443"}[k]
+		return v, ok
+	})
+	if err != nil || CheckConfig(c) != nil {
+		t.Fatal(err, CheckConfig(c))
 	}
-	zero := filepath.Join(dir, "zero")
-	if err := os.Symlink("/dev/zero", zero); err != nil {
-		t.Fatal(err)
+	if hosts, err := forgeHosts(c.Git); err != nil || len(hosts) != 2 || hosts[0].APIBase != "https://git.example.com:8443/api/v1" {
+		t.Errorf("hosts %+v, %v", hosts, err)
 	}
-	huge := write(t, dir, "huge.json", `{"python": ["`+strings.Repeat("a", maxEgressFile)+`"]}`)
-	for _, env := range []string{"AGENTBOX_EGRESS_PRESETS", "AGENTBOX_EGRESS_SECRETS", "AGENTBOX_EGRESS_CA", "AGENTBOX_EGRESS_DEFAULT"} {
-		for _, path := range []string{fifo, zero, huge} {
-			v := path
-			if env == "AGENTBOX_EGRESS_DEFAULT" {
-				v = "@" + path
-			}
-			done := make(chan error, 1)
-			go func() {
-				_, err := fromLookup(lookup(map[string]string{env: v}))
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				if err == nil || !strings.Contains(err.Error(), env) {
-					t.Errorf("%s=%s: %v, want an error naming %s", env, v, err, env)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatalf("%s=%s: still reading after 5s", env, v)
-			}
+	for env, bad := range map[string]string{"AGENTBOX_GIT_AUTHOR": "nobody", "AGENTBOX_GIT_HOSTS": "github=ghe.example.com=http://ghe.example.com/api/v3"} {
+		c, err := config.FromLookup(func(k string) (string, bool) { return bad, k == env })
+		if err == nil {
+			err = CheckConfig(c)
+		}
+		if err == nil || !strings.Contains(err.Error(), env) {
+			t.Errorf("%s=%q: %v", env, bad, err)
 		}
 	}
 }

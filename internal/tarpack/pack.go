@@ -1,4 +1,9 @@
-package workspace
+// Package tarpack packs a directory into the tar.gz an upload carries
+// (Survey, Pack), refusing first what the server's unpacker
+// (workspace.Unpack) would refuse; rules.go holds the rules both ends
+// share. It is a leaf: it imports no other agentbox package, so that the
+// API client can pack without the server's code.
+package tarpack
 
 import (
 	"archive/tar"
@@ -124,12 +129,12 @@ func (k packer) add(p string, fi fs.FileInfo) error {
 
 // file writes the regular file p.
 func (k packer) file(hdr *tar.Header, p string, fi fs.FileInfo) error {
-	f, err := k.root.OpenFile(p, readFlags, 0)
+	f, err := k.root.OpenFile(p, ReadFlags, 0)
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", p, err)
 	}
 	defer f.Close()
-	if err := sameEntry(f, fi); err != nil {
+	if err := SameEntry(f, fi); err != nil {
 		return fmt.Errorf("pack %s: %w", p, err)
 	}
 	hdr.Typeflag, hdr.Size = tar.TypeReg, fi.Size()
@@ -166,7 +171,7 @@ func walkDir(ctx context.Context, root *os.Root, o PackOptions, dir string, fn f
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		p := join(dir, name)
+		p := Join(dir, name)
 		if o.excluded(p) {
 			continue
 		}
@@ -191,7 +196,7 @@ func walkDir(ctx context.Context, root *os.Root, o PackOptions, dir string, fn f
 
 // readNames reads the sorted names in the directory dir.
 func readNames(root *os.Root, dir string) ([]string, error) {
-	f, err := root.OpenFile(dir, readFlags|syscall.O_DIRECTORY, 0)
+	f, err := root.OpenFile(dir, ReadFlags|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("pack %s: %w", dir, err)
 	}
@@ -211,13 +216,13 @@ func packable(root *os.Root, p string, fi fs.FileInfo) error {
 	case m.IsDir(), m.IsRegular():
 		return nil
 	case m&fs.ModeSymlink == 0:
-		return fmt.Errorf("%s is %s, which cannot be uploaded: remove it, or leave it out with --exclude", p, modeKind(m))
+		return fmt.Errorf("%s is %s, which cannot be uploaded: remove it, or leave it out with --exclude", p, ModeKind(m))
 	}
 	target, err := root.Readlink(p)
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", p, err)
 	}
-	if target == "" || len(target) > maxTargetBytes || LinkLeadsOut(p, target) {
+	if target == "" || len(target) > MaxTargetBytes || LinkLeadsOut(p, target) {
 		return fmt.Errorf("%s is a symlink to %q, outside the directory, which the server refuses: remove it, replace it with what it points to, or leave it out with --exclude", p, target)
 	}
 	return nil
