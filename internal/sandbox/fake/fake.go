@@ -41,11 +41,17 @@ type Config struct {
 	// scratch workspace, its home). Keep it short: a unix socket's path
 	// is at most 107 bytes. Two drivers on one Dir see the same sandboxes.
 	Dir string
+	// StandIn is a tier of sandbox.Isolations whose Specs the driver takes
+	// all the same (isolating nothing), for a caller whose every request
+	// names a tier: the scheduler, whose jobs always carry theirs. Empty:
+	// a Spec naming any tier but Isolation is refused.
+	StandIn string
 }
 
 // Driver runs fake sandboxes under Config.Dir.
 type Driver struct {
-	dir string
+	dir     string
+	standIn string
 }
 
 // New returns a driver keeping its sandboxes under cfg.Dir. It refuses
@@ -61,7 +67,7 @@ func New(cfg Config) (*Driver, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("fake sandbox driver: %w", err)
 	}
-	return &Driver{dir: cfg.Dir}, nil
+	return &Driver{dir: cfg.Dir, standIn: cfg.StandIn}, nil
 }
 
 // state is the handle's State: where the sandbox lives and which process
@@ -91,7 +97,7 @@ func (d *Driver) Close() error { return nil }
 
 // Create implements sandbox.Driver.
 func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
-	if spec.Isolation != "" && spec.Isolation != Isolation {
+	if iso := spec.Isolation; iso != "" && iso != Isolation && iso != d.standIn {
 		return nil, fmt.Errorf("%w: the fake driver isolates nothing, not %q", sandbox.ErrIsolationUnavailable, spec.Isolation)
 	}
 	if err := d.Capabilities().CheckNetwork(spec.Network); err != nil {
