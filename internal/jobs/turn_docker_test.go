@@ -61,7 +61,7 @@ func shell(ctx context.Context, r *jobs.Run, line string) string {
 // turn runs in a new sandbox on the same workspace, as attempt 1, with the
 // messages in its history; steps add up, and the log has no gap.
 func TestTurnsRunInNewSandboxesOnTheWorkspace(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	var svc *jobs.Service
 	agent := &turnAgent{turns: map[int]func(context.Context, *jobs.Run) (jobs.Outcome, error){
 		1: func(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
