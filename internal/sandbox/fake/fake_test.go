@@ -140,3 +140,25 @@ func TestSurvivesCreatorKilled(t *testing.T) {
 }
 
 const creatorEnv = "FAKE_TEST_CREATOR_DIR"
+
+// TestGuestEndsWithItsDirectory: a sandbox nobody destroyed ends once its
+// directory is removed (with its test's temporary directory).
+func TestGuestEndsWithItsDirectory(t *testing.T) {
+	d := newDriver(t)
+	sb, err := d.Create(bg, sandbox.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := d.HostPaths(sb.Handle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(dirs[0])
+	deadline := time.Now().Add(30 * time.Second)
+	for sb.(sandbox.Exiter).Exited(bg) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the guest still runs 30s after its directory was removed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -123,11 +124,31 @@ func runGuest() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	go stopWhenGone(ctx, filepath.Dir(cfg.Socket), stop)
 	if err := srv.Serve(ctx, l); err != nil {
 		log.Error("fake guest", "err", err)
 		return 1
 	}
 	return 0
+}
+
+// stopWhenGone calls stop once dir is removed: a sandbox its test forgot
+// to destroy ends with the test's temporary directory, not with the host.
+// It returns when ctx ends.
+func stopWhenGone(ctx context.Context, dir string, stop func()) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+				stop()
+				return
+			}
+		}
+	}
 }
 
 // procStart is the start time of process pid (field 22 of its stat), or ""
