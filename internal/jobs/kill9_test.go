@@ -14,6 +14,7 @@ import (
 	"github.com/agentbox/agentbox/internal/sandbox/fake"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
+	"github.com/agentbox/agentbox/internal/testenv"
 )
 
 // doomedWorkerEnv names the data dir of the worker TestRecoveryAfterKill9
@@ -40,7 +41,7 @@ func TestRecoveryAfterKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	worker := exec.Command(os.Args[0], "-test.run=^TestRecoveryAfterKill9$")
-	worker.Env = append(os.Environ(), doomedWorkerEnv+"="+e.dir)
+	worker.Env = append(os.Environ(), doomedWorkerEnv+"="+e.dir, testenv.GuestBinaryEnv+"="+guestBinary)
 	worker.Stderr = os.Stderr
 	if err := worker.Start(); err != nil {
 		t.Fatal(err)
