@@ -18,4 +18,10 @@ if ! docker info >/dev/null 2>&1; then
 fi
 ./scripts/progress_test.sh
 go vet ./...
+# The tests that are not about isolation run on the fake driver: prove they
+# need no container engine (with DOCKER_HOST pointing nowhere, a test among
+# them that wants Docker fails here instead of skipping).
+on_fake_driver='^(TestTaskRunsToCompletion|TestFailingTaskEndsInError|TestCancelStopsRunningJob|TestCancelPendingJob|TestTimeout|TestWatchdogEndsJobWhoseSandboxDied|TestRecoveryRequeuesAndReaps|TestPeriodicReapLeavesRunningJobsAlone|TestEngineOutageHandsJobsBack|TestFinalWriteIsRetried|TestShutdownReleasesRunningJobs|TestRecoveryAfterKill9|TestGuestOfRunningJob|TestGuestStates|TestEndedDiffIsKeptUntilTheJobRunsAgain|TestDiffUnderTheFloor|TestDiffOverItsBound|TestEndedPatchIsKept|TestCloneFailureEndsTheJobInError|TestSnapshotJobDiff|TestRestartDoesNotCloneAgain|TestNotePendingWakesIdleScheduler|TestNothingPushedWhenTheTurnFails|TestFailedHandBackLeavesTheJobComplete|TestSlowPush|TestTurnsRunInNewSandboxesOnTheWorkspace)$'
+DOCKER_HOST=unix:///nonexistent AGENTBOX_REQUIRE_DOCKER=1 go test -count=1 ./internal/sandbox/fake ./internal/chat
+DOCKER_HOST=unix:///nonexistent AGENTBOX_REQUIRE_DOCKER=1 go test -count=1 -run "$on_fake_driver" ./internal/jobs
 go test -race -count=1 -timeout 25m ./...

@@ -12,55 +12,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/llm"
 	"github.com/agentbox/agentbox/internal/llm/anthropic"
 	"github.com/agentbox/agentbox/internal/llm/llmtest"
-	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
-// fakeDriver counts the sandboxes it creates and destroys, and keeps the
-// spec of the last. Its sandboxes have no guest: the scripted models here
-// call no tools.
-type fakeDriver struct {
-	sandbox.Driver
-	mu                 sync.Mutex
-	created, destroyed int
-	spec               sandbox.Spec
-	fail               error // what Create fails with, if set
-}
-
-func (d *fakeDriver) Create(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.fail != nil {
-		return nil, d.fail
-	}
-	d.created++
-	d.spec = spec
-	return fakeSandbox{d}, nil
-}
-
-type fakeSandbox struct{ d *fakeDriver }
-
-func (fakeSandbox) Handle() sandbox.Handle { return sandbox.Handle{} }
-func (fakeSandbox) Guest() *guest.Client   { return nil }
-func (s fakeSandbox) Destroy(context.Context) error {
-	s.d.mu.Lock()
-	defer s.d.mu.Unlock()
-	s.d.destroyed++
-	return nil
-}
-
-// newConfig is a session config over a fake driver and a scripted model.
-func newConfig(t *testing.T, script llmtest.Script) (Config, *fakeDriver, *strings.Builder, *strings.Builder) {
+// newConfig is a session config over the fake driver and a scripted model.
+func newConfig(t *testing.T, script llmtest.Script) (Config, *countingDriver, *strings.Builder, *strings.Builder) {
 	t.Helper()
 	fake := llmtest.New(t, script)
 	m, err := anthropic.New(anthropic.Config{Name: "claude-sonnet-4-5", APIKey: "k", BaseURL: fake.AnthropicURL(), MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &fakeDriver{}
+	d := newCountingDriver(t)
 	var out, errw strings.Builder
 	data := t.TempDir()
 	return Config{Dir: filepath.Join(data, "chats"), DataDir: data, Driver: d, Model: m, ModelSpec: "anthropic:claude-sonnet-4-5", Out: &out, Err: &errw}, d, &out, &errw

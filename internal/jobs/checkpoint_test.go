@@ -57,7 +57,7 @@ type host struct {
 func (c *cluster) worker(t *testing.T, id string, a jobs.Agent, mod ...func(*jobs.SchedulerConfig)) *host {
 	t.Helper()
 	dir := c.e.dir
-	var d *docker.Driver = c.e.driver
+	d := c.e.driver.(*docker.Driver)
 	if id != "w1" {
 		dir = shortDir(t)
 		var err error

@@ -24,7 +24,7 @@ import (
 // once and given again (the workspace is not read twice: a file put in
 // it since is not in it), until a follow-up turn runs the job again.
 func TestEndedDiffIsKeptUntilTheJobRunsAgain(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	svc, _, _ := e.startWithRepos(t, githost.Config{})
 	j := await(t, svc, submit(t, svc, "echo turn >> out.txt", store.Limits{}))
 	if j.Status != store.StatusComplete {
@@ -67,7 +67,7 @@ func TestEndedDiffIsKeptUntilTheJobRunsAgain(t *testing.T) {
 // filesystem is under the free-space floor: the diff API's error and the
 // zip's manifest say why, naming the setting.
 func TestDiffUnderTheFloor(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	svc, r, _ := e.startWithRepos(t, githost.Config{})
 	j := await(t, svc, submit(t, svc, "echo hello > out.txt", store.Limits{}))
 	r.MinFree, r.DiskFree = 1<<62, docker.DiskFree
@@ -143,7 +143,7 @@ func diffFiles(t *testing.T, e *env, id string) []string {
 // leaves no spool behind; asking again answers the same without running
 // git, until a follow-up turn runs the job again.
 func TestDiffOverItsBound(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	bin, runs := countingGit(t)
 	svc, r, _ := e.startWithRepos(t, githost.Config{Git: bin})
 	j := await(t, svc, submit(t, svc, "seq 1 2000 >> out.txt", store.Limits{}))
@@ -198,7 +198,7 @@ func TestDiffOverItsBound(t *testing.T) {
 // kept beside its diff, also when asked for four times at once: asking
 // again neither runs git nor spools again.
 func TestEndedPatchIsKept(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	repo := filepath.Join(t.TempDir(), "r.git")
 	gittest.Commit(t, repo, "main", gittest.Files("README.md", "hello\n"))
 	bin, runs := countingGit(t)

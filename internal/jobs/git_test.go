@@ -190,7 +190,7 @@ func gitEvent(t *testing.T, svc *jobs.Service, id, action string) event.Git {
 }
 
 func TestCloneFailureEndsTheJobInError(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	web := gittest.StartHTTP(t, config.Default().Git.TokenUser, "")
 	gittest.Commit(t, web.Path("r.git"), "main", gittest.Files("README.md", "hello\n"))
 	svc, _, _ := e.startWithRepos(t, githost.Config{Token: "the-wrong-token"})
@@ -216,7 +216,7 @@ func TestCloneFailureEndsTheJobInError(t *testing.T) {
 // snapshot of its starting workspace as its base; its diff, and the
 // statuses of the diff of jobs that have not ended or are deleted.
 func TestSnapshotJobDiff(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	svc, _, stop := e.startWithRepos(t, githost.Config{})
 	j := await(t, svc, submit(t, svc, "echo hello > out.txt; mkdir -p d && printf '\\x00' > d/bin", store.Limits{}))
 	if j.Status != store.StatusComplete || j.Git.BaseCommit == "" {
@@ -251,7 +251,7 @@ func TestSnapshotJobDiff(t *testing.T) {
 // TestRestartDoesNotCloneAgain: a job handed back by a shutdown runs
 // again on the workspace it had, not on a fresh clone.
 func TestRestartDoesNotCloneAgain(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	repo := filepath.Join(t.TempDir(), "r.git")
 	gittest.Commit(t, repo, "main", gittest.Files("README.md", "hello\n"))
 	svc, _, stop := e.startWithRepos(t, githost.Config{AllowLocal: true})

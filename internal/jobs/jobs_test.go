@@ -33,7 +33,7 @@ var bg = context.Background()
 type env struct {
 	dir    string
 	st     store.Store
-	driver *docker.Driver
+	driver sandbox.Driver
 	// worker is the scheduler's driver when set (tiers over driver).
 	worker sandbox.Driver
 }
@@ -45,6 +45,21 @@ func newEnv(t *testing.T) *env { return newEnvFrom(t, "") }
 func newEnvFrom(t *testing.T, fixture string) *env {
 	t.Helper()
 	testenv.DockerWithImage(t)
+	e := newBareEnv(t, fixture)
+	d, err := docker.New(docker.Config{Image: testenv.Image(), GuestBinary: guestBinary,
+		StateDir: filepath.Join(e.dir, "sandboxes"), Instance: "jobtest-" + filepath.Base(e.dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	e.driver = d
+	return e
+}
+
+// newBareEnv is an env with a store (a copy of fixture, if not "") and no
+// driver.
+func newBareEnv(t *testing.T, fixture string) *env {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "abj") // short: sandbox socket paths are limited
 	if err != nil {
 		t.Fatal(err)
@@ -64,13 +79,7 @@ func newEnvFrom(t *testing.T, fixture string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	d, err := docker.New(docker.Config{Image: testenv.Image(), GuestBinary: guestBinary,
-		StateDir: filepath.Join(dir, "sandboxes"), Instance: "jobtest-" + filepath.Base(dir)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return &env{dir: dir, st: st, driver: d}
+	return &env{dir: dir, st: st}
 }
 
 // start runs a scheduler with agent until the test ends.
@@ -193,7 +202,7 @@ func (e *env) assertNoSandboxes(t *testing.T) {
 }
 
 func TestTaskRunsToCompletion(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	svc, _ := e.start(t, jobs.ShellAgent{})
 	id := submit(t, svc, "echo hello > out.txt; echo to-stdout; echo to-stderr >&2", store.Limits{})
 	j := await(t, svc, id)
@@ -233,7 +242,7 @@ func TestTaskRunsToCompletion(t *testing.T) {
 }
 
 func TestFailingTaskEndsInError(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	svc, _ := e.start(t, jobs.ShellAgent{})
 	j := await(t, svc, submit(t, svc, "echo about to fail; exit 3", store.Limits{}))
 	if j.Status != store.StatusError || j.Error != "task script exited 3" {
@@ -242,7 +251,7 @@ func TestFailingTaskEndsInError(t *testing.T) {
 }
 
 func TestCancelStopsRunningJob(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	svc, _ := e.start(t, jobs.ShellAgent{})
 	id := submit(t, svc, "touch started; sleep 300", store.Limits{})
 	waitFor(t, func() bool { return e.workspaceHas(id, "started") })
@@ -261,7 +270,7 @@ func TestCancelStopsRunningJob(t *testing.T) {
 }
 
 func TestCancelPendingJob(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	svc, _ := e.start(t, jobs.ShellAgent{}, func(c *jobs.SchedulerConfig) { c.Concurrency = 0 })
 	id := submit(t, svc, "true", store.Limits{})
 	j, err := svc.Cancel(bg, id)
@@ -271,7 +280,7 @@ func TestCancelPendingJob(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	svc, _ := e.start(t, jobs.ShellAgent{})
 	j := await(t, svc, submit(t, svc, "sleep 300", store.Limits{Timeout: 2 * time.Second}))
 	if j.Status != store.StatusError || !strings.Contains(j.Error, "timed out after 2s") {
@@ -291,7 +300,7 @@ func (killGuest) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 }
 
 func TestWatchdogEndsJobWhoseSandboxDied(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	svc, _ := e.start(t, killGuest{}, func(c *jobs.SchedulerConfig) { c.WatchdogInterval = 200 * time.Millisecond })
 	j := await(t, svc, submit(t, svc, "anything", store.Limits{}))
 	if j.Status != store.StatusError || !strings.Contains(j.Error, "sandbox stopped answering") {
@@ -317,7 +326,7 @@ func (e *env) deadJob(t *testing.T, task string, maxAttempts int) store.Job {
 }
 
 func TestRecoveryRequeuesAndReaps(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	again := e.deadJob(t, "echo recovered > r.txt", 3)
 	spent := e.deadJob(t, "true", 1)
 	os.MkdirAll(workspaceDir(e.dir, again.ID), 0o755)
@@ -357,7 +366,7 @@ func TestRecoveryRequeuesAndReaps(t *testing.T) {
 }
 
 func TestPeriodicReapLeavesRunningJobsAlone(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	svc, _ := e.start(t, jobs.ShellAgent{}, func(c *jobs.SchedulerConfig) { c.ReapInterval = 100 * time.Millisecond })
 	j := await(t, svc, submit(t, svc, "sleep 2; echo survived > s.txt", store.Limits{}))
 	if j.Status != store.StatusComplete || j.Attempts != 1 {
@@ -375,7 +384,7 @@ func TestPeriodicReapLeavesRunningJobsAlone(t *testing.T) {
 }
 
 func TestEngineOutageHandsJobsBack(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	down, err := docker.New(docker.Config{Host: "unix:///nonexistent/docker.sock", Image: testenv.Image(),
 		GuestBinary: guestBinary, StateDir: filepath.Join(e.dir, "sandboxes"), Instance: "down"})
 	if err != nil {
@@ -416,7 +425,7 @@ func (f *flakyStore) UpdateJob(ctx context.Context, id string, fn func(*store.Jo
 }
 
 func TestFinalWriteIsRetried(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	flaky := &flakyStore{Store: e.st}
 	flaky.n.Store(2)
 	e.st = flaky
@@ -427,7 +436,7 @@ func TestFinalWriteIsRetried(t *testing.T) {
 }
 
 func TestShutdownReleasesRunningJobs(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	// The first attempt blocks; the one after the restart completes.
 	task := "if [ -e marker ]; then echo second run; else touch marker; sleep 300; fi"
 	svc, stop := e.start(t, jobs.ShellAgent{}, func(c *jobs.SchedulerConfig) { c.Grace = 100 * time.Millisecond })

@@ -28,7 +28,7 @@ const noteWithin = 100 * time.Millisecond
 // TestNotePendingWakesIdleScheduler: a job another process made pending
 // is claimed as soon as its note comes, long before the poll interval.
 func TestNotePendingWakesIdleScheduler(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	ns := &notingStore{Store: e.st, notes: make(chan store.Note, 1)}
 	e.st = ns
 	svc, _ := e.start(t, jobs.ShellAgent{}, func(c *jobs.SchedulerConfig) { c.Poll = time.Hour })

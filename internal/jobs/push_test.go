@@ -224,7 +224,7 @@ func checkPullRequest(t *testing.T, svc *jobs.Service, api *forgetest.StandIn, j
 // TestNothingPushedWhenTheTurnFails: a turn that ends in error, or is
 // canceled, commits and pushes nothing.
 func TestNothingPushedWhenTheTurnFails(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	web := startGitHTTP(t)
 	gittest.Commit(t, web.Path("acme/widgets.git"), "main", gittest.Files("README.md", "hello\n"))
 	svc, _ := e.startPush(t, githost.Config{Token: web.Password}, web.forge())
@@ -265,7 +265,7 @@ func TestNothingPushedWhenTheTurnFails(t *testing.T) {
 // pull request the API refuses leaves the job complete, the failure in
 // its git.error and an event, and its diff as it was.
 func TestFailedHandBackLeavesTheJobComplete(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	cases := []struct {
 		name   string
 		prep   func(t *testing.T, web gitHTTP, bare string)
@@ -363,7 +363,7 @@ func preReceive(t *testing.T, bare, hook string) {
 // runs until the outcome is recorded, while the reaper looks for expired
 // leases), and a push slower than the step's bound is stopped and stated.
 func TestSlowPush(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	web := startGitHTTP(t)
 	bare := web.Path("acme/widgets.git")
 	gittest.Commit(t, bare, "main", gittest.Files("README.md", "hello\n"))

@@ -30,7 +30,7 @@ func TestReplicasWakeEachOther(t *testing.T) {
 	stA, stB := open(), open()
 
 	// B: a worker, idle for an hour between polls.
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	e.st = stB
 	svcB, _ := e.start(t, jobs.ShellAgent{}, func(c *jobs.SchedulerConfig) { c.Poll = time.Hour })
 	await(t, svcB, submit(t, svcB, "true", store.Limits{})) // B claims, finds nothing more, idles

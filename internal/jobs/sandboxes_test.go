@@ -13,6 +13,7 @@ import (
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/fake"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/sqlite"
 	"github.com/agentbox/agentbox/internal/workspace"
@@ -37,7 +38,7 @@ func (a holdAgent) Run(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
 // own guest client; another server on the same engine (API-only)
 // reattaches to the sandbox from the saved handle; neither once it ended.
 func TestGuestOfRunningJob(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	agent := holdAgent{started: make(chan sandbox.Sandbox, 1), release: make(chan struct{})}
 	svc, _ := e.start(t, agent)
 	apiOnly := newService(t, jobs.ServiceConfig{Store: e.st, Workspaces: workspace.NewLocal(e.dir),
@@ -76,39 +77,50 @@ func TestGuestOfRunningJob(t *testing.T) {
 	}
 }
 
-// fakeDriver recovers sandboxes whose guest is never called, counting.
-type fakeDriver struct {
+// recordingDriver is the fake driver recording, by name, the sandboxes it
+// is asked to recover; a sandbox it recovers must never be destroyed.
+type recordingDriver struct {
+	*fake.Driver
 	mu        sync.Mutex
+	names     map[string]string // of the sandboxes, by ID
 	recovered []string
 }
 
-func (d *fakeDriver) Create(context.Context, sandbox.Spec) (sandbox.Sandbox, error) {
-	panic("not used")
-}
-func (d *fakeDriver) List(context.Context) ([]sandbox.Listed, error) { return nil, nil }
-func (d *fakeDriver) Remove(context.Context, sandbox.Handle) error   { return nil }
-func (d *fakeDriver) Capabilities() sandbox.Capabilities             { return sandbox.Capabilities{} }
-func (d *fakeDriver) Close() error                                   { return nil }
-func (d *fakeDriver) Recover(_ context.Context, h sandbox.Handle) (sandbox.Sandbox, error) {
+func (d *recordingDriver) Recover(ctx context.Context, h sandbox.Handle) (sandbox.Sandbox, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.recovered = append(d.recovered, h.ID)
-	if h.ID == "sb_gone" {
-		return nil, sandbox.ErrGone
+	d.recovered = append(d.recovered, d.names[h.ID])
+	d.mu.Unlock()
+	sb, err := d.Driver.Recover(ctx, h)
+	if err != nil {
+		return nil, err
 	}
-	return fakeSandbox{h: h, g: guest.NewClient("/nonexistent/g.sock")}, nil
+	return undestroyable{sb}, nil
 }
 
-type fakeSandbox struct {
-	h sandbox.Handle
-	g *guest.Client
+type undestroyable struct{ sandbox.Sandbox }
+
+func (undestroyable) Destroy(context.Context) error { panic("the API must never destroy a sandbox") }
+
+// newRecordingDriver runs the sandboxes named, the last destroyed at once.
+func newRecordingDriver(t *testing.T, names ...string) (*recordingDriver, map[string]sandbox.Handle) {
+	t.Helper()
+	d := &recordingDriver{Driver: newFakeEnv(t).driver.(*fake.Driver), names: map[string]string{}}
+	handles := map[string]sandbox.Handle{}
+	for i, name := range names {
+		sb, err := d.Create(bg, sandbox.Spec{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sb.Destroy(bg) })
+		if i == len(names)-1 {
+			sb.Destroy(bg)
+		}
+		handles[name], d.names[sb.Handle().ID] = sb.Handle(), name
+	}
+	return d, handles
 }
 
-func (s fakeSandbox) Handle() sandbox.Handle        { return s.h }
-func (s fakeSandbox) Guest() *guest.Client          { return s.g }
-func (s fakeSandbox) Destroy(context.Context) error { panic("the API must never destroy a sandbox") }
-
-// TestGuestStates covers each state of a job without Docker: the saved
+// TestGuestStates covers each state of a job on the fake driver: the saved
 // handle is reattached to once, again when it changes, and never for a job
 // without a running sandbox.
 func TestGuestStates(t *testing.T) {
@@ -117,7 +129,7 @@ func TestGuestStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	d := &fakeDriver{}
+	d, handles := newRecordingDriver(t, "sb_1", "sb_2", "sb_gone")
 	svc := newService(t, jobs.ServiceConfig{Store: st, Workspaces: workspace.NewLocal(t.TempDir()),
 		Scheduler: jobs.NewScheduler(jobs.SchedulerConfig{Store: st, WorkerID: "api", Driver: d})})
 	id := submit(t, svc, "x", store.Limits{})
@@ -125,7 +137,7 @@ func TestGuestStates(t *testing.T) {
 		t.Helper()
 		var h []byte
 		if sandboxID != "" {
-			h, _ = json.Marshal(sandbox.Handle{ID: sandboxID, Driver: "fake"})
+			h, _ = json.Marshal(handles[sandboxID])
 		}
 		if _, err := st.UpdateJob(bg, id, func(j *store.Job) error { j.Status, j.Sandbox = status, h; return nil }); err != nil {
 			t.Fatal(err)

@@ -61,7 +61,7 @@ func shell(ctx context.Context, r *jobs.Run, line string) string {
 // turn runs in a new sandbox on the same workspace, as attempt 1, with the
 // messages in its history; steps add up, and the log has no gap.
 func TestTurnsRunInNewSandboxesOnTheWorkspace(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	var svc *jobs.Service
 	agent := &turnAgent{turns: map[int]func(context.Context, *jobs.Run) (jobs.Outcome, error){
 		1: func(ctx context.Context, r *jobs.Run) (jobs.Outcome, error) {
@@ -143,8 +143,10 @@ func awaitTurn(t *testing.T, svc *jobs.Service, id string, turn int) store.Job {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The job is read after its events: a reply made during the turn
+		// may have put it at turn's start (pending) meanwhile.
 		last := evs[len(evs)-1]
-		if st, ok := event.As[event.State](last.Type, last.Payload); ok && st.Status.Final() && j.Turn == turn {
+		if st, ok := event.As[event.State](last.Type, last.Payload); ok && st.Status.Final() && j.Turn == turn && j.Status.Final() {
 			return j
 		}
 		if err := svc.WaitEvents(ctx, id, last.Seq, 200*time.Millisecond); err != nil {

@@ -2,7 +2,11 @@
 // its sandboxes: a Driver creates, recovers and lists sandboxes; a Sandbox is
 // one running, locked-down environment whose guest daemon executes commands
 // and file operations. Implementations live in subpackages (docker/,
-// microvm/) and all pass the conformance suite in sandboxtest/.
+// microvm/) and all pass the conformance suite in sandboxtest/. fake/ is a
+// driver for tests only: the real guest daemon as a plain host process,
+// isolating nothing, on which the tests that are not about isolation run
+// without an engine; it passes the suite's cases that are not about
+// isolation.
 //
 // Rules every implementation follows:
 //   - A non-zero exit code is data (a guest.ExecResult), not an error. An error

@@ -25,6 +25,10 @@ func BuildGuest() (path string, cleanup func(), err error) {
 	return path, func() { os.RemoveAll(dir) }, nil
 }
 
+// GuestBinaryEnv names, for a test binary run again as a child process,
+// the guest binary its parent built: see MainWithGuest.
+const GuestBinaryEnv = "AGENTBOX_TEST_GUEST_BINARY"
+
 // Image is the sandbox image tests use: AGENTBOX_IMAGE or the default.
 func Image() string {
 	if ref := os.Getenv("AGENTBOX_IMAGE"); ref != "" {
@@ -37,7 +41,14 @@ func Image() string {
 // removes what killed test runs left behind (ReapStale), builds the guest
 // binary, stores its path in *path, runs the tests, removes the binary
 // and stops the PostgreSQL server the tests may have started (StopPostgres).
+//
+// A test that runs its own binary again as a child process gives the child
+// the binary's path in GuestBinaryEnv, and the child builds none.
 func MainWithGuest(m interface{ Run() int }, path *string) {
+	if bin := os.Getenv(GuestBinaryEnv); bin != "" {
+		*path = bin
+		os.Exit(m.Run())
+	}
 	ReapStale()
 	bin, cleanup, err := BuildGuest()
 	if err != nil {

@@ -58,6 +58,19 @@ var Gaps = map[string]map[string]string{
 		"MemoryHog": "known gap (issue 15): under runsc the memory limit is the host cgroup's and the OOM killer kills the sentry: " +
 			"the whole sandbox dies rather than the hog alone",
 	},
+	// The fake driver's (internal/sandbox/fake): plain host processes,
+	// for the tests that are not about isolation.
+	"none": {
+		"Identity":         "no isolation: commands run as the host user, with its capabilities, and no init process",
+		"NoNetwork":        "no isolation: commands share the host's network",
+		"Egress":           "no isolation: no network namespace of its own, so no egress listener on its loopback",
+		"Filesystem":       "no isolation: commands see the host's filesystem, read-only root or not",
+		"Limits":           "no isolation: no cgroup of its own",
+		"ForkBomb":         "no isolation: no pids limit, so a fork bomb would reach the host's",
+		"MemoryHog":        "no isolation: no memory limit, so a hog would reach the host's",
+		"TimeoutKillsTree": "no isolation: no PID namespace, so counting the sleeps left counts the host's",
+		"DiskQuota":        "no isolation: no disk quota",
+	},
 }
 
 // run runs one case, or skips it with its reason where the driver's tier
