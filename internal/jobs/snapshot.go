@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/artifact"
 	"github.com/agentbox/agentbox/internal/config"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/workspace"
 )
@@ -161,7 +162,7 @@ func (s *Service) liveDir(ctx context.Context, id string) (string, error) {
 	if sb == nil {
 		return "", fmt.Errorf("%w: job %s's sandbox is starting: wait for the job to start, then ask again", ErrNotEnded, id)
 	}
-	if l, ok := sb.(liveWorkspace); ok {
+	if l, ok := sb.(sandbox.LiveWorkspacer); ok {
 		return l.LiveWorkspace(), nil
 	}
 	return s.ws.Prepare(ctx, id)

@@ -27,6 +27,7 @@ import (
 	"github.com/agentbox/agentbox/internal/forge"
 	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/postgres"
@@ -68,11 +69,6 @@ type jobSide struct {
 	// nil without one.
 	checkIsolation func(ctx context.Context, iso string) error
 	closers
-}
-
-// isolationChecker is a driver of several isolation tiers (drivers.Tiers).
-type isolationChecker interface {
-	Check(ctx context.Context, iso string) error
 }
 
 // jobsConfig says what openJobs assembles.
@@ -191,7 +187,7 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 			return err
 		}
 		j.add(d.Close)
-		if t, ok := d.(isolationChecker); ok {
+		if t, ok := d.(sandbox.IsolationChecker); ok {
 			j.checkIsolation = t.Check
 		}
 	}

@@ -235,7 +235,7 @@ func capabilities(runtime, transport string) sandbox.Capabilities {
 	c := sandbox.Capabilities{
 		Isolation: sandbox.IsolationContainer, Desktop: true,
 		Networks: []string{"none", "bridge"}, NamedNetworks: true,
-		Transport: transport,
+		Transport: transport, Pause: true,
 	}
 	if runtime == RuntimeGVisor {
 		c.Isolation, c.Networks, c.NamedNetworks = sandbox.IsolationGVisor, []string{"none"}, false

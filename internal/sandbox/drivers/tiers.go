@@ -12,12 +12,6 @@ import (
 	"github.com/agentbox/agentbox/internal/sandbox/microvm"
 )
 
-// availabler is a driver that can say whether its tier runs here
-// (docker.Driver under a runtime the engine may lack).
-type availabler interface {
-	Available(ctx context.Context) error
-}
-
 // Tiers is a sandbox.Driver over one driver per isolation tier: Create
 // runs each spec under the tier it names (Spec.Isolation, else the
 // default) and refuses, with sandbox.ErrIsolationUnavailable, a tier that
@@ -74,7 +68,7 @@ func (t *Tiers) pick(ctx context.Context, iso string) (sandbox.Driver, error) {
 	if !ok {
 		return nil, t.unavailable(iso)
 	}
-	if a, ok := d.(availabler); ok {
+	if a, ok := d.(sandbox.Availabler); ok {
 		if err := a.Available(ctx); err != nil {
 			return nil, err
 		}

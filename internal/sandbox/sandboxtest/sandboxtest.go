@@ -43,6 +43,8 @@ func Run(t *testing.T, d sandbox.Driver) {
 	run(t, d, "DestroyLeavesNothing", testDestroy)
 	run(t, d, "CallerWorkspaceSurvives", testCallerWorkspace)
 	run(t, d, "DiskQuota", testDiskQuota)
+	run(t, d, "Pause", testPause)
+	run(t, d, "Exited", testExited)
 }
 
 // Gaps are the cases a tier does not pass, each with why: run skips them
@@ -403,15 +405,6 @@ func testDestroy(t *testing.T, d sandbox.Driver) {
 	}
 }
 
-// QuotaModer is implemented by drivers whose way of enforcing the disk
-// quota depends on the host (the Docker driver's: a kernel quota as root,
-// else a watchdog); DiskQuota reads it.
-type QuotaModer interface {
-	// QuotaMode says how the quota of a sandbox whose workspace is in dir
-	// ("" for a scratch one) is enforced.
-	QuotaMode(dir string) string
-}
-
 // quotaWatchdog is the QuotaMode of a quota that a watchdog enforces by
 // stopping the sandbox, not the kernel by ENOSPC.
 const quotaWatchdog = "watchdog"
@@ -420,7 +413,7 @@ const quotaWatchdog = "watchdog"
 // does not fill the host's disk, what was written before is intact, the
 // space is usable again once freed, and Destroy leaves nothing mounted.
 func testDiskQuota(t *testing.T, d sandbox.Driver) {
-	if q, is := d.(QuotaModer); is && q.QuotaMode("") == quotaWatchdog {
+	if q, is := d.(sandbox.QuotaModer); is && q.QuotaMode("") == quotaWatchdog {
 		t.Skipf("this host enforces the %s tier's quota with a watchdog that stops the sandbox (not root, or no loop devices), not with ENOSPC; its own tests check that", d.Capabilities().Isolation)
 	}
 	s := create(t, d, sandbox.Spec{Limits: sandbox.Limits{DiskBytes: 64 << 20}})
@@ -469,21 +462,12 @@ func mountsUnder(t *testing.T, dirs []string) []string {
 	return out
 }
 
-// HostPaths is implemented by drivers whose sandboxes keep files on the
-// host (the Docker driver's state and scratch workspace directories):
-// DestroyLeavesNothing checks that Destroy removed each.
-type HostPaths interface {
-	// HostPaths lists the host paths the sandbox h owns, which Destroy
-	// removes; never a caller's workspace.
-	HostPaths(h sandbox.Handle) ([]string, error)
-}
-
 // hostPaths is what the sandbox keeps on the host, if the driver says.
 func hostPaths(t *testing.T, d sandbox.Driver, h sandbox.Handle) []string {
 	t.Helper()
-	hp, is := d.(HostPaths)
+	hp, is := d.(sandbox.HostPather)
 	if !is {
-		t.Logf("the driver keeps no files on the host (it does not implement sandboxtest.HostPaths)")
+		t.Logf("the driver keeps no files on the host (it does not implement sandbox.HostPather)")
 		return nil
 	}
 	dirs, err := hp.HostPaths(h)
