@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/agentbox/agentbox/internal/sandbox"
-	"github.com/agentbox/agentbox/internal/sandbox/diskusage"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/sandbox/microvm"
 )
@@ -194,7 +192,7 @@ func OpenTiers(def string, o Options) (*Tiers, error) {
 		}
 		by[iso] = d
 	}
-	vm, err := microvm.NewDriver(MicroVMConfig(o))
+	vm, err := microvm.NewDriver(o.MicroVM)
 	if err != nil {
 		closeAll(by)
 		return nil, fmt.Errorf("%s tier: %w", sandbox.IsolationMicroVM, err)
@@ -212,19 +210,4 @@ func closeAll(by map[string]sandbox.Driver) {
 	for _, d := range by {
 		_ = d.Close()
 	}
-}
-
-// MicroVMConfig is the microVM driver's configuration, from the Docker
-// driver's: the same image (made into a root file system), guest binary,
-// defaults and display; its sandboxes' state in "microvm" beside the
-// containers' state dir.
-func MicroVMConfig(o Options) microvm.DriverConfig {
-	c := o.Docker
-	stateDir := c.StateDir
-	if abs, err := filepath.Abs(stateDir); err == nil && stateDir != "" {
-		stateDir = filepath.Join(filepath.Dir(abs), "microvm")
-	}
-	return microvm.DriverConfig{StateDir: stateDir, Image: c.Image, GuestBinary: c.GuestBinary,
-		Defaults: c.Defaults, Display: c.Display, UIDs: c.UIDs, Log: c.Log,
-		MinFree: diskusage.Floor{Bytes: c.MinFreeBytes, Inodes: c.MinFreeInodes}}
 }
