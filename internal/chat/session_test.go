@@ -41,6 +41,9 @@ func (d *fakeDriver) Create(_ context.Context, spec sandbox.Spec) (sandbox.Sandb
 	return fakeSandbox{d}, nil
 }
 
+// Capabilities: it binds at create, so the last spec holds the binding.
+func (d *fakeDriver) Capabilities() sandbox.Capabilities { return sandbox.Capabilities{} }
+
 type fakeSandbox struct{ d *fakeDriver }
 
 func (fakeSandbox) Handle() sandbox.Handle { return sandbox.Handle{} }

@@ -35,16 +35,19 @@ type Binding struct {
 // Binder is a sandbox that can be bound to a job after it was created, so
 // that it can be made before its job exists (a warm pool). Its driver's
 // Capabilities.Bind is true. Bind is called at most once; a second call
-// fails with ErrInvalidSpec.
+// fails with ErrInvalidSpec. A late bind takes a managed workspace only
+// (ManagedWorkspace, or none): a person's own directory is mounted as it
+// is, so Start gives it to Create.
 type Binder interface {
 	Bind(ctx context.Context, b Binding) error
 }
 
 // Start creates a sandbox for spec and binds it to b: in two steps where
-// the driver binds late (Capabilities.Bind), else in one, b given to
-// Create as spec.Binding. A sandbox that fails to bind is destroyed.
+// the driver binds late (Capabilities.Bind) and b's workspace is a managed
+// one (or none), else in one, b given to Create as spec.Binding. A sandbox
+// that fails to bind is destroyed.
 func Start(ctx context.Context, d Driver, spec Spec, b Binding) (Sandbox, error) {
-	if !d.Capabilities().Bind {
+	if !d.Capabilities().Bind || b.WorkspaceDir != "" && !b.ManagedWorkspace {
 		spec.Binding = &b
 		return d.Create(ctx, spec)
 	}

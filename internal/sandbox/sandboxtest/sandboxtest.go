@@ -75,15 +75,20 @@ func run(t *testing.T, d sandbox.Driver, name string, test func(*testing.T, sand
 
 var bg = context.Background()
 
-// create makes a sandbox destroyed at the end of the test.
-func create(t *testing.T, d sandbox.Driver, spec sandbox.Spec) sandbox.Sandbox {
+// create makes a sandbox bound to bind (if given) with sandbox.Start, as
+// agentbox makes its sandboxes, destroyed at the end of the test.
+func create(t *testing.T, d sandbox.Driver, spec sandbox.Spec, bind ...sandbox.Binding) sandbox.Sandbox {
 	t.Helper()
-	if spec.JobID == "" {
-		spec.JobID = "conformance-" + strings.ReplaceAll(t.Name(), "/", "-")
+	var b sandbox.Binding
+	if len(bind) > 0 {
+		b = bind[0]
+	}
+	if b.JobID == "" {
+		b.JobID = "conformance-" + strings.ReplaceAll(t.Name(), "/", "-")
 	}
 	ctx, cancel := context.WithTimeout(bg, 2*time.Minute)
 	defer cancel()
-	s, err := d.Create(ctx, spec)
+	s, err := sandbox.Start(ctx, d, spec, b)
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -124,7 +129,7 @@ func timeout(ms int64) func(*guest.ExecRequest) {
 }
 
 func testIdentity(t *testing.T, d sandbox.Driver) {
-	s := create(t, d, sandbox.Spec{Env: map[string]string{"CONFORMANCE": "yes"}})
+	s := create(t, d, sandbox.Spec{}, sandbox.Binding{Env: map[string]string{"CONFORMANCE": "yes"}})
 	if uid := ok(t, s, "id -u"); uid == "0" {
 		t.Errorf("runs as root")
 	}
@@ -165,7 +170,7 @@ func testNoNetwork(t *testing.T, d sandbox.Driver) {
 
 func testFilesystem(t *testing.T, d sandbox.Driver) {
 	ws := t.TempDir()
-	s := create(t, d, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true})
+	s := create(t, d, sandbox.Spec{}, sandbox.Binding{WorkspaceDir: ws, ManagedWorkspace: true})
 	// /var/tmp is world-writable in the image: only a read-only root
 	// keeps the agent from writing there (and, in a VM, from growing the
 	// root disk's overlay on the host).
@@ -371,7 +376,7 @@ func awaitGone(t *testing.T, d sandbox.Driver, h sandbox.Handle) {
 }
 
 func testDestroy(t *testing.T, d sandbox.Driver) {
-	s, err := d.Create(bg, sandbox.Spec{JobID: "conformance-destroy"})
+	s, err := sandbox.Start(bg, d, sandbox.Spec{}, sandbox.Binding{JobID: "conformance-destroy"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +486,7 @@ func testCallerWorkspace(t *testing.T, d sandbox.Driver) {
 	for _, managed := range []bool{false, true} {
 		ws := t.TempDir()
 		os.WriteFile(ws+"/before.txt", []byte("there\n"), 0o644)
-		s, err := d.Create(bg, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: managed})
+		s, err := sandbox.Start(bg, d, sandbox.Spec{}, sandbox.Binding{WorkspaceDir: ws, ManagedWorkspace: managed})
 		if err != nil {
 			t.Fatal(err)
 		}
