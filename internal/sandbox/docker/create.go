@@ -50,6 +50,7 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	// container by it too.
 	h.Ref = containerName(h.ID)
 	s := d.newSandbox(h)
+	s.bound = spec.Binding != nil
 	defer func() {
 		if err != nil {
 			_ = s.Destroy(context.WithoutCancel(ctx))
@@ -186,12 +187,21 @@ func checkSpec(spec sandbox.Spec, c sandbox.Capabilities) error {
 		return fmt.Errorf("%w: limits too small to start a sandbox: %+v", sandbox.ErrInvalidSpec, l)
 	}
 	if w := sandbox.BindingOf(spec).WorkspaceDir; w != "" {
-		fi, err := os.Stat(w)
-		if !filepath.IsAbs(w) || filepath.Clean(w) == "/" || err != nil || !fi.IsDir() {
-			return fmt.Errorf("%w: workspace %q must be an existing absolute directory other than /", sandbox.ErrInvalidSpec, w)
+		if err := checkWorkspace(w); err != nil {
+			return err
 		}
 	}
 	return sandbox.CheckDisplay(spec)
+}
+
+// checkWorkspace refuses a workspace that is not an existing absolute
+// directory other than /.
+func checkWorkspace(w string) error {
+	fi, err := os.Stat(w)
+	if !filepath.IsAbs(w) || filepath.Clean(w) == "/" || err != nil || !fi.IsDir() {
+		return fmt.Errorf("%w: workspace %q must be an existing absolute directory other than /", sandbox.ErrInvalidSpec, w)
+	}
+	return nil
 }
 
 // agentDir makes dir writable by the sandbox's uid: owned by it when we are

@@ -123,6 +123,7 @@ type Driver struct {
 	uids map[int]bool
 	// disks are the loop disk templates, in the state dir's .disks.
 	disks *loopdisk.Templates
+	lateState
 	// podman is whether the engine is Podman, asked once.
 	engineOnce sync.Once
 	podman     bool
@@ -224,7 +225,9 @@ func (d *Driver) Close() error { return d.cli.Close() }
 
 // Capabilities says what this driver's sandboxes offer.
 func (d *Driver) Capabilities() sandbox.Capabilities {
-	return capabilities(d.cfg.Runtime, d.cfg.Transport)
+	c := capabilities(d.cfg.Runtime, d.cfg.Transport)
+	c.Bind = d.bindsLate()
+	return c
 }
 
 // capabilities are those of sandboxes under runtime. Under gVisor the
@@ -410,10 +413,10 @@ func (d *Driver) made(names []string, l map[string]string) bool {
 func recordFromLabels(ref string, l map[string]string) record {
 	uid, _ := strconv.Atoi(l[LabelUID])
 	disk, _ := strconv.ParseInt(l[LabelDisk], 10, 64)
-	return record{ID: l[LabelSandbox], JobID: l[LabelJob], Owner: l[LabelOwner], Isolation: l[LabelIsolation], State: State{
+	return withBound(record{ID: l[LabelSandbox], JobID: l[LabelJob], Owner: l[LabelOwner], Isolation: l[LabelIsolation], State: State{
 		Ref: ref, StateDir: l[LabelStateDir], WorkspaceDir: l[LabelWorkspace],
 		OwnsWorkspace: l[LabelOwnsWS] == "true", UID: uid, DiskBytes: disk, WorkspaceOwner: l[LabelWSOwner],
-	}}
+	}})
 }
 
 func newID() string {

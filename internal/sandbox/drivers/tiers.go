@@ -143,7 +143,16 @@ func (t *Tiers) List(ctx context.Context) ([]sandbox.Listed, error) {
 }
 
 // Capabilities are the default tier's.
-func (t *Tiers) Capabilities() sandbox.Capabilities { return t.by[t.def].Capabilities() }
+//
+// Bind is true only when every tier binds late: sandbox.Start asks it
+// before Create picks the spec's tier.
+func (t *Tiers) Capabilities() sandbox.Capabilities {
+	c := t.by[t.def].Capabilities()
+	for _, iso := range t.tiers() {
+		c.Bind = c.Bind && t.by[iso].Capabilities().Bind
+	}
+	return c
+}
 
 // Close closes every tier's driver.
 func (t *Tiers) Close() error {

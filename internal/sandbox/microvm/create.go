@@ -188,7 +188,7 @@ func (d *Driver) prepare(spec sandbox.Spec, accel Accel, gcfg vminit.Config) (*r
 		releaseUID(uid)
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
-	r := &running{st: st}
+	r := &running{st: st, bound: spec.Binding != nil}
 	gcfg.AgentUID = uid // the agent's uid is the VM's, as QEMU's is
 	err = d.prepareWorkspace(&r.st, spec, lim.DiskBytes)
 	if err == nil {

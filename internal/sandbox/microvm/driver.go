@@ -120,7 +120,7 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 // TestMicroVMJupyter).
 func (d *Driver) Capabilities() sandbox.Capabilities {
 	return sandbox.Capabilities{Isolation: sandbox.IsolationMicroVM, Desktop: true, Networks: []string{"none"},
-		Transport: sandbox.TransportSerial}
+		Transport: sandbox.TransportSerial, Bind: true}
 }
 
 // Available says, with sandbox.ErrIsolationUnavailable, what this host

@@ -3,6 +3,9 @@ package sandboxtest
 import (
 	"context"
 	"errors"
+	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +69,93 @@ func testExited(t *testing.T, d sandbox.Driver) {
 		if ctx.Err() != nil {
 			t.Fatalf("a killed sandbox: Exited = %v, want ErrGone", err)
 		}
+	}
+}
+
+// testBindLater: a sandbox made unbound runs on a scratch workspace; Bind
+// gives it the job's workspace files, environment and web base (the
+// desktop's noVNC page connects under it), refuses a second bind, and
+// Destroy copies the workspace back to the job's directory.
+func testBindLater(t *testing.T, d sandbox.Driver) {
+	if !d.Capabilities().Bind {
+		t.Skipf("the %s driver binds only at create (Capabilities.Bind false): sandbox.Start gives Create the binding", d.Capabilities().Isolation)
+	}
+	ctx, cancel := context.WithTimeout(bg, 2*time.Minute)
+	defer cancel()
+	s, err := d.Create(ctx, sandbox.Spec{})
+	if err != nil {
+		t.Fatalf("create unbound: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Destroy(bg) })
+	if got := ok(t, s, "ls -A /workspace | wc -l; echo ${BOUND_LATE:-unset}"); got != "0\nunset" {
+		t.Fatalf("an unbound sandbox: workspace entries and env %q, want an empty scratch workspace and no job env", got)
+	}
+	ws := t.TempDir()
+	if err := os.WriteFile(ws+"/job.txt", []byte("the job's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := sandbox.Binding{JobID: "conformance-bind-later", WorkspaceDir: ws, ManagedWorkspace: true,
+		Env: map[string]string{"BOUND_LATE": "yes"}, WebBase: "/v1/jobs/bindlater"}
+	bd, is := s.(sandbox.Binder)
+	if !is {
+		t.Fatalf("Capabilities say Bind but the sandbox (%T) is no sandbox.Binder", s)
+	}
+	if err := bd.Bind(ctx, b); err != nil {
+		t.Fatalf("bind: %v", err)
+	}
+	if got := ok(t, s, "cat /workspace/job.txt; echo $BOUND_LATE; echo made > /workspace/made.txt"); got != "the job's\nyes" {
+		t.Errorf("after bind: %q, want the job's file and its environment", got)
+	}
+	if h := s.Handle(); h.JobID != b.JobID {
+		t.Errorf("handle's job %q, want %q", h.JobID, b.JobID)
+	}
+	checkListedJob(t, d, s.Handle().ID, b.JobID)
+	if d.Capabilities().Desktop {
+		checkWebBase(t, s, b.WebBase)
+	}
+	if err := bd.Bind(ctx, b); !errors.Is(err, sandbox.ErrInvalidSpec) {
+		t.Errorf("a second bind: %v, want ErrInvalidSpec", err)
+	}
+	if err := s.Destroy(bg); err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+	if got, err := os.ReadFile(ws + "/made.txt"); err != nil || string(got) != "made\n" {
+		t.Errorf("the job's workspace after destroy: made.txt %q, %v; want what the sandbox wrote", got, err)
+	}
+}
+
+// checkListedJob: List names the job a sandbox was bound to.
+func checkListedJob(t *testing.T, d sandbox.Driver, id, job string) {
+	t.Helper()
+	all, err := d.List(bg)
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	for _, l := range all {
+		if l.Handle.ID == id {
+			if l.Handle.JobID != job {
+				t.Errorf("listed with job %q, want %q", l.Handle.JobID, job)
+			}
+			return
+		}
+	}
+	t.Errorf("sandbox %s not listed", id)
+}
+
+// checkWebBase: the desktop's root sends a browser to noVNC's page told to
+// connect under the bound web base.
+func checkWebBase(t *testing.T, s sandbox.Sandbox, base string) {
+	t.Helper()
+	hc := &http.Client{Transport: s.Guest().Transport(), CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+	resp, err := hc.Get("http://sandbox/proxy/desktop/")
+	if err != nil {
+		t.Fatalf("desktop root: %v", err)
+	}
+	resp.Body.Close()
+	want := "path=" + strings.TrimPrefix(base, "/") + "/desktop/websockify"
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || !strings.HasSuffix(loc, want) {
+		t.Errorf("desktop root: %d to %q, want a redirect ending in %q", resp.StatusCode, loc, want)
 	}
 }

@@ -45,6 +45,7 @@ func Run(t *testing.T, d sandbox.Driver) {
 	run(t, d, "DiskQuota", testDiskQuota)
 	run(t, d, "Pause", testPause)
 	run(t, d, "Exited", testExited)
+	run(t, d, "BindLater", testBindLater)
 }
 
 // Gaps are the cases a tier does not pass, each with why: run skips them
