@@ -2,6 +2,7 @@ package microvm
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,3 +110,24 @@ func (s *Sandbox) PID() int { return s.r.vm.PID() }
 // HostPIDs are the host processes the sandbox is: QEMU and, if it has
 // one, its workspace's virtiofsd (what an idle sandbox costs the host).
 func (s *Sandbox) HostPIDs() []int { return s.r.vm.hostPIDs() }
+
+// exitGrace is how long Exited waits for QEMU to exit: the guest's stream
+// ends a moment before the VM powers off.
+const exitGrace = 5 * time.Second
+
+var _ sandbox.Exiter = (*Sandbox)(nil)
+
+// Exited says that the VM has ended on its own (QEMU exited: the guest
+// died and the VM powered off, or QEMU was killed), waiting up to
+// exitGrace for it, or nil while it runs.
+func (s *Sandbox) Exited(ctx context.Context) error {
+	t := time.NewTimer(exitGrace)
+	defer t.Stop()
+	select {
+	case <-s.r.vm.Exited():
+		return fmt.Errorf("%w: it died: its VM exited", sandbox.ErrGone)
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
+}
