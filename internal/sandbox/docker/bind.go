@@ -61,7 +61,7 @@ func (s *Sandbox) Bind(ctx context.Context, b sandbox.Binding) error {
 	if s.bound {
 		return fmt.Errorf("%w: sandbox %s is bound already", sandbox.ErrInvalidSpec, s.h.ID)
 	}
-	if err := checkBinding(b); err != nil {
+	if err := sandbox.CheckBinding(b, true); err != nil {
 		return err
 	}
 	if b.WorkspaceDir != "" {
@@ -80,19 +80,6 @@ func (s *Sandbox) Bind(ctx context.Context, b sandbox.Binding) error {
 	}
 	s.bound = true
 	return nil
-}
-
-// checkBinding refuses a binding a late bind cannot give.
-func checkBinding(b sandbox.Binding) error {
-	if w := b.WorkspaceDir; w != "" {
-		if !b.ManagedWorkspace {
-			return fmt.Errorf("%w: a person's workspace %s is mounted as it is, at create, not bound late", sandbox.ErrInvalidSpec, w)
-		}
-		if err := checkWorkspace(w); err != nil {
-			return err
-		}
-	}
-	return sandbox.CheckWebBase(b.WebBase)
 }
 
 // bindWorkspace copies dir onto the sandbox's loop disk and makes dir the

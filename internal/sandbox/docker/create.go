@@ -186,22 +186,10 @@ func checkSpec(spec sandbox.Spec, c sandbox.Capabilities) error {
 	if l.MemoryBytes != 0 && l.MemoryBytes < 16<<20 || l.PidsLimit != 0 && l.PidsLimit < 32 || l.DiskBytes != 0 && l.DiskBytes < 1<<20 || l.NoFile != 0 && l.NoFile < 16 {
 		return fmt.Errorf("%w: limits too small to start a sandbox: %+v", sandbox.ErrInvalidSpec, l)
 	}
-	if w := sandbox.BindingOf(spec).WorkspaceDir; w != "" {
-		if err := checkWorkspace(w); err != nil {
-			return err
-		}
+	if err := sandbox.CheckBinding(sandbox.BindingOf(spec), false); err != nil {
+		return err
 	}
 	return sandbox.CheckDisplay(spec)
-}
-
-// checkWorkspace refuses a workspace that is not an existing absolute
-// directory other than /.
-func checkWorkspace(w string) error {
-	fi, err := os.Stat(w)
-	if !filepath.IsAbs(w) || filepath.Clean(w) == "/" || err != nil || !fi.IsDir() {
-		return fmt.Errorf("%w: workspace %q must be an existing absolute directory other than /", sandbox.ErrInvalidSpec, w)
-	}
-	return nil
 }
 
 // agentDir makes dir writable by the sandbox's uid: owned by it when we are

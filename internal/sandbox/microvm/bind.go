@@ -3,8 +3,6 @@ package microvm
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
@@ -29,7 +27,7 @@ func (s *Sandbox) Bind(ctx context.Context, b sandbox.Binding) error {
 	if r.bound {
 		return fmt.Errorf("%w: sandbox %s is bound already", sandbox.ErrInvalidSpec, r.h.ID)
 	}
-	if err := checkBinding(b); err != nil {
+	if err := sandbox.CheckBinding(b, true); err != nil {
 		return err
 	}
 	st := r.st
@@ -58,19 +56,4 @@ func (s *Sandbox) Bind(ctx context.Context, b sandbox.Binding) error {
 	}
 	r.st, r.h, r.bound = st, h, true
 	return nil
-}
-
-// checkBinding refuses a binding a late bind cannot give: a person's own
-// directory (virtiofsd shares it as it is, from boot) or a bad web base.
-func checkBinding(b sandbox.Binding) error {
-	if w := b.WorkspaceDir; w != "" {
-		if !b.ManagedWorkspace {
-			return fmt.Errorf("%w: a person's workspace %s is shared as it is, at create, not bound late", sandbox.ErrInvalidSpec, w)
-		}
-		fi, err := os.Stat(w)
-		if !filepath.IsAbs(w) || filepath.Clean(w) == "/" || err != nil || !fi.IsDir() {
-			return fmt.Errorf("%w: workspace %q must be an existing absolute directory other than /", sandbox.ErrInvalidSpec, w)
-		}
-	}
-	return sandbox.CheckWebBase(b.WebBase)
 }

@@ -85,11 +85,8 @@ func (d *Driver) checkSpec(spec sandbox.Spec) error {
 	if l.MemoryBytes != 0 && l.MemoryBytes < 16<<20 || l.PidsLimit != 0 && l.PidsLimit < 32 || l.NoFile != 0 && l.NoFile < 16 {
 		return fmt.Errorf("%w: limits too small to start a sandbox: %+v", sandbox.ErrInvalidSpec, l)
 	}
-	if w := sandbox.BindingOf(spec).WorkspaceDir; w != "" {
-		fi, err := os.Stat(w)
-		if !filepath.IsAbs(w) || filepath.Clean(w) == "/" || err != nil || !fi.IsDir() {
-			return fmt.Errorf("%w: workspace %q must be an existing absolute directory other than /", sandbox.ErrInvalidSpec, w)
-		}
+	if err := sandbox.CheckBinding(sandbox.BindingOf(spec), false); err != nil {
+		return err
 	}
 	if n := len(filepath.Join(d.cfg.StateDir, "0123456789ab", "serial.sock")); n > 107 {
 		return fmt.Errorf("%w: state dir %s gives %d-byte socket paths, over the 107 Linux allows", sandbox.ErrInvalidSpec, d.cfg.StateDir, n)
