@@ -315,7 +315,7 @@ func TestRecoveryRequeuesAndReaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Not this worker's (agentbox exec's, or another server's): never reaped.
-	foreign, err := e.driver.Create(bg, sandbox.Spec{})
+	foreign, err := sandbox.Start(bg, e.driver, sandbox.Spec{}, sandbox.Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}

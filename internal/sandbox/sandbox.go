@@ -54,7 +54,8 @@ type Driver interface {
 	Recover(ctx context.Context, h Handle) (Sandbox, error)
 	// List returns every sandbox of this installation, running or not, so that
 	// a reaper can destroy the orphans. A listed handle is good for Remove;
-	// Recover needs the handle Sandbox.Handle gave.
+	// Recover needs the handle Sandbox.Handle gave. A sandbox this process
+	// made unbound and has not bound yet is left out: it is no orphan.
 	List(ctx context.Context) ([]Listed, error)
 	// Remove destroys the sandbox h names, whether or not it still runs, as
 	// Sandbox.Destroy does. It is how a reaper removes orphans.

@@ -48,10 +48,14 @@ func (d *Driver) bindsLate() bool {
 	return d.late
 }
 
-// lateState is bindsLate's answer, asked once per driver.
+// lateState is bindsLate's answer, asked once per driver, and the
+// sandboxes this driver made unbound and has not bound yet (by ID): List
+// leaves them out, as no reaper may take them for orphans (a Start or a
+// pool holds them; their labels name no job).
 type lateState struct {
 	lateOnce sync.Once
 	late     bool
+	unbound  sync.Map
 }
 
 // Bind binds an unbound sandbox to its job: see the comment above.
@@ -79,6 +83,7 @@ func (s *Sandbox) Bind(ctx context.Context, b sandbox.Binding) error {
 		return err
 	}
 	s.bound = true
+	s.d.unbound.Delete(s.h.ID) // after writeBound: List then reads the job
 	return nil
 }
 

@@ -51,6 +51,9 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	h.Ref = containerName(h.ID)
 	s := d.newSandbox(h)
 	s.bound = spec.Binding != nil
+	if !s.bound {
+		d.unbound.Store(h.ID, true) // before the engine lists it
+	}
 	defer func() {
 		if err != nil {
 			_ = s.Destroy(context.WithoutCancel(ctx))

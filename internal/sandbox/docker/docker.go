@@ -358,7 +358,8 @@ func (d *Driver) Recover(ctx context.Context, h sandbox.Handle) (sandbox.Sandbox
 // come from the containers' labels, which hold no secret: they are good
 // for Remove, not for Recover over TCP. Only containers Create made are
 // listed (made): labels alone prove nothing, as every container of an
-// image carries the image's labels.
+// image carries the image's labels. One this driver made unbound and has
+// not bound yet is left out (see lateState).
 func (d *Driver) List(ctx context.Context) ([]sandbox.Listed, error) {
 	f := filters.NewArgs(
 		filters.Arg("label", LabelManaged+"=true"),
@@ -373,6 +374,9 @@ func (d *Driver) List(ctx context.Context) ([]sandbox.Listed, error) {
 		if !d.made(c.Names, c.Labels) {
 			d.leftAlone(c.ID, c.Names, c.Labels)
 			continue
+		}
+		if _, held := d.unbound.Load(c.Labels[LabelSandbox]); held {
+			continue // made unbound here and not bound yet: no orphan
 		}
 		out = append(out, sandbox.Listed{Handle: recordFromLabels(c.ID, c.Labels).handle(), Running: c.State == "running"})
 	}

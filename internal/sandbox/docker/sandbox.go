@@ -105,6 +105,7 @@ func (s *Sandbox) Destroy(ctx context.Context) error {
 		s.emptyWorkspace(ctx)
 	}
 	s.g.Close()
+	defer s.d.unbound.Delete(s.h.ID)
 	return s.d.remove(ctx, s.h)
 }
 

@@ -19,6 +19,18 @@ import (
 
 var _ sandbox.Binder = (*Sandbox)(nil)
 
+// heldUnbound says this process runs the VM id and has not bound it yet.
+func heldUnbound(id string) bool {
+	v, ok := vms.Load(id)
+	if !ok {
+		return false
+	}
+	r := v.(*running)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.bound
+}
+
 // Bind binds an unbound sandbox to its job: see the comment above.
 func (s *Sandbox) Bind(ctx context.Context, b sandbox.Binding) error {
 	r := s.r

@@ -90,6 +90,15 @@ func testBindLater(t *testing.T, d sandbox.Driver) {
 	if got := ok(t, s, "ls -A /workspace | wc -l; echo ${BOUND_LATE:-unset}"); got != "0\nunset" {
 		t.Fatalf("an unbound sandbox: workspace entries and env %q, want an empty scratch workspace and no job env", got)
 	}
+	if all, err := d.List(bg); err != nil {
+		t.Fatalf("list: %v", err)
+	} else {
+		for _, l := range all {
+			if l.Handle.ID == s.Handle().ID {
+				t.Errorf("an unbound sandbox this process holds is listed (%+v): a reaper would take it for an orphan", l.Handle)
+			}
+		}
+	}
 	ws := t.TempDir()
 	if err := os.WriteFile(ws+"/job.txt", []byte("the job's\n"), 0o644); err != nil {
 		t.Fatal(err)
