@@ -72,7 +72,9 @@ func TestConformance(t *testing.T) {
 
 func TestContainerIsLockedDown(t *testing.T) {
 	d := newDriver(t)
-	s, err := sandbox.Start(context.Background(), d, sandbox.Spec{}, sandbox.Binding{JobID: "job-42"})
+	// Bound at create: a late bind records the job in bound.json, as labels
+	// cannot change.
+	s, err := d.Create(context.Background(), sandbox.Spec{Binding: &sandbox.Binding{JobID: "job-42"}})
 	if err != nil {
 		t.Fatal(err)
 	}
