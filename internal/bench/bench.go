@@ -57,7 +57,7 @@ type Stats struct {
 func Run(ctx context.Context, o Options) ([]Row, error) {
 	o = o.withDefaults()
 	var rows []Row
-	measures := []func(context.Context, Options) (Row, error){createRow, lifecycleRow, execRow}
+	measures := []func(context.Context, Options) (Row, error){createRow, bindRow, lifecycleRow, execRow}
 	if o.AltDriver != nil {
 		measures = append(measures, func(ctx context.Context, o Options) (Row, error) {
 			o.Driver = o.AltDriver
@@ -111,7 +111,7 @@ func createRow(ctx context.Context, o Options) (Row, error) {
 	}
 	defer destroy()
 	ours, err := sampleThen(o.Creates, func() error {
-		s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
+		s, err := sandbox.Start(ctx, o.Driver, sandbox.Spec{}, sandbox.Binding{JobID: "bench"})
 		if err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ func createRow(ctx context.Context, o Options) (Row, error) {
 func lifecycleRow(ctx context.Context, o Options) (Row, error) {
 	fmt.Fprintf(o.Log, "create -> exec -> destroy: %d sandboxes, %d docker runs\n", o.Creates, o.Creates)
 	ours, err := sample(o.Creates, func() error {
-		s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
+		s, err := sandbox.Start(ctx, o.Driver, sandbox.Spec{}, sandbox.Binding{JobID: "bench"})
 		if err != nil {
 			return err
 		}
@@ -162,7 +162,7 @@ func execRow(ctx context.Context, o Options) (Row, error) {
 // execRowOf times n guest execs of argv in one fresh sandbox against a
 // tenth as many (at least 5) docker execs of it into the same container.
 func execRowOf(ctx context.Context, o Options, n int, name string, argv ...string) (Row, error) {
-	s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
+	s, err := sandbox.Start(ctx, o.Driver, sandbox.Spec{}, sandbox.Binding{JobID: "bench"})
 	if err != nil {
 		return Row{}, err
 	}
@@ -208,7 +208,7 @@ func baselineContainer(ctx context.Context, o Options, s sandbox.Sandbox) (strin
 }
 
 func fileRow(ctx context.Context, o Options) (Row, error) {
-	s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
+	s, err := sandbox.Start(ctx, o.Driver, sandbox.Spec{}, sandbox.Binding{JobID: "bench"})
 	if err != nil {
 		return Row{}, err
 	}

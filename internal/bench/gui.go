@@ -33,7 +33,7 @@ type GUIResult struct {
 // GUI measures the desktop and notebook stack in one fresh sandbox.
 func GUI(ctx context.Context, o Options) (GUIResult, error) {
 	o = o.withDefaults()
-	s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
+	s, err := sandbox.Start(ctx, o.Driver, sandbox.Spec{}, sandbox.Binding{JobID: "bench"})
 	if err != nil {
 		return GUIResult{}, err
 	}

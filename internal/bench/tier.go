@@ -62,7 +62,7 @@ type IdleResult struct {
 func Idle(ctx context.Context, o Options) (IdleResult, error) {
 	o = o.withDefaults()
 	fmt.Fprintln(o.Log, "memory of an idle sandbox and of a plain container")
-	s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench"})
+	s, err := sandbox.Start(ctx, o.Driver, sandbox.Spec{}, sandbox.Binding{JobID: "bench"})
 	if err != nil {
 		return IdleResult{}, err
 	}

@@ -23,7 +23,7 @@ import (
 const writeScript = "dd if=/dev/zero of=/workspace/big bs=1M count=1024 conv=fdatasync status=none && rm /workspace/big"
 
 func writeRow(ctx context.Context, o Options) (Row, error) {
-	s, err := o.Driver.Create(ctx, sandbox.Spec{JobID: "bench", ManagedWorkspace: true})
+	s, err := sandbox.Start(ctx, o.Driver, sandbox.Spec{}, sandbox.Binding{JobID: "bench", ManagedWorkspace: true})
 	if err != nil {
 		return Row{}, err
 	}

@@ -49,8 +49,8 @@ func TestSessionOnACopy(t *testing.T) {
 	cfg.Project = Project{Dir: dir}
 	s := openAndSay(t, cfg, "p", "hello")
 	ws := filepath.Join(cfg.Dir, "p", "workspace")
-	if d.spec.WorkspaceDir != ws || !d.spec.ManagedWorkspace || s.WorkspaceDir() != ws || s.Project() != (Project{Dir: dir}) {
-		t.Fatalf("sandbox on %q (managed %v), session workspace %q, project %+v", d.spec.WorkspaceDir, d.spec.ManagedWorkspace, s.WorkspaceDir(), s.Project())
+	if d.spec.Binding.WorkspaceDir != ws || !d.spec.Binding.ManagedWorkspace || s.WorkspaceDir() != ws || s.Project() != (Project{Dir: dir}) {
+		t.Fatalf("sandbox on %q (managed %v), session workspace %q, project %+v", d.spec.Binding.WorkspaceDir, d.spec.Binding.ManagedWorkspace, s.WorkspaceDir(), s.Project())
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "app.py")); string(b) != "print('hi')\n" {
 		t.Fatalf("the copy's app.py: %q, %v", b, err)
@@ -59,8 +59,8 @@ func TestSessionOnACopy(t *testing.T) {
 
 	cfg.Project = Project{}
 	s = openAndSay(t, cfg, "p", "again")
-	if d.spec.WorkspaceDir != ws || s.Project() != (Project{Dir: dir}) {
-		t.Errorf("resumed on %q, project %+v", d.spec.WorkspaceDir, s.Project())
+	if d.spec.Binding.WorkspaceDir != ws || s.Project() != (Project{Dir: dir}) {
+		t.Errorf("resumed on %q, project %+v", d.spec.Binding.WorkspaceDir, s.Project())
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "app.py")); string(b) != "changed\n" {
 		t.Errorf("resuming made the copy again: app.py %q", b)
@@ -95,16 +95,16 @@ func TestSessionInPlace(t *testing.T) {
 	dir := project(t)
 	cfg.Project = Project{Dir: dir, InPlace: true}
 	s := openAndSay(t, cfg, "p", "hello")
-	if d.spec.WorkspaceDir != dir || d.spec.ManagedWorkspace || s.WorkspaceDir() != dir {
-		t.Fatalf("sandbox on %q (managed %v), session workspace %q", d.spec.WorkspaceDir, d.spec.ManagedWorkspace, s.WorkspaceDir())
+	if d.spec.Binding.WorkspaceDir != dir || d.spec.Binding.ManagedWorkspace || s.WorkspaceDir() != dir {
+		t.Fatalf("sandbox on %q (managed %v), session workspace %q", d.spec.Binding.WorkspaceDir, d.spec.Binding.ManagedWorkspace, s.WorkspaceDir())
 	}
 	if _, err := os.Lstat(filepath.Join(cfg.Dir, "p", "workspace")); err == nil {
 		t.Errorf("an in-place session made a workspace of its own")
 	}
 	cfg.Project = Project{}
 	openAndSay(t, cfg, "p")
-	if d.spec.WorkspaceDir != dir || d.spec.ManagedWorkspace {
-		t.Errorf("resumed on %q (managed %v)", d.spec.WorkspaceDir, d.spec.ManagedWorkspace)
+	if d.spec.Binding.WorkspaceDir != dir || d.spec.Binding.ManagedWorkspace {
+		t.Errorf("resumed on %q (managed %v)", d.spec.Binding.WorkspaceDir, d.spec.Binding.ManagedWorkspace)
 	}
 	cfg.Project = Project{Dir: dir}
 	if _, err := Open(context.Background(), cfg, "p"); err == nil || !strings.Contains(err.Error(), "session p works on "+dir+" itself, not on a copy of "+dir) {

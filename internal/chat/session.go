@@ -204,14 +204,13 @@ func (s *Session) openLocked(ctx context.Context, name, dir string, want Project
 	if err := writeMeta(dir, meta{Project: s.project, Last: lastSaid(h.Messages), Saved: time.Now()}); err != nil {
 		return fmt.Errorf("session %s: %w", name, err)
 	}
-	spec := s.cfg.Sandbox
-	spec.WorkspaceDir, spec.ManagedWorkspace, spec.Env = ws, own, nil
+	b := sandbox.Binding{WorkspaceDir: ws, ManagedWorkspace: own}
 	if s.cfg.Egress != nil {
-		if spec.Env, err = s.cfg.Egress.Prepare(); err != nil {
+		if b.Env, err = s.cfg.Egress.Prepare(); err != nil {
 			return err
 		}
 	}
-	sb, err := s.cfg.Driver.Create(ctx, spec)
+	sb, err := sandbox.Start(ctx, s.cfg.Driver, s.cfg.Sandbox, b)
 	if err != nil {
 		return err
 	}

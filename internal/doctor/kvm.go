@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentbox/agentbox/internal/doctor/kvmprobe"
+	"github.com/agentbox/agentbox/internal/sandbox/microvm/kvmprobe"
 )
 
 const (

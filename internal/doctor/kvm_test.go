@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/internal/doctor/kvmprobe"
+	"github.com/agentbox/agentbox/internal/sandbox/microvm/kvmprobe"
 )
 
 func TestKVMResultCheck(t *testing.T) {

@@ -76,7 +76,7 @@ func (d doctor) diskCheck() Check {
 	}
 	mode := docker.QuotaWatch
 	if drv, err := wiring.NewDriver(d.cfg, d.log, 1); err == nil {
-		if q, ok := drv.(interface{ QuotaMode(dir string) string }); ok {
+		if q, ok := drv.(sandbox.QuotaModer); ok {
 			mode = q.QuotaMode(dir)
 		}
 		drv.Close()

@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/go-units"
 
+	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/imagename"
 	sandboxdocker "github.com/agentbox/agentbox/internal/sandbox/docker"
 )
@@ -237,7 +238,7 @@ func overridden(base, img image.InspectResponse) []string {
 	note(c.StopSignal != b.StopSignal, "STOPSIGNAL: sandboxes stop with SIGTERM")
 	for _, kv := range c.Env {
 		k, _, _ := strings.Cut(kv, "=")
-		note(sandboxdocker.GuestReadsEnv(k), "ENV "+k+": the agentbox guest runs without it (commands get it)")
+		note(guest.ReadsEnv(k), "ENV "+k+": the agentbox guest runs without it (commands get it)")
 	}
 	return out
 }

@@ -23,12 +23,6 @@ import (
 // lands elsewhere) restores them before its sandbox starts. A failed
 // checkpoint is an event and a log line, never the job's failure.
 
-// liveWorkspace is a sandbox whose /workspace lives in another host
-// directory while it runs (a docker sandbox's loop disk).
-type liveWorkspace interface {
-	LiveWorkspace() string
-}
-
 // checkpoints is a worker's record of its checkpoints: per job and tree,
 // the Snapshot of the directory it last saved (so the next save reads
 // only what changed); per job, a mark naming the checkpoint its local
@@ -176,7 +170,7 @@ func (s *Scheduler) stepCheckpoint(ctx context.Context, j store.Job, sb sandbox.
 	if s.cfg.Checkpoints == nil {
 		return
 	}
-	if l, ok := sb.(liveWorkspace); ok {
+	if l, ok := sb.(sandbox.LiveWorkspacer); ok {
 		ws = l.LiveWorkspace()
 	}
 	_ = s.saveTree(ctx, j.ID, workspace.TreeWorkspace, ws, step, saveLimits(j))

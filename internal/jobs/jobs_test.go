@@ -330,18 +330,18 @@ func TestRecoveryRequeuesAndReaps(t *testing.T) {
 	again := e.deadJob(t, "echo recovered > r.txt", 3)
 	spent := e.deadJob(t, "true", 1)
 	os.MkdirAll(workspaceDir(e.dir, again.ID), 0o755)
-	stale, err := e.driver.Create(bg, sandbox.Spec{JobID: again.ID, WorkspaceDir: workspaceDir(e.dir, again.ID)})
+	stale, err := sandbox.Start(bg, e.driver, sandbox.Spec{}, sandbox.Binding{JobID: again.ID, WorkspaceDir: workspaceDir(e.dir, again.ID)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h, _ := json.Marshal(stale.Handle())
 	e.st.UpdateJob(bg, again.ID, func(x *store.Job) error { x.Sandbox = h; return nil })
 	// This worker's orphan: its job does not exist.
-	if _, err := e.driver.Create(bg, sandbox.Spec{JobID: "job_ghost", Owner: "w1"}); err != nil {
+	if _, err := sandbox.Start(bg, e.driver, sandbox.Spec{Owner: "w1"}, sandbox.Binding{JobID: "job_ghost"}); err != nil {
 		t.Fatal(err)
 	}
 	// Not this worker's (agentbox exec's, or another server's): never reaped.
-	foreign, err := e.driver.Create(bg, sandbox.Spec{})
+	foreign, err := sandbox.Start(bg, e.driver, sandbox.Spec{}, sandbox.Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}

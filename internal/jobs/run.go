@@ -416,17 +416,11 @@ func stoppedBy(sb sandbox.Sandbox) error {
 	return nil
 }
 
-// exiter is a sandbox that can say why it ended on its own
-// (docker.Sandbox: its container's exit).
-type exiter interface {
-	Exited(ctx context.Context) error
-}
-
 // exitedBy is why sb ended on its own, or nil while it runs: asked when
 // an attempt failed for want of the guest, so that the job says the
 // sandbox died rather than only that the guest's stream ended.
 func exitedBy(ctx context.Context, sb sandbox.Sandbox) error {
-	e, ok := sb.(exiter)
+	e, ok := sb.(sandbox.Exiter)
 	if !ok {
 		return nil
 	}

@@ -109,9 +109,7 @@ func (s *Scheduler) sandboxImage(ctx context.Context, j store.Job) (string, erro
 // createSandbox creates a new sandbox of image img on the job's
 // workspace, with env in every command's environment.
 func (s *Scheduler) createSandbox(ctx context.Context, j store.Job, img, ws string, env map[string]string) (sandbox.Sandbox, error) {
-	sb, err := s.driver.Create(ctx, sandbox.Spec{JobID: j.ID, Owner: s.cfg.WorkerID, WorkspaceDir: ws, ManagedWorkspace: true,
-		Image: img, Isolation: j.Isolation, Env: env,
-		Limits:  sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs, DiskBytes: j.Limits.DiskBytes},
-		WebBase: WebBase(j.ID)})
-	return sb, err
+	return sandbox.Start(ctx, s.driver, sandbox.Spec{Owner: s.cfg.WorkerID, Image: img, Isolation: j.Isolation,
+		Limits: sandbox.Limits{MemoryBytes: j.Limits.MemoryBytes, NanoCPUs: j.Limits.NanoCPUs, DiskBytes: j.Limits.DiskBytes}},
+		sandbox.Binding{JobID: j.ID, WorkspaceDir: ws, ManagedWorkspace: true, Env: env, WebBase: WebBase(j.ID)})
 }

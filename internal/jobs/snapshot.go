@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/artifact"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/units"
 	"github.com/agentbox/agentbox/internal/workspace"
@@ -159,7 +160,7 @@ func (s *Service) liveDir(ctx context.Context, id string) (string, error) {
 	if sb == nil {
 		return "", fmt.Errorf("%w: job %s's sandbox is starting: wait for the job to start, then ask again", ErrNotEnded, id)
 	}
-	if l, ok := sb.(liveWorkspace); ok {
+	if l, ok := sb.(sandbox.LiveWorkspacer); ok {
 		return l.LiveWorkspace(), nil
 	}
 	return s.ws.Prepare(ctx, id)

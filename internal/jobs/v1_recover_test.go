@@ -96,7 +96,7 @@ func v1Sandbox(t *testing.T, e *env, j store.Job) sandbox.Sandbox {
 	if c := e.driver.Capabilities(); c.Transport != sandbox.TransportUnix {
 		t.Fatalf("the v1 release reached guests over the unix socket; this driver over %s", c.Transport)
 	}
-	sb, err := e.driver.Create(bg, sandbox.Spec{JobID: j.ID, Owner: "w1", WorkspaceDir: ws, ManagedWorkspace: true, WebBase: jobs.WebBase(j.ID)})
+	sb, err := sandbox.Start(bg, e.driver, sandbox.Spec{Owner: "w1"}, sandbox.Binding{JobID: j.ID, WorkspaceDir: ws, ManagedWorkspace: true, WebBase: jobs.WebBase(j.ID)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,8 +108,7 @@ func v1Handle(t *testing.T, dir, id string) sandbox.Handle {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := d.Create(context.Background(), sandbox.Spec{JobID: id, Owner: v1FixtureWorker, WorkspaceDir: ws,
-		ManagedWorkspace: true, WebBase: WebBase(id)})
+	sb, err := sandbox.Start(context.Background(), d, sandbox.Spec{Owner: v1FixtureWorker}, sandbox.Binding{JobID: id, WorkspaceDir: ws, ManagedWorkspace: true, WebBase: WebBase(id)})
 	if err != nil {
 		t.Fatal(err)
 	}

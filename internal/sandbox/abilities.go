@@ -3,11 +3,20 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 )
 
 // Optional abilities. A Driver or a Sandbox may have any of these; a caller
 // finds one by type assertion and does without it when it is missing. Each
 // is covered by sandboxtest on every driver that has it.
+//
+// Who has which: docker has Binder (where its scratch workspace is a loop
+// disk: root, loop devices), Exiter, Pauser, Availabler, LiveWorkspacer,
+// HostPather and QuotaModer; microvm has Binder, Exiter, Availabler,
+// LiveWorkspacer, HostPather and QuotaModer (no Pauser: it has no QEMU
+// monitor yet); drivers.Tiers is an IsolationChecker. No driver is a
+// Snapshotter yet (issue 30).
 
 // Binding ties a sandbox to one job: its workspace, its labels, its web
 // base, its environment. A sandbox created without one (Spec.Binding nil)
@@ -35,16 +44,36 @@ type Binding struct {
 // Binder is a sandbox that can be bound to a job after it was created, so
 // that it can be made before its job exists (a warm pool). Its driver's
 // Capabilities.Bind is true. Bind is called at most once; a second call
-// fails with ErrInvalidSpec.
+// fails with ErrInvalidSpec. A late bind takes a managed workspace only
+// (ManagedWorkspace, or none): a person's own directory is mounted as it
+// is, so Start gives it to Create.
 type Binder interface {
 	Bind(ctx context.Context, b Binding) error
 }
 
+// CheckBinding refuses, with ErrInvalidSpec, a binding whose workspace is
+// not an existing absolute directory other than / or whose web base is
+// bad (CheckWebBase); late (for Binder.Bind), also a person's own
+// directory, which a driver mounts as it is at create.
+func CheckBinding(b Binding, late bool) error {
+	if w := b.WorkspaceDir; w != "" {
+		if late && !b.ManagedWorkspace {
+			return fmt.Errorf("%w: a person's workspace %s is mounted as it is, at create, not bound late", ErrInvalidSpec, w)
+		}
+		fi, err := os.Stat(w)
+		if !filepath.IsAbs(w) || filepath.Clean(w) == "/" || err != nil || !fi.IsDir() {
+			return fmt.Errorf("%w: workspace %q must be an existing absolute directory other than /", ErrInvalidSpec, w)
+		}
+	}
+	return CheckWebBase(b.WebBase)
+}
+
 // Start creates a sandbox for spec and binds it to b: in two steps where
-// the driver binds late (Capabilities.Bind), else in one, b given to
-// Create as spec.Binding. A sandbox that fails to bind is destroyed.
+// the driver binds late (Capabilities.Bind) and b's workspace is a managed
+// one (or none), else in one, b given to Create as spec.Binding. A sandbox
+// that fails to bind is destroyed.
 func Start(ctx context.Context, d Driver, spec Spec, b Binding) (Sandbox, error) {
-	if !d.Capabilities().Bind {
+	if !d.Capabilities().Bind || b.WorkspaceDir != "" && !b.ManagedWorkspace {
 		spec.Binding = &b
 		return d.Create(ctx, spec)
 	}

@@ -60,7 +60,8 @@ type Driver interface {
 	Recover(ctx context.Context, h Handle) (Sandbox, error)
 	// List returns every sandbox of this installation, running or not, so that
 	// a reaper can destroy the orphans. A listed handle is good for Remove;
-	// Recover needs the handle Sandbox.Handle gave.
+	// Recover needs the handle Sandbox.Handle gave. A sandbox this process
+	// made unbound and has not bound yet is left out: it is no orphan.
 	List(ctx context.Context) ([]Listed, error)
 	// Remove destroys the sandbox h names, whether or not it still runs, as
 	// Sandbox.Destroy does. It is how a reaper removes orphans.
@@ -90,10 +91,9 @@ type Sandbox interface {
 	Destroy(ctx context.Context) error
 }
 
-// Spec describes a sandbox to create. Zero values mean the driver's defaults.
+// Spec describes a sandbox to create. Zero values mean the driver's
+// defaults. What ties the sandbox to a job is its Binding.
 type Spec struct {
-	// JobID names the job the sandbox belongs to; it is put on the engine object.
-	JobID string
 	// Owner names who may reap the sandbox as an orphan (a server's worker
 	// ID); empty for sandboxes no reaper may touch, like agentbox exec's.
 	Owner string
@@ -103,45 +103,41 @@ type Spec struct {
 	Isolation string
 	// Image overrides the driver's default sandbox image.
 	Image string
-	// WorkspaceDir is a host directory mounted at /workspace. The caller owns
-	// it and it outlives the sandbox. Empty: the driver makes a scratch
-	// workspace that Destroy removes.
-	WorkspaceDir string
-	// ManagedWorkspace says WorkspaceDir is agentbox's own (a job's), not a
-	// directory a person brought: the driver may hold its content on a
-	// disk of its own while the sandbox runs (to enforce the disk quota in
-	// the kernel) and copy it back when the sandbox is destroyed.
-	ManagedWorkspace bool
 	// Network overrides the default network mode ("none"). The driver
 	// refuses a mode its Capabilities do not allow, "host" always.
 	Network string
-	// Env is added to the environment of every command.
-	Env    map[string]string
-	Limits Limits
+	Limits  Limits
 	// Display is the desktop's screen size; zero fields take 1024x768.
 	Display Display
-	// WebBase is the URL path under which the API serves the sandbox's web
-	// services (a job's "/v1/jobs/{id}"); the guest builds the links of
-	// the Jupyter and noVNC pages from it.
-	WebBase string
 	// Binding, if set, binds the sandbox to its job as it is created (what
 	// Start does on a driver without Capabilities.Bind); nil makes an
 	// unbound sandbox, for Binder.Bind to bind later.
-	//
-	// Issue 28 moves JobID, WorkspaceDir, ManagedWorkspace, Env and
-	// WebBase above into Binding; until then both are read.
 	Binding *Binding
 }
 
+// BindingOf is spec's Binding, the zero one (unbound) if it has none.
+func BindingOf(spec Spec) Binding {
+	if spec.Binding == nil {
+		return Binding{}
+	}
+	return *spec.Binding
+}
+
 // CheckDisplay refuses a display size outside 320x200..7680x4320 (one
-// field set without the other included) and a WebBase that is not a clean
-// absolute URL path of letters, digits and -._~/.
+// field set without the other included) and a Binding whose WebBase is
+// bad (CheckWebBase).
 func CheckDisplay(spec Spec) error {
 	d := spec.Display
 	if d != (Display{}) && (d.Width < 320 || d.Height < 200 || d.Width > 7680 || d.Height > 4320) {
 		return fmt.Errorf("%w: display %dx%d is outside 320x200..7680x4320", ErrInvalidSpec, d.Width, d.Height)
 	}
-	if b := spec.WebBase; b != "" && !webBaseRE.MatchString(b) {
+	return CheckWebBase(BindingOf(spec).WebBase)
+}
+
+// CheckWebBase refuses a web base that is not a clean absolute URL path
+// of letters, digits and -._~/ ("" is none).
+func CheckWebBase(b string) error {
+	if b != "" && !webBaseRE.MatchString(b) {
 		return fmt.Errorf("%w: web base %q must be an absolute URL path of letters, digits and -._~/ without a trailing slash", ErrInvalidSpec, b)
 	}
 	return nil

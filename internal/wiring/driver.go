@@ -13,8 +13,10 @@ import (
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/jobs"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/diskusage"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/sandbox/drivers"
+	"github.com/agentbox/agentbox/internal/sandbox/microvm"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/units"
 )
@@ -36,21 +38,32 @@ func NewDriver(cfg config.Config, log *slog.Logger, concurrency int) (Driver, er
 	if err := ensureFileTable(cfg, log, concurrency); err != nil {
 		return nil, err
 	}
+	defaults := sandbox.Limits{MemoryBytes: sb.MemoryBytes, NanoCPUs: sb.NanoCPUs, PidsLimit: sb.PidsLimit,
+		DiskBytes: sb.DiskBytes, NoFile: nofile}
+	display := sandbox.Display{Width: sb.DisplayWidth, Height: sb.DisplayHeight}
 	return drivers.Open(sb.Driver, drivers.Options{Isolation: sb.Isolation, Docker: docker.Config{
-		Host:  cfg.Docker.Host,
-		Image: sb.Image,
-		Defaults: sandbox.Limits{MemoryBytes: sb.MemoryBytes, NanoCPUs: sb.NanoCPUs, PidsLimit: sb.PidsLimit,
-			DiskBytes: sb.DiskBytes, NoFile: nofile},
+		Host:          cfg.Docker.Host,
+		Image:         sb.Image,
+		Defaults:      defaults,
 		Network:       sb.Network,
 		GuestBinary:   sb.GuestBinary,
 		StateDir:      filepath.Join(cfg.DataDir, "sandboxes"),
 		Instance:      sb.Instance,
-		Display:       sandbox.Display{Width: sb.DisplayWidth, Height: sb.DisplayHeight},
+		Display:       display,
 		UIDs:          sb.UIDs,
 		MinFreeBytes:  sb.MinFreeDisk,
 		MinFreeInodes: sb.MinFreeInodes,
 		Transport:     sb.GuestTransport,
 		Log:           log,
+	}, MicroVM: microvm.DriverConfig{
+		StateDir:    filepath.Join(cfg.DataDir, "microvm"),
+		Image:       sb.Image,
+		GuestBinary: sb.GuestBinary,
+		Defaults:    defaults,
+		Display:     display,
+		UIDs:        sb.UIDs,
+		MinFree:     diskusage.Floor{Bytes: sb.MinFreeDisk, Inodes: sb.MinFreeInodes},
+		Log:         log,
 	}})
 }
 

@@ -34,9 +34,11 @@ type SandboxFlags struct {
 	Env       []string
 }
 
-// Spec parses f into a sandbox spec; an error names the flag at fault.
+// Spec parses f into a sandbox spec, its Binding the workspace and the
+// environment asked for; an error names the flag at fault.
 func (f SandboxFlags) Spec() (sandbox.Spec, error) {
-	var spec sandbox.Spec
+	spec := sandbox.Spec{Binding: &sandbox.Binding{}}
+	b := spec.Binding
 	var err error
 	if spec.Limits, err = f.limits(); err != nil {
 		return spec, err
@@ -47,17 +49,17 @@ func (f SandboxFlags) Spec() (sandbox.Spec, error) {
 		if err != nil || !fi.IsDir() {
 			return spec, fmt.Errorf("--workspace %s: not a directory", f.Workspace)
 		}
-		if spec.WorkspaceDir, err = filepath.Abs(f.Workspace); err != nil {
+		if b.WorkspaceDir, err = filepath.Abs(f.Workspace); err != nil {
 			return spec, fmt.Errorf("path %s: %w", f.Workspace, err)
 		}
 	}
-	spec.Env = map[string]string{}
+	b.Env = map[string]string{}
 	for _, kv := range f.Env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return spec, fmt.Errorf("--env %q: want KEY=VALUE", kv)
 		}
-		spec.Env[k] = v
+		b.Env[k] = v
 	}
 	return spec, nil
 }

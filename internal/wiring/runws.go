@@ -20,8 +20,18 @@ import (
 type personalWorkspaces struct{ sandbox.Driver }
 
 func (d personalWorkspaces) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
-	spec.ManagedWorkspace = false
+	b := sandbox.BindingOf(spec)
+	b.ManagedWorkspace = false
+	spec.Binding = &b
 	return d.Driver.Create(ctx, spec)
+}
+
+// Capabilities are the driver's, but for Bind: sandbox.Start gives the
+// workspace to Create, where it is made personal.
+func (d personalWorkspaces) Capabilities() sandbox.Capabilities {
+	c := d.Driver.Capabilities()
+	c.Bind = false
+	return c
 }
 
 // runDir resolves the directory of --workspace (workspace.ProjectDir).

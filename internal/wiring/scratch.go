@@ -59,6 +59,7 @@ func NewScratch(ctx context.Context, cfg config.Config, log *slog.Logger, spec s
 		s.Close()
 		return nil, fmt.Errorf("--network: %w", err)
 	}
+	b := sandbox.BindingOf(spec) // a person's command: bound as it is made
 	var proxy *LocalEgress
 	if network.Proxy {
 		env, err := func() (map[string]string, error) {
@@ -71,15 +72,15 @@ func NewScratch(ctx context.Context, cfg config.Config, log *slog.Logger, spec s
 			s.Close()
 			return nil, err
 		}
-		maps.Copy(env, spec.Env) // the person's own -e wins
-		spec.Env = env
+		maps.Copy(env, b.Env) // the person's own -e wins
+		b.Env = env
 	}
 	if spec.Image, err = scratchImage(ctx, cfg, log, spec.Image); err != nil {
 		s.Close()
 		return nil, err
 	}
 	begin := time.Now()
-	if s.sb, err = d.Create(ctx, spec); err != nil {
+	if s.sb, err = sandbox.Start(ctx, d, spec, b); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/agentbox/agentbox/internal/githost"
 	"github.com/agentbox/agentbox/internal/image"
 	"github.com/agentbox/agentbox/internal/jobs"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/store/postgres"
@@ -73,11 +74,6 @@ type jobSide struct {
 	// nil without one.
 	checkIsolation func(ctx context.Context, iso string) error
 	closers
-}
-
-// isolationChecker is a driver of several isolation tiers (drivers.Tiers).
-type isolationChecker interface {
-	Check(ctx context.Context, iso string) error
 }
 
 // jobsConfig says what openJobs assembles.
@@ -240,7 +236,7 @@ func (j *jobSide) startWorkers(cfg config.Config, log *slog.Logger, jc jobsConfi
 		return err
 	}
 	j.add(d.Close)
-	if t, ok := d.(isolationChecker); ok {
+	if t, ok := d.(sandbox.IsolationChecker); ok {
 		j.checkIsolation = t.Check
 	}
 	g, stop, err := newGate(context.Background(), cfg, log, jc.server != nil)

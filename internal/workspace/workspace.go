@@ -28,7 +28,7 @@ var ErrNotFound = errors.New("no such workspace")
 type Store interface {
 	// Prepare makes workspace id if it does not exist yet and returns what
 	// a local sandbox driver mounts at /workspace: a host directory
-	// (sandbox.Spec.WorkspaceDir).
+	// (sandbox.Binding.WorkspaceDir).
 	Prepare(ctx context.Context, id string) (string, error)
 	// Unpack makes workspace id from the archive r in format f within lim,
 	// or fails leaving nothing behind: ErrExists if the workspace is there

@@ -59,7 +59,7 @@ func TestComputerScaled(t *testing.T) {
 	env, _ := sandboxEnv(t) // the shared sandbox's driver makes the second one
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sb, err := shared.driver.Create(ctx, sandbox.Spec{JobID: "tools-test-display", Display: sandbox.Display{Width: 1920, Height: 1080}})
+	sb, err := sandbox.Start(ctx, shared.driver, sandbox.Spec{Display: sandbox.Display{Width: 1920, Height: 1080}}, sandbox.Binding{JobID: "tools-test-display"})
 	if err != nil {
 		t.Fatal(err)
 	}

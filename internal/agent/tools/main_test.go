@@ -56,7 +56,7 @@ func (s *sharedSandbox) setup() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s.sb, s.err = s.driver.Create(ctx, sandbox.Spec{JobID: "tools-test"})
+	s.sb, s.err = sandbox.Start(ctx, s.driver, sandbox.Spec{}, sandbox.Binding{JobID: "tools-test"})
 }
 
 func (s *sharedSandbox) teardown() {

@@ -109,6 +109,8 @@ type Server struct {
 	// owns the goroutine accepting on cfg.Egress.
 	egress     *egressQueue
 	egressLoop sync.WaitGroup
+	// bound says POST /bind was served (guarded by mu).
+	bound bool
 }
 
 // New opens the workspace and returns a daemon ready to serve.
@@ -130,10 +132,19 @@ func New(cfg Config) (*Server, error) {
 		tr: newProxyTransport(), upgraded: map[net.Conn]struct{}{}, egress: &egressQueue{wait: cfg.EgressWait}}
 	s.targets = s.defaultTargets()
 	s.sup = s.newSupervisor()
-	s.desktop = desktop.New(desktop.Config{Width: cfg.DisplayWidth, Height: cfg.DisplayHeight,
-		Services: s.sup, Environ: func() ([]string, error) { return s.env(nil) }, Log: s.log})
-	s.kernel = jupyter.New(jupyter.Config{WebBase: cfg.WebBase, Workspace: root, Services: s.sup, Log: s.log})
+	s.desktop, s.kernel = s.newDesktop(), s.newKernel()
 	return s, nil
+}
+
+// newDesktop is the desktop over the supervisor's display programs.
+func (s *Server) newDesktop() *desktop.Desktop {
+	return desktop.New(desktop.Config{Width: s.cfg.DisplayWidth, Height: s.cfg.DisplayHeight,
+		Services: s.sup, Environ: func() ([]string, error) { return s.env(nil) }, Log: s.log})
+}
+
+// newKernel is the client of the notebook server under the web base.
+func (s *Server) newKernel() *jupyter.Kernel {
+	return jupyter.New(jupyter.Config{WebBase: s.cfg.WebBase, Workspace: s.root, Services: s.sup, Log: s.log})
 }
 
 // defaults fills in what cfg leaves out.
@@ -185,6 +196,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/proxy/{service}/{path...}", s.proxy)
 	mux.HandleFunc("GET /egress", s.egressAccept)
 	mux.HandleFunc("PUT /egress/ca", s.egressCA)
+	mux.HandleFunc("POST /bind", s.bind)
 	if s.cfg.Secret != "" {
 		return requireSecret(s.cfg.Secret, mux)
 	}

@@ -24,14 +24,22 @@ import (
 // Attacks from inside a real sandbox on the host's shared resources: the
 // file table, the disk, the uid space. Each fails if its bound is removed.
 
-func create(t *testing.T, d *docker.Driver, spec sandbox.Spec) sandbox.Sandbox {
+func create(t *testing.T, d *docker.Driver, spec sandbox.Spec, bind ...sandbox.Binding) sandbox.Sandbox {
 	t.Helper()
-	s, err := d.Create(context.Background(), spec)
+	s, err := sandbox.Start(context.Background(), d, spec, bindingOf(bind))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Destroy(context.Background()) })
 	return s
+}
+
+// bindingOf is the binding a test helper was given, if any.
+func bindingOf(bind []sandbox.Binding) sandbox.Binding {
+	if len(bind) == 0 {
+		return sandbox.Binding{}
+	}
+	return bind[0]
 }
 
 func sh(t *testing.T, s sandbox.Sandbox, script string) guest.ExecResult {
@@ -121,7 +129,7 @@ func TestSandboxUIDIsNoHostAccount(t *testing.T) {
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "mine"), []byte("x"), 0o600)
 	before, _ := os.Stat(ws)
-	a := create(t, d, sandbox.Spec{WorkspaceDir: ws})
+	a := create(t, d, sandbox.Spec{}, sandbox.Binding{WorkspaceDir: ws})
 	b := create(t, d, sandbox.Spec{})
 	uidA, uidB := stateOf(t, a).UID, stateOf(t, b).UID
 	if uidA == uidB || uidA < 200000 || uidA > 299999 || uidB < 200000 || uidB > 299999 {
@@ -209,7 +217,7 @@ func TestDiskQuotaIsENOSPC(t *testing.T) {
 	d := newDriver(t)
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "before"), []byte("kept"), 0o644)
-	s := create(t, d, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true, Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	s := create(t, d, sandbox.Spec{Limits: sandbox.Limits{DiskBytes: 64 << 20}}, sandbox.Binding{WorkspaceDir: ws, ManagedWorkspace: true})
 	res := sh(t, s, "echo $(cat before); for i in 1 2 3; do dd if=/dev/zero of=f$i bs=1M count=40 2>&1 | grep -o 'No space left on device'; done; du -sm . | cut -f1; echo small > small")
 	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
 	if len(lines) < 3 || lines[0] != "kept" || lines[1] != "No space left on device" {
@@ -257,7 +265,7 @@ func loopMounts(t *testing.T, under string) []string {
 func TestDiskQuotaWatchdog(t *testing.T) {
 	d := newDriver(t, func(c *docker.Config) { c.Quota = docker.QuotaWatch })
 	ws := t.TempDir()
-	s := create(t, d, sandbox.Spec{WorkspaceDir: ws, Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	s := create(t, d, sandbox.Spec{Limits: sandbox.Limits{DiskBytes: 64 << 20}}, sandbox.Binding{WorkspaceDir: ws})
 	// One file cannot pass the quota (RLIMIT_FSIZE): it stops 1 MiB short,
 	// which leaves room for the directory the watchdog also charges, so
 	// the sandbox is not stopped for it.
@@ -317,7 +325,7 @@ func TestCopyBackKeepsWhatItCan(t *testing.T) {
 	if err := os.WriteFile(hostFile, []byte("the host's own\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := create(t, d, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true, Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	s := create(t, d, sandbox.Spec{Limits: sandbox.Limits{DiskBytes: 64 << 20}}, sandbox.Binding{WorkspaceDir: ws, ManagedWorkspace: true})
 	// 22 directories of 200-byte names: a path of 4,422 bytes, over PATH_MAX.
 	res := sh(t, s, "echo important > result.txt; chmod u+s result.txt; mkdir .agentbox; ln -s "+hostFile+" .agentbox/copy-errors.txt; "+
 		"d=$(printf 'd%.0s' $(seq 200)); "+
@@ -418,7 +426,7 @@ func TestMappedFilesAreBoundedByMemory(t *testing.T) {
 // still stops the sandbox at the free-space floor.
 func TestWatchdogCountsEntriesAndTheFloor(t *testing.T) {
 	d := newDriver(t, func(c *docker.Config) { c.Quota = docker.QuotaWatch })
-	s := create(t, d, sandbox.Spec{WorkspaceDir: t.TempDir(), Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	s := create(t, d, sandbox.Spec{Limits: sandbox.Limits{DiskBytes: 64 << 20}}, sandbox.Binding{WorkspaceDir: t.TempDir()})
 	// 20,000 empty files: no data, 78 MiB of entries.
 	req := guest.Shell("mkdir d && cd d && seq 20000 | xargs touch && sleep 30")
 	req.TimeoutMS = 60_000
@@ -435,7 +443,7 @@ func TestWatchdogCountsEntriesAndTheFloor(t *testing.T) {
 	// A floor 512 MiB under the free space now; a file deleted while held
 	// open (the walk cannot see it) goes past it.
 	d = newDriver(t, func(c *docker.Config) { c.Quota = docker.QuotaWatch; c.MinFreeBytes = free - 512<<20 })
-	s = create(t, d, sandbox.Spec{WorkspaceDir: ws, Limits: sandbox.Limits{DiskBytes: 10 << 30}})
+	s = create(t, d, sandbox.Spec{Limits: sandbox.Limits{DiskBytes: 10 << 30}}, sandbox.Binding{WorkspaceDir: ws})
 	req = guest.Shell("exec 3>hidden; rm hidden; for i in $(seq 12); do head -c 100000000 /dev/zero >&3; sync; done; sleep 30")
 	req.TimeoutMS = 60_000
 	s.Guest().Exec(context.Background(), req)
@@ -457,7 +465,7 @@ func TestImageEntrypointDoesNotRun(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag).Run() })
 	ws := t.TempDir()
-	s := create(t, newDriver(t), sandbox.Spec{Image: tag, WorkspaceDir: ws})
+	s := create(t, newDriver(t), sandbox.Spec{Image: tag}, sandbox.Binding{WorkspaceDir: ws})
 	if res := sh(t, s, "ls /workspace"); strings.Contains(string(res.Stdout), "entrypoint-ran") {
 		t.Error("the image's ENTRYPOINT ran in the sandbox")
 	}

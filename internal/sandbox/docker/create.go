@@ -32,7 +32,8 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err != nil {
 		return nil, err
 	}
-	if err := d.checkFree(d.cfg.StateDir, spec.WorkspaceDir); err != nil {
+	b := sandbox.BindingOf(spec)
+	if err := d.checkFree(d.cfg.StateDir, b.WorkspaceDir); err != nil {
 		return nil, err
 	}
 	uid, err := d.allocUID(ctx)
@@ -49,12 +50,16 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	// container by it too.
 	h.Ref = containerName(h.ID)
 	s := d.newSandbox(h)
+	s.bound = spec.Binding != nil
+	if !s.bound {
+		d.unbound.Store(h.ID, true) // before the engine lists it
+	}
 	defer func() {
 		if err != nil {
 			_ = s.Destroy(context.WithoutCancel(ctx))
 		}
 	}()
-	if err := d.prepareWorkspace(&s.h, spec.ManagedWorkspace); err != nil {
+	if err := d.prepareWorkspace(&s.h, b.ManagedWorkspace); err != nil {
 		return nil, err
 	}
 	cfg, hostCfg := d.containerConfig(spec, s.h, img)
@@ -91,7 +96,8 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 // sees, the guest's secret for the TCP transport, and the scratch workspace
 // if the caller brought none.
 func (d *Driver) prepareDirs(spec sandbox.Spec, uid int) (record, error) {
-	h := record{ID: newID(), JobID: spec.JobID, Owner: spec.Owner, Isolation: d.isolationLabel(),
+	b := sandbox.BindingOf(spec)
+	h := record{ID: newID(), JobID: b.JobID, Owner: spec.Owner, Isolation: d.isolationLabel(),
 		State: State{UID: uid, DiskBytes: d.limits(spec.Limits).DiskBytes, Transport: d.cfg.Transport}}
 	h.StateDir = filepath.Join(d.cfg.StateDir, h.ID)
 	if n := len(socketPath(h.StateDir)); n > maxSocketPath && h.Transport == sandbox.TransportUnix {
@@ -100,7 +106,7 @@ func (d *Driver) prepareDirs(spec sandbox.Spec, uid int) (record, error) {
 	if err := os.MkdirAll(h.StateDir, 0o700); err != nil {
 		return h, fmt.Errorf("sandbox state dir: %w", err)
 	}
-	h.WorkspaceDir, h.OwnsWorkspace = spec.WorkspaceDir, spec.WorkspaceDir == ""
+	h.WorkspaceDir, h.OwnsWorkspace = b.WorkspaceDir, b.WorkspaceDir == ""
 	dirs := []string{filepath.Join(h.StateDir, "run")}
 	if h.OwnsWorkspace {
 		h.WorkspaceDir = filepath.Join(h.StateDir, "workspace")
@@ -181,11 +187,8 @@ func checkSpec(spec sandbox.Spec, c sandbox.Capabilities) error {
 	if l.MemoryBytes != 0 && l.MemoryBytes < 16<<20 || l.PidsLimit != 0 && l.PidsLimit < 32 || l.DiskBytes != 0 && l.DiskBytes < 1<<20 || l.NoFile != 0 && l.NoFile < 16 {
 		return fmt.Errorf("%w: limits too small to start a sandbox: %+v", sandbox.ErrInvalidSpec, l)
 	}
-	if w := spec.WorkspaceDir; w != "" {
-		fi, err := os.Stat(w)
-		if !filepath.IsAbs(w) || filepath.Clean(w) == "/" || err != nil || !fi.IsDir() {
-			return fmt.Errorf("%w: workspace %q must be an existing absolute directory other than /", sandbox.ErrInvalidSpec, w)
-		}
+	if err := sandbox.CheckBinding(sandbox.BindingOf(spec), false); err != nil {
+		return err
 	}
 	return sandbox.CheckDisplay(spec)
 }
@@ -237,7 +240,7 @@ func (d *Driver) containerConfig(spec sandbox.Spec, h record, ic imageConfig) (*
 		// first, as the sandbox, before the guest listens.
 		Entrypoint: guestCmd(spec, d.cfg.Display, h.State)[:1],
 		Cmd:        guestCmd(spec, d.cfg.Display, h.State)[1:],
-		Env:        envList(spec.Env),
+		Env:        envList(sandbox.BindingOf(spec).Env),
 		WorkingDir: WorkspacePath,
 		Hostname:   "sandbox",
 		Labels: map[string]string{
@@ -395,8 +398,8 @@ func guestCmd(spec sandbox.Spec, def sandbox.Display, st State) []string {
 	if d.Width > 0 && d.Height > 0 {
 		cmd = append(cmd, "--display-size", fmt.Sprintf("%dx%d", d.Width, d.Height))
 	}
-	if spec.WebBase != "" {
-		cmd = append(cmd, "--web-base", spec.WebBase)
+	if b := sandbox.BindingOf(spec).WebBase; b != "" {
+		cmd = append(cmd, "--web-base", b)
 	}
 	return cmd
 }

@@ -23,10 +23,10 @@ import (
 // crash. Timings and memory are logged (go test -v) for the record.
 
 // desktopSandbox creates a sandbox for spec, destroyed when the test ends.
-func desktopSandbox(t *testing.T, spec sandbox.Spec) *guest.Client {
+func desktopSandbox(t *testing.T, spec sandbox.Spec, bind ...sandbox.Binding) *guest.Client {
 	t.Helper()
 	d := newDriver(t)
-	sb, err := d.Create(context.Background(), spec)
+	sb, err := sandbox.Start(context.Background(), d, spec, bindingOf(bind))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func cgroupMemory(t *testing.T, g *guest.Client) string {
 }
 
 func TestDesktopInSandbox(t *testing.T) {
-	g := desktopSandbox(t, sandbox.Spec{WebBase: "/v1/jobs/test1"})
+	g := desktopSandbox(t, sandbox.Spec{}, sandbox.Binding{WebBase: "/v1/jobs/test1"})
 	ctx := context.Background()
 	h, err := g.Health(ctx)
 	if err != nil {

@@ -127,6 +127,7 @@ type Driver struct {
 	// (isPodman), under engineMu.
 	engineMu            sync.Mutex
 	engineKnown, podman bool
+	lateState
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -225,7 +226,9 @@ func (d *Driver) Close() error { return d.cli.Close() }
 
 // Capabilities says what this driver's sandboxes offer.
 func (d *Driver) Capabilities() sandbox.Capabilities {
-	return capabilities(d.cfg.Runtime, d.cfg.Transport)
+	c := capabilities(d.cfg.Runtime, d.cfg.Transport)
+	c.Bind = d.bindsLate()
+	return c
 }
 
 // capabilities are those of sandboxes under runtime. Under gVisor the
@@ -236,7 +239,7 @@ func capabilities(runtime, transport string) sandbox.Capabilities {
 	c := sandbox.Capabilities{
 		Isolation: sandbox.IsolationContainer, Desktop: true,
 		Networks: []string{"none", "bridge"}, NamedNetworks: true,
-		Transport: transport,
+		Transport: transport, Pause: true,
 	}
 	if runtime == RuntimeGVisor {
 		c.Isolation, c.Networks, c.NamedNetworks = sandbox.IsolationGVisor, []string{"none"}, false
@@ -359,7 +362,8 @@ func (d *Driver) Recover(ctx context.Context, h sandbox.Handle) (sandbox.Sandbox
 // come from the containers' labels, which hold no secret: they are good
 // for Remove, not for Recover over TCP. Only containers Create made are
 // listed (made): labels alone prove nothing, as every container of an
-// image carries the image's labels.
+// image carries the image's labels. One this driver made unbound and has
+// not bound yet is left out (see lateState).
 func (d *Driver) List(ctx context.Context) ([]sandbox.Listed, error) {
 	f := filters.NewArgs(
 		filters.Arg("label", LabelManaged+"=true"),
@@ -374,6 +378,9 @@ func (d *Driver) List(ctx context.Context) ([]sandbox.Listed, error) {
 		if !d.made(c.Names, c.Labels) {
 			d.leftAlone(c.ID, c.Names, c.Labels)
 			continue
+		}
+		if _, held := d.unbound.Load(c.Labels[LabelSandbox]); held {
+			continue // made unbound here and not bound yet: no orphan
 		}
 		out = append(out, sandbox.Listed{Handle: recordFromLabels(c.ID, c.Labels).handle(), Running: c.State == "running"})
 	}
@@ -414,10 +421,10 @@ func (d *Driver) made(names []string, l map[string]string) bool {
 func recordFromLabels(ref string, l map[string]string) record {
 	uid, _ := strconv.Atoi(l[LabelUID])
 	disk, _ := strconv.ParseInt(l[LabelDisk], 10, 64)
-	return record{ID: l[LabelSandbox], JobID: l[LabelJob], Owner: l[LabelOwner], Isolation: l[LabelIsolation], State: State{
+	return withBound(record{ID: l[LabelSandbox], JobID: l[LabelJob], Owner: l[LabelOwner], Isolation: l[LabelIsolation], State: State{
 		Ref: ref, StateDir: l[LabelStateDir], WorkspaceDir: l[LabelWorkspace],
 		OwnsWorkspace: l[LabelOwnsWS] == "true", UID: uid, DiskBytes: disk, WorkspaceOwner: l[LabelWSOwner],
-	}}
+	}})
 }
 
 func newID() string {

@@ -79,7 +79,9 @@ func TestConformance(t *testing.T) {
 
 func TestContainerIsLockedDown(t *testing.T) {
 	d := newDriver(t)
-	s, err := d.Create(context.Background(), sandbox.Spec{JobID: "job-42"})
+	// Bound at create: a late bind records the job in bound.json, as labels
+	// cannot change.
+	s, err := d.Create(context.Background(), sandbox.Spec{Binding: &sandbox.Binding{JobID: "job-42"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,9 +160,9 @@ func TestUnsafeSpecsRefused(t *testing.T) {
 		"negative pids":      {Limits: sandbox.Limits{PidsLimit: -1}},
 		"too few pids":       {Limits: sandbox.Limits{PidsLimit: 16}}, // the guest cannot start
 		"negative memory":    {Limits: sandbox.Limits{MemoryBytes: -1}},
-		"root as workspace":  {WorkspaceDir: "/"},
-		"relative workspace": {WorkspaceDir: "proj"},
-		"missing workspace":  {WorkspaceDir: "/no/such/dir"},
+		"root as workspace":  {Binding: &sandbox.Binding{WorkspaceDir: "/"}},
+		"relative workspace": {Binding: &sandbox.Binding{WorkspaceDir: "proj"}},
+		"missing workspace":  {Binding: &sandbox.Binding{WorkspaceDir: "/no/such/dir"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := d.Create(context.Background(), spec); !errors.Is(err, sandbox.ErrInvalidSpec) {
@@ -176,7 +178,7 @@ func TestCallerWorkspaceNotReowned(t *testing.T) {
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "mine"), []byte("x"), 0o600)
 	before, _ := os.Stat(ws)
-	s, err := d.Create(context.Background(), sandbox.Spec{WorkspaceDir: ws})
+	s, err := sandbox.Start(context.Background(), d, sandbox.Spec{}, sandbox.Binding{WorkspaceDir: ws})
 	if err != nil {
 		t.Fatal(err)
 	}

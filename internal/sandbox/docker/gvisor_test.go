@@ -41,7 +41,7 @@ func TestGVisorConformance(t *testing.T) {
 // TestGVisorKernel: the sandbox's kernel is gVisor's, by its own log.
 func TestGVisorKernel(t *testing.T) {
 	d := gvisorDriver(t)
-	s, err := d.Create(context.Background(), sandbox.Spec{JobID: "gvisor-dmesg", Isolation: sandbox.IsolationGVisor})
+	s, err := sandbox.Start(context.Background(), d, sandbox.Spec{Isolation: sandbox.IsolationGVisor}, sandbox.Binding{JobID: "gvisor-dmesg"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestGVisorKernel(t *testing.T) {
 // TestTierRefusesAnother: a driver never runs a spec under another tier.
 func TestTierRefusesAnother(t *testing.T) {
 	d := newDriver(t)
-	_, err := d.Create(context.Background(), sandbox.Spec{JobID: "wrong-tier", Isolation: sandbox.IsolationGVisor})
+	_, err := sandbox.Start(context.Background(), d, sandbox.Spec{Isolation: sandbox.IsolationGVisor}, sandbox.Binding{JobID: "wrong-tier"})
 	if !errors.Is(err, sandbox.ErrIsolationUnavailable) {
 		t.Fatalf("err = %v, want ErrIsolationUnavailable", err)
 	}
@@ -87,7 +87,7 @@ func TestGVisorToolchains(t *testing.T) {
 // xterm's pty fails under this runsc, see testenv.TyperWindow).
 func TestGVisorDesktop(t *testing.T) {
 	d := gvisorDriver(t)
-	sb, err := d.Create(context.Background(), sandbox.Spec{WebBase: "/v1/jobs/test1"})
+	sb, err := sandbox.Start(context.Background(), d, sandbox.Spec{}, sandbox.Binding{WebBase: "/v1/jobs/test1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestGVisorSmallPidsLimit(t *testing.T) {
 	d := gvisorDriver(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := d.Create(ctx, sandbox.Spec{JobID: "gvisor-pids", Limits: sandbox.Limits{PidsLimit: 64}})
+	s, err := sandbox.Start(ctx, d, sandbox.Spec{Limits: sandbox.Limits{PidsLimit: 64}}, sandbox.Binding{JobID: "gvisor-pids"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/imagename"
 	"github.com/agentbox/agentbox/internal/sandbox"
 )
@@ -96,24 +97,13 @@ func sameImage(a, b string) bool {
 	return na == nb
 }
 
-// runtimeEnv are the Go runtime's variables, which the guest's runtime
-// reads before any of its code runs.
-var runtimeEnv = []string{"GODEBUG", "GOGC", "GOMAXPROCS", "GOMEMLIMIT", "GOTRACEBACK"}
-
-// GuestReadsEnv reports whether the guest reads the environment variable
-// key: the Go runtime's and agentbox's own (AGENTBOX_*, such as the
-// guest's secret). An image's value for one does not reach the guest.
-func GuestReadsEnv(key string) bool {
-	return slices.Contains(runtimeEnv, key) || strings.HasPrefix(key, "AGENTBOX_")
-}
-
 // guestEnv blanks, for the guest, each variable of the image's env that
-// the guest reads (GuestReadsEnv). Empty, each means its default. The
+// the guest reads (guest.ReadsEnv). Empty, each means its default. The
 // image's other variables reach the guest's commands unchanged.
 func guestEnv(image []string) []string {
 	var out []string
 	for _, kv := range image {
-		if k, _, _ := strings.Cut(kv, "="); GuestReadsEnv(k) {
+		if k, _, _ := strings.Cut(kv, "="); guest.ReadsEnv(k) {
 			out = append(out, k+"=")
 		}
 	}

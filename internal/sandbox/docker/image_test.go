@@ -143,11 +143,11 @@ func TestHostileImagePosture(t *testing.T) {
 	cli := d.Client()
 	volumesBefore := volumeNames(t, cli)
 
-	spec := sandbox.Spec{Limits: sandbox.Limits{MemoryBytes: 512 << 20, PidsLimit: 100}, WorkspaceDir: t.TempDir()}
-	plain := create(t, d, spec)
+	spec := sandbox.Spec{Limits: sandbox.Limits{MemoryBytes: 512 << 20, PidsLimit: 100}}
+	plain := create(t, d, spec, sandbox.Binding{WorkspaceDir: t.TempDir()})
 	wsDir := t.TempDir()
-	spec.Image, spec.WorkspaceDir = tag, wsDir
-	hostile := create(t, d, spec)
+	spec.Image = tag
+	hostile := create(t, d, spec, sandbox.Binding{WorkspaceDir: wsDir})
 
 	for _, s := range []sandbox.Sandbox{plain, hostile} {
 		uid := strconv.Itoa(stateOf(t, s).UID)

@@ -32,7 +32,7 @@ func TestInodeFloodIsBounded(t *testing.T) {
 		requireLoopDisks(t)
 		d := newDriver(t)
 		ws := t.TempDir()
-		s := create(t, d, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true, Limits: sandbox.Limits{DiskBytes: quota}})
+		s := create(t, d, sandbox.Spec{Limits: sandbox.Limits{DiskBytes: quota}}, sandbox.Binding{WorkspaceDir: ws, ManagedWorkspace: true})
 		res := sh(t, s, inodeFlood)
 		out := strings.Fields(string(res.Stdout))
 		if len(out) != 2 || out[0] != "ENOSPC" {
@@ -49,7 +49,7 @@ func TestInodeFloodIsBounded(t *testing.T) {
 	})
 	t.Run("watchdog", func(t *testing.T) {
 		d := newDriver(t, func(c *docker.Config) { c.Quota = docker.QuotaWatch })
-		s := create(t, d, sandbox.Spec{WorkspaceDir: t.TempDir(), Limits: sandbox.Limits{DiskBytes: quota}})
+		s := create(t, d, sandbox.Spec{Limits: sandbox.Limits{DiskBytes: quota}}, sandbox.Binding{WorkspaceDir: t.TempDir()})
 		req := guest.Shell(inodeFlood + "; sleep 30")
 		req.TimeoutMS = 120_000
 		s.Guest().Exec(context.Background(), req)

@@ -28,6 +28,9 @@ type Sandbox struct {
 	stopped atomic.Pointer[error]
 	// unwatch ends the disk watchdog, if one runs, and waits for it.
 	unwatch func()
+	// bound says the sandbox has its job (given at create, by Bind, or
+	// recovered); guarded by mu.
+	bound bool
 }
 
 var (
@@ -54,7 +57,7 @@ func (s *Sandbox) watch() {
 }
 
 func (d *Driver) newSandbox(h record) *Sandbox {
-	s := &Sandbox{d: d, h: h}
+	s := &Sandbox{d: d, h: h, bound: true}
 	if h.Transport == sandbox.TransportTCP {
 		s.g = guest.New(d.netnsDialer(h.Ref, h.GuestAddr), h.Secret)
 	} else {
@@ -102,6 +105,7 @@ func (s *Sandbox) Destroy(ctx context.Context) error {
 		s.emptyWorkspace(ctx)
 	}
 	s.g.Close()
+	defer s.d.unbound.Delete(s.h.ID)
 	return s.d.remove(ctx, s.h)
 }
 

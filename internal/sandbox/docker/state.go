@@ -95,7 +95,7 @@ func StateOf(h sandbox.Handle) (State, error) {
 
 // HostPaths lists the host directories the sandbox h owns, which Destroy
 // removes: its state directory and, unless it is the caller's, its
-// workspace (for the conformance suite's sandboxtest.HostPaths).
+// workspace (for the conformance suite's sandbox.HostPather).
 func (d *Driver) HostPaths(h sandbox.Handle) ([]string, error) {
 	st, err := StateOf(h)
 	if err != nil {

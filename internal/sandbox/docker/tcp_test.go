@@ -19,7 +19,7 @@ import (
 	"github.com/agentbox/agentbox/internal/testenv"
 )
 
-var _ sandboxtest.HostPaths = (*docker.Driver)(nil)
+var _ sandbox.HostPather = (*docker.Driver)(nil)
 
 // tcpTransport makes the driver reach guests over TCP, which needs root.
 func tcpTransport(t *testing.T) func(*docker.Config) {

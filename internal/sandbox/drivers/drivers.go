@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
+	"github.com/agentbox/agentbox/internal/sandbox/microvm"
 )
 
 // Default is the driver used when none is named.
@@ -25,7 +26,10 @@ type Options struct {
 	// Isolation is the tier of a sandbox whose spec names none
 	// (AGENTBOX_ISOLATION; "" for container).
 	Isolation string
-	Docker    docker.Config
+	// Docker configures the container and gvisor tiers.
+	Docker docker.Config
+	// MicroVM configures the microvm tier, a driver of its own.
+	MicroVM microvm.DriverConfig
 }
 
 // opener builds one driver.

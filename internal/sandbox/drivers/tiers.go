@@ -4,19 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/agentbox/agentbox/internal/sandbox"
-	"github.com/agentbox/agentbox/internal/sandbox/diskusage"
 	"github.com/agentbox/agentbox/internal/sandbox/docker"
 	"github.com/agentbox/agentbox/internal/sandbox/microvm"
 )
-
-// availabler is a driver that can say whether its tier runs here
-// (docker.Driver under a runtime the engine may lack).
-type availabler interface {
-	Available(ctx context.Context) error
-}
 
 // Tiers is a sandbox.Driver over one driver per isolation tier: Create
 // runs each spec under the tier it names (Spec.Isolation, else the
@@ -74,7 +66,7 @@ func (t *Tiers) pick(ctx context.Context, iso string) (sandbox.Driver, error) {
 	if !ok {
 		return nil, t.unavailable(iso)
 	}
-	if a, ok := d.(availabler); ok {
+	if a, ok := d.(sandbox.Availabler); ok {
 		if err := a.Available(ctx); err != nil {
 			return nil, err
 		}
@@ -151,7 +143,16 @@ func (t *Tiers) List(ctx context.Context) ([]sandbox.Listed, error) {
 }
 
 // Capabilities are the default tier's.
-func (t *Tiers) Capabilities() sandbox.Capabilities { return t.by[t.def].Capabilities() }
+//
+// Bind is true only when every tier binds late: sandbox.Start asks it
+// before Create picks the spec's tier.
+func (t *Tiers) Capabilities() sandbox.Capabilities {
+	c := t.by[t.def].Capabilities()
+	for _, iso := range t.tiers() {
+		c.Bind = c.Bind && t.by[iso].Capabilities().Bind
+	}
+	return c
+}
 
 // Close closes every tier's driver.
 func (t *Tiers) Close() error {
@@ -200,7 +201,7 @@ func OpenTiers(def string, o Options) (*Tiers, error) {
 		}
 		by[iso] = d
 	}
-	vm, err := microvm.NewDriver(MicroVMConfig(o))
+	vm, err := microvm.NewDriver(o.MicroVM)
 	if err != nil {
 		closeAll(by)
 		return nil, fmt.Errorf("%s tier: %w", sandbox.IsolationMicroVM, err)
@@ -218,19 +219,4 @@ func closeAll(by map[string]sandbox.Driver) {
 	for _, d := range by {
 		_ = d.Close()
 	}
-}
-
-// MicroVMConfig is the microVM driver's configuration, from the Docker
-// driver's: the same image (made into a root file system), guest binary,
-// defaults and display; its sandboxes' state in "microvm" beside the
-// containers' state dir.
-func MicroVMConfig(o Options) microvm.DriverConfig {
-	c := o.Docker
-	stateDir := c.StateDir
-	if abs, err := filepath.Abs(stateDir); err == nil && stateDir != "" {
-		stateDir = filepath.Join(filepath.Dir(abs), "microvm")
-	}
-	return microvm.DriverConfig{StateDir: stateDir, Image: c.Image, GuestBinary: c.GuestBinary,
-		Defaults: c.Defaults, Display: c.Display, UIDs: c.UIDs, Log: c.Log,
-		MinFree: diskusage.Floor{Bytes: c.MinFreeBytes, Inodes: c.MinFreeInodes}}
 }

@@ -127,15 +127,9 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox
 	return sb, nil
 }
 
-// binding is the job's data in spec: its Binding, or (until issue 28
-// moves them) the Spec's own fields. ok is false for an unbound sandbox.
+// binding is the job's data in spec; ok is false for an unbound sandbox.
 func binding(spec sandbox.Spec) (b sandbox.Binding, ok bool) {
-	if spec.Binding != nil {
-		return *spec.Binding, true
-	}
-	b = sandbox.Binding{JobID: spec.JobID, WorkspaceDir: spec.WorkspaceDir,
-		ManagedWorkspace: spec.ManagedWorkspace, Env: spec.Env, WebBase: spec.WebBase}
-	return b, b.JobID != "" || b.WorkspaceDir != "" || len(b.Env) > 0 || b.WebBase != ""
+	return sandbox.BindingOf(spec), spec.Binding != nil
 }
 
 // Recover implements sandbox.Driver: ErrGone unless the guest still runs

@@ -105,7 +105,7 @@ func TestSurvivesCreatorKilled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sb, err := d.Create(bg, sandbox.Spec{JobID: "job_orphan"})
+		sb, err := d.Create(bg, sandbox.Spec{Binding: &sandbox.Binding{JobID: "job_orphan"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -537,3 +537,21 @@ func run(name string, args ...string) error {
 	}
 	return nil
 }
+
+// Fill copies the content of dir into the mounted loop disk of the sandbox
+// whose state dir is stateDir, and gives it to uid:gid: how a sandbox made
+// with a scratch workspace takes a job's later (sandbox.Binder). The disk
+// keeps its quota: content that does not fit fails with ErrInvalidSpec.
+// Remove copies it back to dir.
+func Fill(stateDir, dir string, uid, gid int) error {
+	_, mnt := Paths(stateDir)
+	if !Mounted(mnt) {
+		return fmt.Errorf("workspace disk of %s is not mounted", stateDir)
+	}
+	if !empty(dir) {
+		if err := copyTree(dir, mnt); err != nil {
+			return fmt.Errorf("%w: the workspace does not fit its disk quota: %w", sandbox.ErrInvalidSpec, err)
+		}
+	}
+	return ChownTree(mnt, uid, gid)
+}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/capped"
-	"github.com/agentbox/agentbox/internal/doctor/kvmprobe"
+	"github.com/agentbox/agentbox/internal/sandbox/microvm/kvmprobe"
 )
 
 // Accel is how QEMU runs the guest's CPU.

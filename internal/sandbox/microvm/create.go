@@ -27,7 +27,7 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := d.Available(ctx); err != nil {
 		return nil, err
 	}
-	if err := d.cfg.MinFree.Check(d.cfg.StateDir, spec.WorkspaceDir); err != nil {
+	if err := d.cfg.MinFree.Check(d.cfg.StateDir, sandbox.BindingOf(spec).WorkspaceDir); err != nil {
 		return nil, err
 	}
 	k, initrd, err := d.bootAssets(ctx)
@@ -65,7 +65,7 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	}
 	r.watch()
 	vms.Store(r.h.ID, r)
-	d.cfg.Log.Debug("microvm sandbox ready", "sandbox_id", r.h.ID, "job_id", spec.JobID, "accel", r.st.Accel)
+	d.cfg.Log.Debug("microvm sandbox ready", "sandbox_id", r.h.ID, "job_id", r.h.JobID, "accel", r.st.Accel)
 	return &Sandbox{r: r, client: r.vm.Guest()}, nil
 }
 
@@ -85,11 +85,8 @@ func (d *Driver) checkSpec(spec sandbox.Spec) error {
 	if l.MemoryBytes != 0 && l.MemoryBytes < 16<<20 || l.PidsLimit != 0 && l.PidsLimit < 32 || l.NoFile != 0 && l.NoFile < 16 {
 		return fmt.Errorf("%w: limits too small to start a sandbox: %+v", sandbox.ErrInvalidSpec, l)
 	}
-	if w := spec.WorkspaceDir; w != "" {
-		fi, err := os.Stat(w)
-		if !filepath.IsAbs(w) || filepath.Clean(w) == "/" || err != nil || !fi.IsDir() {
-			return fmt.Errorf("%w: workspace %q must be an existing absolute directory other than /", sandbox.ErrInvalidSpec, w)
-		}
+	if err := sandbox.CheckBinding(sandbox.BindingOf(spec), false); err != nil {
+		return err
 	}
 	if n := len(filepath.Join(d.cfg.StateDir, "0123456789ab", "serial.sock")); n > 107 {
 		return fmt.Errorf("%w: state dir %s gives %d-byte socket paths, over the 107 Linux allows", sandbox.ErrInvalidSpec, d.cfg.StateDir, n)
@@ -104,13 +101,14 @@ func (d *Driver) guestConfig(ctx context.Context, spec sandbox.Spec, image strin
 	if err != nil {
 		return vminit.Config{}, fmt.Errorf("create sandbox: %w", err)
 	}
-	keys := make([]string, 0, len(spec.Env))
-	for k := range spec.Env {
+	b := sandbox.BindingOf(spec)
+	keys := make([]string, 0, len(b.Env))
+	for k := range b.Env {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		env = append(env, k+"="+spec.Env[k])
+		env = append(env, k+"="+b.Env[k])
 	}
 	lim := d.limits(spec.Limits)
 	disp := spec.Display
@@ -121,8 +119,8 @@ func (d *Driver) guestConfig(ctx context.Context, spec sandbox.Spec, image strin
 	if disp.Width > 0 && disp.Height > 0 {
 		args = append(args, "--display-size", fmt.Sprintf("%dx%d", disp.Width, disp.Height))
 	}
-	if spec.WebBase != "" {
-		args = append(args, "--web-base", spec.WebBase)
+	if b.WebBase != "" {
+		args = append(args, "--web-base", b.WebBase)
 	}
 	if accel == TCG {
 		args = append(args, "--service-timeout", tcgServiceTimeout.String())
@@ -177,14 +175,14 @@ func (d *Driver) prepare(spec sandbox.Spec, accel Accel, gcfg vminit.Config) (*r
 		releaseUID(uid)
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
-	r := &running{st: st}
+	r := &running{st: st, bound: spec.Binding != nil}
 	gcfg.AgentUID = uid // the agent's uid is the VM's, as QEMU's is
 	err = d.prepareWorkspace(&r.st, spec, lim.DiskBytes)
 	if err == nil {
 		err = writeConfigDisk(r.st.StateDir, gcfg)
 	}
 	if err == nil {
-		r.h, err = handleOf(id, spec.JobID, spec.Owner, r.st)
+		r.h, err = handleOf(id, sandbox.BindingOf(spec).JobID, spec.Owner, r.st)
 	}
 	if err == nil {
 		err = writeHandle(r.st.StateDir, r.h)
@@ -206,20 +204,21 @@ func (d *Driver) prepare(spec sandbox.Spec, accel Accel, gcfg vminit.Config) (*r
 // guest's uid, checked against the host directory's owner, so the host
 // sees them as that uid's, which no host account has.
 func (d *Driver) prepareWorkspace(st *State, spec sandbox.Spec, diskBytes int64) error {
-	if spec.WorkspaceDir == "" {
+	b := sandbox.BindingOf(spec)
+	if b.WorkspaceDir == "" {
 		st.WorkspaceDir, st.OwnsWorkspace = filepath.Join(st.StateDir, "workspace"), true
 		if err := os.Mkdir(st.WorkspaceDir, 0o755); err != nil {
 			return fmt.Errorf("sandbox workspace: %w", err)
 		}
 	} else {
-		owner, err := ownerOf(spec.WorkspaceDir)
+		owner, err := ownerOf(b.WorkspaceDir)
 		if err != nil {
 			return fmt.Errorf("workspace owner: %w", err)
 		}
-		st.WorkspaceDir, st.WorkspaceOwner = spec.WorkspaceDir, owner
+		st.WorkspaceDir, st.WorkspaceOwner = b.WorkspaceDir, owner
 	}
 	st.DiskBytes = diskBytes
-	if st.OwnsWorkspace || spec.ManagedWorkspace {
+	if st.OwnsWorkspace || b.ManagedWorkspace {
 		return d.disks.Make(loopdisk.Disk{StateDir: st.StateDir, WorkspaceDir: st.WorkspaceDir,
 			Bytes: diskBytes, UID: st.UID, GID: st.UID})
 	}

@@ -26,12 +26,16 @@ const guiTimeout = 3 * time.Minute
 // guiSandbox boots a VM for spec, destroyed when the test ends. It gets
 // 1 GiB: the desktop, an xterm and the notebook server together take
 // about 400 MiB in a container.
-func guiSandbox(t *testing.T, spec sandbox.Spec) *guest.Client {
+func guiSandbox(t *testing.T, spec sandbox.Spec, bind ...sandbox.Binding) *guest.Client {
 	t.Helper()
 	d := newDriver(t, t.TempDir())
 	spec.Limits.MemoryBytes = 1 << 30
 	start := time.Now()
-	s, err := d.Create(context.Background(), spec)
+	var b sandbox.Binding
+	if len(bind) > 0 {
+		b = bind[0]
+	}
+	s, err := sandbox.Start(context.Background(), d, spec, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +51,7 @@ func guiSandbox(t *testing.T, spec sandbox.Spec) *guest.Client {
 // through the guest's proxy.
 func TestMicroVMDesktop(t *testing.T) {
 	const w, h = 1280, 800
-	g := guiSandbox(t, sandbox.Spec{WebBase: "/v1/jobs/vm1", Display: sandbox.Display{Width: w, Height: h}})
+	g := guiSandbox(t, sandbox.Spec{Display: sandbox.Display{Width: w, Height: h}}, sandbox.Binding{WebBase: "/v1/jobs/vm1"})
 	ctx, cancel := context.WithTimeout(context.Background(), guiTimeout)
 	defer cancel()
 	start := time.Now()
@@ -127,7 +131,7 @@ func checkNoVNC(t *testing.T, g *guest.Client) {
 // guest's proxy, and the Python kernel starts on first use and keeps its
 // state between executions.
 func TestMicroVMJupyter(t *testing.T) {
-	g := guiSandbox(t, sandbox.Spec{WebBase: "/v1/jobs/vm2"})
+	g := guiSandbox(t, sandbox.Spec{}, sandbox.Binding{WebBase: "/v1/jobs/vm2"})
 	start := time.Now()
 	hc := &http.Client{Transport: g.Transport(), Timeout: guiTimeout}
 	resp, err := hc.Get("http://sandbox/proxy/jupyter/api")

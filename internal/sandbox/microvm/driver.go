@@ -84,6 +84,11 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	if cfg.StateDir == "" || cfg.Image == "" {
 		return nil, fmt.Errorf("%w: microvm driver needs a state dir and an image", sandbox.ErrInvalidSpec)
 	}
+	abs, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("microvm state dir: %w", err)
+	}
+	cfg.StateDir = abs
 	if cfg.GuestBinary == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -115,7 +120,7 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 // TestMicroVMJupyter).
 func (d *Driver) Capabilities() sandbox.Capabilities {
 	return sandbox.Capabilities{Isolation: sandbox.IsolationMicroVM, Desktop: true, Networks: []string{"none"},
-		Transport: sandbox.TransportSerial}
+		Transport: sandbox.TransportSerial, Bind: true}
 }
 
 // Available says, with sandbox.ErrIsolationUnavailable, what this host

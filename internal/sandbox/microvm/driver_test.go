@@ -58,7 +58,7 @@ func TestGuestKernelAndWorkspace(t *testing.T) {
 	ws := t.TempDir()
 	ctx := context.Background()
 	begin := time.Now()
-	s, err := d.Create(ctx, sandbox.Spec{WorkspaceDir: ws, Limits: sandbox.Limits{MemoryBytes: 256 << 20, NanoCPUs: 15e8}})
+	s, err := sandbox.Start(ctx, d, sandbox.Spec{Limits: sandbox.Limits{MemoryBytes: 256 << 20, NanoCPUs: 15e8}}, sandbox.Binding{WorkspaceDir: ws})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,15 +176,16 @@ func TestOrphanHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := sandbox.Spec{}
+	spec, b := sandbox.Spec{}, sandbox.Binding{}
 	if ws := os.Getenv(helperWorkspaceEnv); ws != "" {
-		spec = sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true, Limits: sandbox.Limits{DiskBytes: 64 << 20}}
+		spec = sandbox.Spec{Limits: sandbox.Limits{DiskBytes: 64 << 20}}
+		b = sandbox.Binding{WorkspaceDir: ws, ManagedWorkspace: true}
 	}
-	s, err := d.Create(context.Background(), spec)
+	s, err := sandbox.Start(context.Background(), d, spec, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec.WorkspaceDir != "" {
+	if b.WorkspaceDir != "" {
 		writeInside(t, s)
 	}
 	fmt.Printf("qemu %d\n", s.(*microvm.Sandbox).PID())
@@ -302,7 +303,7 @@ func TestWorkspaceSurvivesKilledVM(t *testing.T) {
 func killQEMUInProcess(t *testing.T, dir, ws string) sandbox.Handle {
 	d := newDriver(t, dir)
 	begin := time.Now()
-	s, err := d.Create(context.Background(), sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true, Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	s, err := sandbox.Start(context.Background(), d, sandbox.Spec{Limits: sandbox.Limits{DiskBytes: 64 << 20}}, sandbox.Binding{WorkspaceDir: ws, ManagedWorkspace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +398,7 @@ func TestDiskQuotaWatchdog(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	s, err := d.Create(ctx, sandbox.Spec{WorkspaceDir: ws, Limits: sandbox.Limits{DiskBytes: 64 << 20}})
+	s, err := sandbox.Start(ctx, d, sandbox.Spec{Limits: sandbox.Limits{DiskBytes: 64 << 20}}, sandbox.Binding{WorkspaceDir: ws})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestFreeFloor(t *testing.T) {
 			}
 			// An image that does not exist: were the floor not checked first,
 			// Create would fail on it, not boot a VM.
-			_, err = d.Create(context.Background(), sandbox.Spec{WorkspaceDir: t.TempDir(), Image: "agentbox-test-no-such-image:0"})
+			_, err = sandbox.Start(context.Background(), d, sandbox.Spec{Image: "agentbox-test-no-such-image:0"}, sandbox.Binding{WorkspaceDir: t.TempDir()})
 			if !errors.Is(err, sandbox.ErrNoSpace) || !strings.Contains(err.Error(), tt.names) {
 				t.Fatalf("err = %v, want ErrNoSpace naming %s", err, tt.names)
 			}

@@ -35,7 +35,9 @@ func (d *Driver) Recover(_ context.Context, h sandbox.Handle) (sandbox.Sandbox, 
 }
 
 // List returns the sandboxes whose state directories are in the driver's
-// state dir; one runs while its QEMU does.
+// state dir; one runs while its QEMU does. A VM this process made unbound
+// and has not bound yet is left out: it is no orphan (a sandbox.Start or
+// a pool holds it), and its handle names no job yet.
 func (d *Driver) List(context.Context) ([]sandbox.Listed, error) {
 	entries, err := os.ReadDir(d.cfg.StateDir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -56,6 +58,9 @@ func (d *Driver) List(context.Context) ([]sandbox.Listed, error) {
 		}
 		st, err := stateOf(h)
 		if err != nil {
+			continue
+		}
+		if heldUnbound(h.ID) {
 			continue
 		}
 		out = append(out, sandbox.Listed{Handle: h, Running: qemuPID(st) != 0})

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/capped"
+	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
-	"github.com/agentbox/agentbox/internal/sandbox/docker"
 )
 
 // BuildRootfs returns an ext4 image of image's file system, made once per
@@ -126,7 +126,7 @@ func output(ctx context.Context, name string, args ...string) (string, error) {
 }
 
 // ImageEnv is the ENV of image, less the variables the guest reads
-// itself (docker.GuestReadsEnv): what its commands' environment starts
+// itself (guest.ReadsEnv): what its commands' environment starts
 // from, as in a container of it.
 func ImageEnv(ctx context.Context, image string) ([]string, error) {
 	out, err := output(ctx, "docker", "image", "inspect", "--format", "{{json .Config.Env}}", image)
@@ -139,7 +139,7 @@ func ImageEnv(ctx context.Context, image string) ([]string, error) {
 	}
 	kept := env[:0]
 	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); !docker.GuestReadsEnv(k) {
+		if k, _, _ := strings.Cut(kv, "="); !guest.ReadsEnv(k) {
 			kept = append(kept, kv)
 		}
 	}

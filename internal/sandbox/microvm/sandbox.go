@@ -2,6 +2,7 @@ package microvm
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,10 @@ type running struct {
 	stopped atomic.Pointer[error]
 	// unwatch ends the disk watchdog, or is nil when none runs.
 	unwatch func()
+	// mu guards h, st and bound, which Bind changes.
+	mu sync.Mutex
+	// bound says the VM has its job (given at create or by Bind).
+	bound bool
 }
 
 // vms are the VMs this process runs, by sandbox ID, shared by every
@@ -43,7 +48,10 @@ func (r *running) destroy(ctx context.Context) error {
 		vms.Delete(r.h.ID)
 		releaseUID(r.st.UID)
 	})
-	return removeState(r.st)
+	r.mu.Lock()
+	st := r.st
+	r.mu.Unlock()
+	return removeState(st)
 }
 
 // Sandbox is one microVM sandbox.
@@ -58,14 +66,18 @@ var (
 )
 
 // Handle identifies the sandbox.
-func (s *Sandbox) Handle() sandbox.Handle { return s.r.h }
+func (s *Sandbox) Handle() sandbox.Handle {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	return s.r.h
+}
 
 // LiveWorkspace is the host directory holding the VM's /workspace while
 // it runs (what virtiofsd shares): the loop disk's mount point when it
 // has one, else the workspace directory. The VM writes it: read it
 // beneath an os.Root, following no link (checkpoints, a running job's
 // file snapshots).
-func (s *Sandbox) LiveWorkspace() string { return sharedDir(s.r.st) }
+func (s *Sandbox) LiveWorkspace() string { return sharedDir(s.State()) }
 
 // Guest is the client of the VM's guest daemon.
 func (s *Sandbox) Guest() *guest.Client { return s.client }
@@ -86,7 +98,11 @@ func (s *Sandbox) Stopped() error {
 }
 
 // State is the sandbox's record, as in its handle.
-func (s *Sandbox) State() State { return s.r.st }
+func (s *Sandbox) State() State {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	return s.r.st
+}
 
 // PID is QEMU's process ID.
 func (s *Sandbox) PID() int { return s.r.vm.PID() }
@@ -94,3 +110,24 @@ func (s *Sandbox) PID() int { return s.r.vm.PID() }
 // HostPIDs are the host processes the sandbox is: QEMU and, if it has
 // one, its workspace's virtiofsd (what an idle sandbox costs the host).
 func (s *Sandbox) HostPIDs() []int { return s.r.vm.hostPIDs() }
+
+// exitGrace is how long Exited waits for QEMU to exit: the guest's stream
+// ends a moment before the VM powers off.
+const exitGrace = 5 * time.Second
+
+var _ sandbox.Exiter = (*Sandbox)(nil)
+
+// Exited says that the VM has ended on its own (QEMU exited: the guest
+// died and the VM powered off, or QEMU was killed), waiting up to
+// exitGrace for it, or nil while it runs.
+func (s *Sandbox) Exited(ctx context.Context) error {
+	t := time.NewTimer(exitGrace)
+	defer t.Stop()
+	select {
+	case <-s.r.vm.Exited():
+		return fmt.Errorf("%w: it died: its VM exited", sandbox.ErrGone)
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
+}

@@ -43,6 +43,9 @@ func Run(t *testing.T, d sandbox.Driver) {
 	run(t, d, "DestroyLeavesNothing", testDestroy)
 	run(t, d, "CallerWorkspaceSurvives", testCallerWorkspace)
 	run(t, d, "DiskQuota", testDiskQuota)
+	run(t, d, "Pause", testPause)
+	run(t, d, "Exited", testExited)
+	run(t, d, "BindLater", testBindLater)
 }
 
 // Gaps are the cases a tier does not pass, each with why: run skips them
@@ -86,15 +89,20 @@ func run(t *testing.T, d sandbox.Driver, name string, test func(*testing.T, sand
 
 var bg = context.Background()
 
-// create makes a sandbox destroyed at the end of the test.
-func create(t *testing.T, d sandbox.Driver, spec sandbox.Spec) sandbox.Sandbox {
+// create makes a sandbox bound to bind (if given) with sandbox.Start, as
+// agentbox makes its sandboxes, destroyed at the end of the test.
+func create(t *testing.T, d sandbox.Driver, spec sandbox.Spec, bind ...sandbox.Binding) sandbox.Sandbox {
 	t.Helper()
-	if spec.JobID == "" {
-		spec.JobID = "conformance-" + strings.ReplaceAll(t.Name(), "/", "-")
+	var b sandbox.Binding
+	if len(bind) > 0 {
+		b = bind[0]
+	}
+	if b.JobID == "" {
+		b.JobID = "conformance-" + strings.ReplaceAll(t.Name(), "/", "-")
 	}
 	ctx, cancel := context.WithTimeout(bg, 2*time.Minute)
 	defer cancel()
-	s, err := d.Create(ctx, spec)
+	s, err := sandbox.Start(ctx, d, spec, b)
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -135,7 +143,7 @@ func timeout(ms int64) func(*guest.ExecRequest) {
 }
 
 func testIdentity(t *testing.T, d sandbox.Driver) {
-	s := create(t, d, sandbox.Spec{Env: map[string]string{"CONFORMANCE": "yes"}})
+	s := create(t, d, sandbox.Spec{}, sandbox.Binding{Env: map[string]string{"CONFORMANCE": "yes"}})
 	if uid := ok(t, s, "id -u"); uid == "0" {
 		t.Errorf("runs as root")
 	}
@@ -176,7 +184,7 @@ func testNoNetwork(t *testing.T, d sandbox.Driver) {
 
 func testFilesystem(t *testing.T, d sandbox.Driver) {
 	ws := t.TempDir()
-	s := create(t, d, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: true})
+	s := create(t, d, sandbox.Spec{}, sandbox.Binding{WorkspaceDir: ws, ManagedWorkspace: true})
 	// /var/tmp is world-writable in the image: only a read-only root
 	// keeps the agent from writing there (and, in a VM, from growing the
 	// root disk's overlay on the host).
@@ -382,7 +390,7 @@ func awaitGone(t *testing.T, d sandbox.Driver, h sandbox.Handle) {
 }
 
 func testDestroy(t *testing.T, d sandbox.Driver) {
-	s, err := d.Create(bg, sandbox.Spec{JobID: "conformance-destroy"})
+	s, err := sandbox.Start(bg, d, sandbox.Spec{}, sandbox.Binding{JobID: "conformance-destroy"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,15 +424,6 @@ func testDestroy(t *testing.T, d sandbox.Driver) {
 	}
 }
 
-// QuotaModer is implemented by drivers whose way of enforcing the disk
-// quota depends on the host (the Docker driver's: a kernel quota as root,
-// else a watchdog); DiskQuota reads it.
-type QuotaModer interface {
-	// QuotaMode says how the quota of a sandbox whose workspace is in dir
-	// ("" for a scratch one) is enforced.
-	QuotaMode(dir string) string
-}
-
 // quotaWatchdog is the QuotaMode of a quota that a watchdog enforces by
 // stopping the sandbox, not the kernel by ENOSPC.
 const quotaWatchdog = "watchdog"
@@ -433,7 +432,7 @@ const quotaWatchdog = "watchdog"
 // does not fill the host's disk, what was written before is intact, the
 // space is usable again once freed, and Destroy leaves nothing mounted.
 func testDiskQuota(t *testing.T, d sandbox.Driver) {
-	if q, is := d.(QuotaModer); is && q.QuotaMode("") == quotaWatchdog {
+	if q, is := d.(sandbox.QuotaModer); is && q.QuotaMode("") == quotaWatchdog {
 		t.Skipf("this host enforces the %s tier's quota with a watchdog that stops the sandbox (not root, or no loop devices), not with ENOSPC; its own tests check that", d.Capabilities().Isolation)
 	}
 	s := create(t, d, sandbox.Spec{Limits: sandbox.Limits{DiskBytes: 64 << 20}})
@@ -482,21 +481,12 @@ func mountsUnder(t *testing.T, dirs []string) []string {
 	return out
 }
 
-// HostPaths is implemented by drivers whose sandboxes keep files on the
-// host (the Docker driver's state and scratch workspace directories):
-// DestroyLeavesNothing checks that Destroy removed each.
-type HostPaths interface {
-	// HostPaths lists the host paths the sandbox h owns, which Destroy
-	// removes; never a caller's workspace.
-	HostPaths(h sandbox.Handle) ([]string, error)
-}
-
 // hostPaths is what the sandbox keeps on the host, if the driver says.
 func hostPaths(t *testing.T, d sandbox.Driver, h sandbox.Handle) []string {
 	t.Helper()
-	hp, is := d.(HostPaths)
+	hp, is := d.(sandbox.HostPather)
 	if !is {
-		t.Logf("the driver keeps no files on the host (it does not implement sandboxtest.HostPaths)")
+		t.Logf("the driver keeps no files on the host (it does not implement sandbox.HostPather)")
 		return nil
 	}
 	dirs, err := hp.HostPaths(h)
@@ -510,7 +500,7 @@ func testCallerWorkspace(t *testing.T, d sandbox.Driver) {
 	for _, managed := range []bool{false, true} {
 		ws := t.TempDir()
 		os.WriteFile(ws+"/before.txt", []byte("there\n"), 0o644)
-		s, err := d.Create(bg, sandbox.Spec{WorkspaceDir: ws, ManagedWorkspace: managed})
+		s, err := sandbox.Start(bg, d, sandbox.Spec{}, sandbox.Binding{WorkspaceDir: ws, ManagedWorkspace: managed})
 		if err != nil {
 			t.Fatal(err)
 		}
