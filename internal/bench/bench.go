@@ -57,7 +57,11 @@ type Stats struct {
 func Run(ctx context.Context, o Options) ([]Row, error) {
 	o = o.withDefaults()
 	var rows []Row
-	measures := []func(context.Context, Options) (Row, error){createRow, bindRow, lifecycleRow, execRow}
+	measures := []func(context.Context, Options) (Row, error){createRow}
+	if o.Driver.Capabilities().Bind {
+		measures = append(measures, bindRow) // a pooled sandbox's two steps
+	}
+	measures = append(measures, lifecycleRow, execRow)
 	if o.AltDriver != nil {
 		measures = append(measures, func(ctx context.Context, o Options) (Row, error) {
 			o.Driver = o.AltDriver

@@ -68,14 +68,26 @@ func CheckBinding(b Binding, late bool) error {
 	return CheckWebBase(b.WebBase)
 }
 
-// Start creates a sandbox for spec and binds it to b: in two steps where
-// the driver binds late (Capabilities.Bind) and b's workspace is a managed
-// one (or none), else in one, b given to Create as spec.Binding. A sandbox
-// that fails to bind is destroyed.
+// Start creates a sandbox for spec bound to b in one step (b given to
+// Create as spec.Binding), as jobs, exec, run and chat make theirs: the
+// sandbox carries its job from its first moment, the engine's labels
+// (io.agentbox.job) included, which a sandbox bound later cannot get
+// (Docker cannot relabel a container). A pool makes its sandboxes with
+// Create and no Binding instead, and binds one with Binder.Bind when its
+// job comes (drivers whose Capabilities.Bind is true); sandboxtest's
+// BindLater checks that path on every driver that has it.
 func Start(ctx context.Context, d Driver, spec Spec, b Binding) (Sandbox, error) {
-	if !d.Capabilities().Bind || b.WorkspaceDir != "" && !b.ManagedWorkspace {
-		spec.Binding = &b
-		return d.Create(ctx, spec)
+	spec.Binding = &b
+	return d.Create(ctx, spec)
+}
+
+// BindLate creates an unbound sandbox for spec and binds it to b, the two
+// steps of a pooled sandbox taken together (what a pool does when it is
+// empty); it fails with ErrInvalidSpec on a driver that cannot bind late.
+// A sandbox that fails to bind is destroyed.
+func BindLate(ctx context.Context, d Driver, spec Spec, b Binding) (Sandbox, error) {
+	if !d.Capabilities().Bind {
+		return nil, fmt.Errorf("%w: this driver cannot bind a sandbox after creating it", ErrInvalidSpec)
 	}
 	spec.Binding = nil
 	sb, err := d.Create(ctx, spec)

@@ -130,7 +130,7 @@ func (s *Sandbox) Exited(context.Context) error {
 	if s.running() {
 		return nil
 	}
-	return fmt.Errorf("fake sandbox %s: guest process %d exited", s.h.ID, s.st.PID)
+	return fmt.Errorf("%w: fake sandbox %s: guest process %d exited", sandbox.ErrGone, s.h.ID, s.st.PID)
 }
 
 // Pause implements sandbox.Pauser: SIGSTOP to every process of the sandbox.

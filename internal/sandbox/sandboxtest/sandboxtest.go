@@ -73,6 +73,7 @@ var Gaps = map[string]map[string]string{
 		"MemoryHog":        "no isolation: no memory limit, so a hog would reach the host's",
 		"TimeoutKillsTree": "no isolation: no PID namespace, so counting the sleeps left counts the host's",
 		"DiskQuota":        "no isolation: no disk quota",
+		"BindLater":        "no mount namespace: commands see the job's workspace at its host path, not at /workspace (the fake's TestBindPauseAndRecover checks its Bind)",
 	},
 }
 
