@@ -368,8 +368,12 @@ func TestSlowPush(t *testing.T) {
 	bare := web.Path("acme/widgets.git")
 	gittest.Commit(t, bare, "main", gittest.Files("README.md", "hello\n"))
 	preReceive(t, bare, "#!/bin/sh\nwhile read old new ref; do case $ref in */slower) sleep 5;; *) sleep 1.5;; esac; done\n")
+	// A lease shorter than both pushes (1.5 s and the 3 s timeout): only
+	// the heartbeat, kept through the hand-back, keeps the job its
+	// worker's. 500 ms lapsed on a loaded machine under -race (a heartbeat
+	// stalled past it), which proved nothing about the hand-back.
 	short := func(c *jobs.SchedulerConfig) {
-		c.Lease, c.Heartbeat, c.ReapInterval = 500*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+		c.Lease, c.Heartbeat, c.ReapInterval = 1400*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 	}
 	svc, _ := e.startPush(t, githost.Config{Token: web.Password, Timeout: 3 * time.Second}, nil, short)
 	for branch, pushed := range map[string]bool{"slow": true, "slower": false} {
