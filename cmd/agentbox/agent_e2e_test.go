@@ -124,6 +124,7 @@ func helloScript() llmtest.Script {
 }
 
 func TestAgentHelloWorldBothFormats(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{"anthropic", "openai"} {
 		t.Run(format, func(t *testing.T) {
 			s, fake := modelServer(t, format, helloScript())
@@ -152,6 +153,7 @@ func TestAgentHelloWorldBothFormats(t *testing.T) {
 }
 
 func TestAgentHTTPServerInSandbox(t *testing.T) {
+	t.Parallel()
 	app := "from http.server import BaseHTTPRequestHandler, HTTPServer\n" +
 		"class H(BaseHTTPRequestHandler):\n" +
 		"    def do_GET(self):\n" +
@@ -180,6 +182,7 @@ func TestAgentHTTPServerInSandbox(t *testing.T) {
 }
 
 func TestAgentCSVWithTests(t *testing.T) {
+	t.Parallel()
 	filter := "import csv, sys\n" +
 		"def keep(rows):\n    return [r for r in rows if float(r['value']) > 100]\n" +
 		"if __name__ == '__main__':\n" +
@@ -205,6 +208,7 @@ func TestAgentCSVWithTests(t *testing.T) {
 }
 
 func TestAgentFixesItsSyntaxError(t *testing.T) {
+	t.Parallel()
 	s, _ := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
 		step(llmtest.Call("write_file", map[string]any{"path": "calc.py", "content": "print(6 * 7\n"})),
 		step(llmtest.Call("bash", map[string]any{"command": "python3 calc.py"})),
@@ -225,6 +229,7 @@ func TestAgentFixesItsSyntaxError(t *testing.T) {
 }
 
 func TestAgentStopsAtMaxSteps(t *testing.T) {
+	t.Parallel()
 	s, fake := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
 		{Branches: []llmtest.Turn{llmtest.Call("bash", map[string]any{"command": "echo still working"})}, Repeat: true},
 	}})
@@ -238,6 +243,7 @@ func TestAgentStopsAtMaxSteps(t *testing.T) {
 }
 
 func TestJobModelOverridesServerDefault(t *testing.T) {
+	t.Parallel()
 	fake := llmtest.New(t, helloScript())
 	s := newServer(t, "AGENTBOX_AGENT=model", "AGENTBOX_CONCURRENCY=1",
 		"ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL="+fake.AnthropicURL(), "AGENTBOX_MODEL=anthropic:claude-sonnet-4-5",
@@ -261,8 +267,9 @@ func TestJobModelOverridesServerDefault(t *testing.T) {
 }
 
 func TestAgentResumesAfterKill9(t *testing.T) {
+	t.Parallel()
 	for _, isolation := range []string{"container", "gvisor", "microvm"} {
-		t.Run(isolation, func(t *testing.T) { agentResumesAfterKill9(t, isolation) })
+		t.Run(isolation, func(t *testing.T) { t.Parallel(); agentResumesAfterKill9(t, isolation) })
 	}
 }
 

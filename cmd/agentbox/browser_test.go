@@ -34,6 +34,7 @@ sleep 1; xsetroot -solid '` + desktopColour + `'; xterm -geometry 60x10+40+40 & 
 // loads noVNC, connects through the API's proxy and the guest to the
 // sandbox's display, and the browser's screenshot shows the remote desktop.
 func TestBrowserDesktop(t *testing.T) {
+	t.Parallel()
 	browser := testenv.Browser(t)
 	s := newServer(t)
 	s.start()
@@ -122,6 +123,7 @@ func TestBrowserDesktop(t *testing.T) {
 // origin, and a page of one job's sandbox can read neither another job's
 // views, although the browser is signed into both, nor the API.
 func TestBrowserViewOrigins(t *testing.T) {
+	t.Parallel()
 	browser := testenv.Browser(t)
 	s := newServer(t)
 	_, port, _ := strings.Cut(strings.TrimPrefix(s.url, "http://"), ":")

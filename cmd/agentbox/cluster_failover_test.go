@@ -23,6 +23,7 @@ import (
 // what was lost; the API replica serves their files, diffs and zips, from
 // their checkpoints while they run.
 func TestClusterFailover(t *testing.T) {
+	t.Parallel()
 	url := testenv.Postgres(t)
 	// Step 1 writes a file; step 2 sleeps until the worker is killed; after
 	// the resume the model checks the file is there and finishes.

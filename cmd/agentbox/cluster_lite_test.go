@@ -22,6 +22,7 @@ const testClusterSecret = "cluster-secret-0123456789abcdef0123"
 // while it runs, and completes; the API lists the worker alive with its
 // capacity (GET /v1/workers, agentbox workers); the worker serves no API.
 func TestClusterLite(t *testing.T) {
+	t.Parallel()
 	url := testenv.Postgres(t)
 	api := newServer(t, "AGENTBOX_ROLE=api", "AGENTBOX_STORE="+url, "AGENTBOX_CLUSTER_SECRET="+testClusterSecret)
 	worker := newServer(t, "AGENTBOX_ROLE=worker", "AGENTBOX_STORE="+url, "AGENTBOX_CLUSTER_SECRET="+testClusterSecret,

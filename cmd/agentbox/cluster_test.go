@@ -21,6 +21,7 @@ import (
 // stream on replica A follows a job submitted through replica B to its
 // end.
 func TestCluster(t *testing.T) {
+	t.Parallel()
 	url := testenv.Postgres(t)
 	// Every job: one bash step, then finish once its output is back.
 	fake := llmtest.New(t, llmtest.Script{Steps: []llmtest.Step{{Repeat: true, Branches: []llmtest.Turn{

@@ -85,6 +85,7 @@ func condensations(evs []eventDTO) map[string]int {
 }
 
 func TestLongJobFitsSmallWindowAndRecalls(t *testing.T) {
+	t.Parallel()
 	const window, steps, recallAt = 16000, 2000, 1900
 	s, fake := modelServer(t, "anthropic", longScript(recallAt, steps, 0))
 	var biggest atomic.Int64
@@ -115,6 +116,7 @@ func TestLongJobFitsSmallWindowAndRecalls(t *testing.T) {
 }
 
 func TestFailingSummarizerFallsBackToTruncation(t *testing.T) {
+	t.Parallel()
 	const window, steps = 8000, 200
 	s, fake := modelServer(t, "anthropic", longScript(150, steps, 400))
 	var biggest atomic.Int64

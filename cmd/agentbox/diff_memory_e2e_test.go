@@ -26,6 +26,7 @@ import (
 // asked twice each at once, all answer (the file named, not diffed), and
 // nothing in the cgroup was OOM-killed.
 func TestDiffOfManyLinesInAMemoryCgroup(t *testing.T) {
+	t.Parallel()
 	cg := newMemoryCgroup(t, 1<<30)
 	fake := llmtest.New(t, llmtest.Script{Steps: []llmtest.Step{
 		step(llmtest.Call("bash", map[string]any{"command": "head -c 67108864 /dev/zero | tr '\\0' '\\n' > lines.txt && echo small > small.txt && wc -c lines.txt"})),

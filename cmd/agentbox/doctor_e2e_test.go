@@ -15,6 +15,7 @@ import (
 // the microvm tier works; it said "not working" while such jobs ran,
 // booting a VM of its own making that no job boots.
 func TestDoctorMicroVMAsJobs(t *testing.T) {
+	t.Parallel()
 	needTier(t, "microvm")
 	s := newServer(t)
 	s.start()

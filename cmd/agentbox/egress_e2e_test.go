@@ -85,10 +85,12 @@ func (s *server) networkEvents(id string) []map[string]any {
 // connection have no way out; and a secret-bound host sees the real
 // header while no trace of it is inside or in the log.
 func TestEgressOnEveryTier(t *testing.T) {
-	u := egresstest.Start(t, egressNames...)
+	t.Parallel()
 	for _, tier := range []string{"container", "gvisor", "microvm"} {
 		t.Run(tier, func(t *testing.T) {
+			t.Parallel()
 			needTier(t, tier)
+			u := egresstest.Start(t, egressNames...) // each tier's own: the requests it saw are its sandbox's
 			s := egressServer(t, u)
 			script := fmt.Sprintf(`set -eu
 cd /workspace
@@ -211,6 +213,7 @@ func (s *server) output(id string) string {
 // and the change is an event naming who made it; the bytes bound closes a
 // large download.
 func TestEgressTranscriptAndPatch(t *testing.T) {
+	t.Parallel()
 	u := egresstest.Start(t, egressNames...)
 	s := egressServer(t, u)
 	allow := fmt.Sprintf("pypi.test:%d", u.Port)

@@ -40,6 +40,7 @@ func (s *server) fetchAll(path string) (int, []byte) {
 // trailing slash, a directory with ?list), read and zipped while it runs,
 // from a snapshot; caches are left out unless ?all=1.
 func TestRunningJobFiles(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	id := s.submitJob(t, map[string]any{"task": "echo hi > a.txt; mkdir d __pycache__; echo b > d/b.txt; echo c > __pycache__/m.pyc; touch z-ready; sleep 60"})
@@ -106,6 +107,7 @@ func TestRunningJobFiles(t *testing.T) {
 // link to / in a loop while the host lists, reads and zips the job's
 // files: nothing outside the workspace is ever served.
 func TestRunningJobFilesSwapAttack(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	id := s.submitJob(t, map[string]any{"task": "touch ready; end=$(($(date +%s)+60)); while [ $(date +%s) -lt $end ]; do " +

@@ -53,9 +53,11 @@ func computer(action string, fields map[string]any) llmtest.Turn {
 // again, on both wire formats. The PNGs the model received are checked:
 // their size, and that the window changed the picture.
 func TestAgentDrivesDesktop(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ format, isolation string }{{"anthropic", "container"}, {"openai", "container"}, {"anthropic", "gvisor"}, {"anthropic", "microvm"}} {
 		format := c.format
 		t.Run(format+"-"+c.isolation, func(t *testing.T) {
+			t.Parallel()
 			needTier(t, c.isolation)
 			s, fake := modelServer(t, format, llmtest.Script{Steps: []llmtest.Step{
 				step(computer("screenshot", nil)),
@@ -187,8 +189,9 @@ func checkComputerToolForm(t *testing.T, format string, r llmtest.Recorded) {
 // between calls, a killed kernel is restarted and the model is told, and a
 // plot is saved into the workspace and shown to the model.
 func TestAgentPythonKernel(t *testing.T) {
+	t.Parallel()
 	for _, isolation := range []string{"container", "gvisor", "microvm"} {
-		t.Run(isolation, func(t *testing.T) { agentPythonKernel(t, isolation) })
+		t.Run(isolation, func(t *testing.T) { t.Parallel(); agentPythonKernel(t, isolation) })
 	}
 }
 

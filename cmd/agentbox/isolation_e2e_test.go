@@ -16,6 +16,7 @@ import (
 // server under runsc: the agent's dmesg shows gVisor's kernel log, the
 // status says gvisor, and the workspace's files and zip come back.
 func TestGVisorJob(t *testing.T) {
+	t.Parallel()
 	s, _ := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
 		step(llmtest.Call("bash", map[string]any{"command": "dmesg"})),
 		step(when(doctor.GVisorBanner, llmtest.Call("write_file", map[string]any{"path": "kernel.txt", "content": "gVisor\n"})),
@@ -88,6 +89,7 @@ func needTier(t *testing.T, isolation string) {
 // sandbox; the job then ends in error saying so, not only that the
 // guest's stream ended early.
 func TestGVisorSandboxDeathSaysWhy(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	for _, tt := range []struct{ name, task, want string }{
@@ -120,6 +122,7 @@ func TestGVisorSandboxDeathSaysWhy(t *testing.T) {
 // cloud kernel), not the host's, the status says microvm, the workspace's
 // files and zip come back, and no QEMU or virtiofsd outlives the job.
 func TestMicroVMJob(t *testing.T) {
+	t.Parallel()
 	host, err := exec.Command("uname", "-r").Output()
 	if err != nil {
 		t.Fatal(err)

@@ -70,6 +70,7 @@ const countdown = "for i in $(seq 1 20); do echo line $i; sleep 1; done"
 // SSE client as an output event naming its call at least 10 s before the
 // step's result.
 func TestLiveOutputReachesSSE(t *testing.T) {
+	t.Parallel()
 	s, _ := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
 		step(llmtest.Call("bash", map[string]any{"command": countdown, "timeout_seconds": 60})),
 		step(llmtest.Call("finish", map[string]any{"summary": "counted"})),
@@ -334,6 +335,7 @@ func TestTerminalShowsOutputAsItRuns(t *testing.T) {
 // bytes of output events (as stored: the text's JSON, and 64 bytes an
 // event), then one log event says so.
 func TestLiveOutputCapPerJob(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, "AGENTBOX_LIVE_OUTPUT_MAX=64k")
 	s.start()
 	id, code := s.submit("seq 1 100000; echo done >&2")

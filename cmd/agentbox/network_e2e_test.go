@@ -14,6 +14,7 @@ import (
 // preset naming the field, takes a PATCH; a bad default stops it at start,
 // naming the variable.
 func TestServeEgressSettings(t *testing.T) {
+	t.Parallel()
 	presets := filepath.Join(t.TempDir(), "presets.json")
 	if err := os.WriteFile(presets, []byte(`{"python": ["pypi.org", "files.pythonhosted.org"]}`), 0o600); err != nil {
 		t.Fatal(err)

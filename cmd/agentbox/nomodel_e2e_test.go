@@ -17,6 +17,7 @@ var noModelEnv = []string{"AGENTBOX_AGENT=model", "ANTHROPIC_API_KEY=", "OPENAI_
 // sets and exits non-zero; a shell-agent server, which needs no model,
 // takes the same task.
 func TestSubmitWithoutModel(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, noModelEnv...)
 	s.start()
 	var e struct {

@@ -30,6 +30,7 @@ var originWide = map[string]string{
 // server starts); through the API's proxy none of them reaches the
 // browser, while the page itself still does.
 func TestSandboxPageCannotSetOriginWideHeaders(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	var py strings.Builder

@@ -139,6 +139,7 @@ func TestReadmeRunTranscript(t *testing.T) {
 }
 
 func TestReadmeServerTranscripts(t *testing.T) {
+	t.Parallel()
 	const health = "    assert r.get_json() == {\"status\": \"ok\"}\n"
 	s, _ := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
 		step(llmtest.Call("write_file", map[string]any{"path": "app.py", "content": "from flask import Flask\n\napp = Flask(__name__)\n\n\n@app.get(\"/health\")\ndef health():\n    return {\"status\": \"ok\"}\n"})),

@@ -109,6 +109,7 @@ func checkReplyRefusals(t *testing.T, s *server, id string) {
 // tool waits for a file the test makes in the sandbox once the message is
 // posted.
 func TestReplySteersARunningJob(t *testing.T) {
+	t.Parallel()
 	const steer = "Also print the date"
 	s, fake := modelServer(t, "openai", llmtest.Script{Steps: []llmtest.Step{
 		step(llmtest.Call("bash", map[string]any{"command": "until [ -e go ]; do sleep 0.05; done; echo released"})),
@@ -156,6 +157,7 @@ func TestReplySteersARunningJob(t *testing.T) {
 // TestReplyNeedsTheModelAgent: a server running the shell agent refuses
 // follow-ups with a 400 that says why.
 func TestReplyNeedsTheModelAgent(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	id, _ := s.submit("true")

@@ -16,6 +16,7 @@ import (
 // and log (marked deleted), and /metrics shows the free disk space and its
 // floor. Needs Docker (for the job's sandbox).
 func TestServeRetention(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, "AGENTBOX_RETENTION=3s", "AGENTBOX_MIN_FREE_DISK=3m")
 	s.start()
 	metrics := string(s.get(t, "/metrics", 200))

@@ -17,6 +17,7 @@ import (
 // lines. Now the display shows the job only, and the run's log file has
 // the note.
 func TestRunShowsNoInternalWarnings(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	id, code := s.submit("sleep 300")

@@ -16,6 +16,7 @@ import (
 // database, none in the data dir, and the log shows the URL without its
 // password (the test server trusts loopback, so any password works).
 func TestServePostgres(t *testing.T) {
+	t.Parallel()
 	url := strings.Replace(testenv.Postgres(t), "postgres://postgres@", "postgres://postgres:s3cret-pw@", 1)
 	if !strings.Contains(url, "s3cret-pw") {
 		t.Fatalf("unexpected test URL %s", url)

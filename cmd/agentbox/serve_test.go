@@ -36,6 +36,11 @@ type server struct {
 }
 
 // newServer prepares a server with its own data dir, port and instance label.
+// A test that works only through servers of its own is independent of the
+// others and calls t.Parallel: it mostly waits on its child and sandboxes.
+// Tests that set the process's environment (t.Setenv) or time a path
+// (a latency, a budget in seconds, a benchmark) stay sequential; Go runs
+// those before the parallel ones, never beside them.
 func newServer(t *testing.T, extraEnv ...string) *server {
 	t.Helper()
 	testenv.DockerWithImage(t)
@@ -186,6 +191,7 @@ func (s *server) sandboxes() int {
 }
 
 func TestServeEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	id, code := s.submit("mkdir -p src && echo 'print(\"hi\")' > src/hello.py && python3 src/hello.py && ln -s /etc etc-link")
@@ -305,6 +311,7 @@ func (s *server) getAny(t *testing.T, path string) []byte {
 }
 
 func TestServeSurvivesKill9(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, "AGENTBOX_CONCURRENCY=2", "AGENTBOX_LEASE=5s")
 	s.start()
 	var mu sync.Mutex
@@ -397,6 +404,7 @@ func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
 // TestServePublicURL: behind a proxy, links and viewer links use the
 // public URL; a public URL with a path is refused at start.
 func TestServePublicURL(t *testing.T) {
+	t.Parallel()
 	const public = "https://agentbox.example.com"
 	s := newServer(t, "AGENTBOX_PUBLIC_URL="+public, "AGENTBOX_CONCURRENCY=0")
 	s.start()
@@ -431,6 +439,7 @@ func TestServePublicURL(t *testing.T) {
 // dir, so a browser's viewer cookie still opens the job's views after serve
 // restarts; a ticket issued before the restart does not.
 func TestServeViewerCookieSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, "AGENTBOX_CONCURRENCY=0") // the job stays pending: no sandbox needed
 	s.start()
 	id, code := s.submit("true")

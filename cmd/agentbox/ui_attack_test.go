@@ -29,6 +29,7 @@ cp ~/.jupyter/jupyter_notebook_config.py ~/.jupyter/jupyter_server_config.py && 
 // another job's file listing, which the files route answers to the UI's
 // download links (navigations without the CSRF header).
 func TestUISandboxPageCannotReachSession(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	tab := openUI(t, s)

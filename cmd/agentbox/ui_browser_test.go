@@ -140,6 +140,7 @@ func (tab *uiTab) signIn(token string) {
 // with the right one (the job list, with a submitted job's row linking to
 // its page), and signs out.
 func TestUISignIn(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	id, code := s.submit("echo hello from the list")

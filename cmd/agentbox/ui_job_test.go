@@ -46,6 +46,7 @@ func timelineHas(sel, text string) string {
 // page starts its next turn whose events appear, and Cancel stops a
 // running job.
 func TestUIJob(t *testing.T) {
+	t.Parallel()
 	s, _ := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
 		// The first job, turn 1.
 		step(llmtest.Call("bash", map[string]any{"command": `printf '\033[32mgreen\033[0m <b>not bold</b>\n'`})),

@@ -16,6 +16,7 @@ import (
 // without a reload, filters by status and searches the task text; it
 // follows the system's dark setting and fits a 360 px screen.
 func TestUIListLive(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	first, code := s.submit("echo the first job")
@@ -67,6 +68,7 @@ func TestUIListLive(t *testing.T) {
 // TestUIScreenshotInline: a screenshot the agent took shows in its job's
 // timeline, loaded by the browser through the API's media route.
 func TestUIScreenshotInline(t *testing.T) {
+	t.Parallel()
 	s, _ := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
 		step(computer("screenshot", nil)),
 		step(llmtest.Call("finish", map[string]any{"summary": "looked at the desktop"})),

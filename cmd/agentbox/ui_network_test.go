@@ -21,6 +21,7 @@ import (
 // reload. The connections are written into the server's store as the
 // egress proxy records them (this test is about the page, not the proxy).
 func TestUINetwork(t *testing.T) {
+	t.Parallel()
 	s, _ := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
 		step(llmtest.Call("bash", map[string]any{"command": waitFor("go")})),
 		step(llmtest.Call("finish", map[string]any{"summary": "done"})),

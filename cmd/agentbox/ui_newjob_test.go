@@ -65,6 +65,7 @@ func (tab *uiTab) landedJob() string {
 // five controls, the limits and the source follow, Enter on the button
 // submits, and the job exists.
 func TestUINewJobKeyboard(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	tab := openNewJob(t, s)
@@ -96,6 +97,7 @@ func TestUINewJobKeyboard(t *testing.T) {
 // no archive) in the alert above the form. A fixed form then goes
 // through. The form fits a 360 px wide screen.
 func TestUINewJobFieldErrors(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	tab := openNewJob(t, s)
@@ -188,6 +190,7 @@ func (tab *uiTab) fieldError(id, want string) {
 // names past ustar's 100 bytes go into its prefix or a PAX header) and a
 // zip, and finds their files in the jobs' workspaces.
 func TestUINewJobUpload(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	tab := openNewJob(t, s)

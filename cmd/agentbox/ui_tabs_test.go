@@ -29,6 +29,7 @@ echo 'notes <b>not bold</b>' > notes.txt && echo x > '<img src=x onerror=alert(1
 // sent; under view.localhost they are same-site, as a deployment's
 // agentbox.example.com and {job}.view.example.com are.
 func TestUITabs(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	_, port, _ := strings.Cut(strings.TrimPrefix(s.url, "http://"), ":")
 	s.env = append(s.env, "AGENTBOX_VIEW_URL=http://{job}.view.localhost:"+port)

@@ -38,6 +38,7 @@ const liveTicks = `(() => {
 // back down. Reloaded, the card's command is on an earlier page of events:
 // "Show earlier" joins them into one card again.
 func TestUITimelineLive(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.start()
 	tab := openUI(t, s)
@@ -125,6 +126,7 @@ func TestUITimelineLive(t *testing.T) {
 // command that loops shows its output growing while it runs when the
 // tools stream it (output events naming the call).
 func TestUITimelineCards(t *testing.T) {
+	t.Parallel()
 	loop := `for i in $(seq 1 40); do echo "tick $i"; sleep 0.2; done`
 	s, _ := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
 		step(llmtest.Call("write_file", map[string]any{"path": "notes.txt", "content": "alpha\nbeta\ngamma\n"})),

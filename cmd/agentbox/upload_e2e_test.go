@@ -64,6 +64,7 @@ func stalledUpload(t *testing.T, s *server) (release func()) {
 // removes, with no job for it; then a directory submitted with
 // submit --workspace is in /workspace when the job's first tool runs.
 func TestUploadSurvivesACrashAndReachesTheFirstTool(t *testing.T) {
+	t.Parallel()
 	s, fake := modelServer(t, "anthropic", llmtest.Script{Steps: []llmtest.Step{
 		step(llmtest.Call("bash", map[string]any{"command": "cat src/app.py && ls -l /workspace"})),
 		step(llmtest.Call("finish", map[string]any{"summary": "read it"})),

@@ -168,6 +168,7 @@ const maxWalkGrowth = 256 << 20
 // sandbox's disk) took the server from 50 MB to 1.85 GB on one GET /diff:
 // the walk held every path (4 KB each) in its index and in its notes.
 func TestLongPathWalk(t *testing.T) {
+	t.Parallel()
 	prog := pyDeep + `fd = os.open(d, os.O_RDONLY)
 for i in range(100000):
     f = os.open("f%05d" % i, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)

@@ -279,6 +279,11 @@ func (z *zipper) copyFile(f *os.File, info fs.FileInfo, path, entry string) erro
 		return err
 	}
 	fh.Name, fh.Method = entry, zip.Deflate
+	if info.Size() == 0 {
+		// Nothing to compress, and a deflater costs ~1 MB to set up: a
+		// workspace of many empty files or links to one would pay it each.
+		fh.Method = zip.Store
+	}
 	fh.SetMode(info.Mode().Perm()) // no setuid, setgid or sticky bits
 	zf, err := z.zw.CreateHeader(fh)
 	if err != nil {

@@ -2,15 +2,19 @@ package microvm_test
 
 import (
 	"context"
+	"fmt"
 	"image"
 	"io"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/guest"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/microvm"
 	"github.com/agentbox/agentbox/internal/testenv"
 )
 
@@ -42,6 +46,51 @@ func guiSandbox(t *testing.T, spec sandbox.Spec, bind ...sandbox.Binding) *guest
 	t.Cleanup(func() { s.Destroy(context.Background()) })
 	t.Logf("VM booted in %v", time.Since(start).Round(time.Millisecond))
 	return s.Guest()
+}
+
+// plainVM is the VM TestMicroVMJupyter and TestMicroVMLikeAContainer
+// share: each boot costs tens of seconds under TCG, and neither test is
+// about what the other leaves in the VM (a notebook server and its kernel
+// hold no terminal, so the first pty is still /dev/pts/0). It is
+// destroyed after the package's tests (TestMain).
+var plainVM struct {
+	once sync.Once
+	dir  string
+	s    sandbox.Sandbox
+	err  error
+}
+
+// sharedPlainSandbox boots plainVM on first use: 1 GiB, as guiSandbox
+// gives, and the notebook server's web base.
+func sharedPlainSandbox(t *testing.T) *guest.Client {
+	t.Helper()
+	testenv.Tool(t, "qemu-system-x86_64", microvm.Install)
+	assets(t) // skips without an engine, before the VM is tried
+	plainVM.once.Do(func() {
+		if plainVM.dir, plainVM.err = os.MkdirTemp("", "abvm"); plainVM.err != nil {
+			return
+		}
+		d := newDriver(t, plainVM.dir)
+		start := time.Now()
+		plainVM.s, plainVM.err = sandbox.Start(context.Background(), d, sandbox.Spec{Limits: sandbox.Limits{MemoryBytes: 1 << 30}}, sandbox.Binding{WebBase: "/v1/jobs/vm2"})
+		t.Logf("VM booted in %v", time.Since(start).Round(time.Millisecond))
+	})
+	if plainVM.s == nil { // made by an earlier test that failed
+		t.Fatalf("shared VM: %v", plainVM.err)
+	}
+	return plainVM.s.Guest()
+}
+
+// destroyPlainVM destroys plainVM, if it was made, and its state.
+func destroyPlainVM() {
+	if plainVM.s != nil {
+		if err := plainVM.s.Destroy(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "destroy the shared VM:", err)
+		}
+	}
+	if plainVM.dir != "" {
+		os.RemoveAll(plainVM.dir)
+	}
 }
 
 // TestMicroVMDesktop: in a VM the desktop starts at the size the spec
@@ -131,7 +180,7 @@ func checkNoVNC(t *testing.T, g *guest.Client) {
 // guest's proxy, and the Python kernel starts on first use and keeps its
 // state between executions.
 func TestMicroVMJupyter(t *testing.T) {
-	g := guiSandbox(t, sandbox.Spec{}, sandbox.Binding{WebBase: "/v1/jobs/vm2"})
+	g := sharedPlainSandbox(t)
 	start := time.Now()
 	hc := &http.Client{Transport: g.Transport(), Timeout: guiTimeout}
 	resp, err := hc.Get("http://sandbox/proxy/jupyter/api")
@@ -180,7 +229,7 @@ func run(t *testing.T, g *guest.Client, line string) (string, int) {
 // agent starts and its clients), the host name is set, /dev/fd exists
 // (bash's process substitution), and ptys open (xterm, script).
 func TestMicroVMLikeAContainer(t *testing.T) {
-	g := guiSandbox(t, sandbox.Spec{})
+	g := sharedPlainSandbox(t)
 	for _, tt := range []struct{ line, want string }{
 		{"getent hosts localhost >/dev/null && echo resolved", "resolved"},
 		{"python3 -c 'import socket; print(socket.gethostbyname(\"localhost\"))'", "127.0.0.1"},

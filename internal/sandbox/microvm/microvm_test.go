@@ -25,7 +25,17 @@ func TestMain(m *testing.M) {
 		guestBin = bin // a helper process of TestNoOrphanAfterKill9
 		os.Exit(m.Run())
 	}
-	testenv.MainWithGuest(m, &guestBin)
+	testenv.MainWithGuest(mainRunner{m}, &guestBin)
+}
+
+// mainRunner runs the tests, then destroys the VM some of them shared
+// (t.Cleanup cannot outlive one test).
+type mainRunner struct{ m *testing.M }
+
+func (r mainRunner) Run() int {
+	code := r.m.Run()
+	destroyPlainVM()
+	return code
 }
 
 // assets returns the kernel, the initramfs and the sandbox image's root

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,17 +28,18 @@ import (
 // the secret) are the driver's own tests.
 func Run(t *testing.T, d sandbox.Driver) {
 	t.Logf("driver: %+v", d.Capabilities())
+	p := &plain{parent: t, d: d}
 	run(t, d, "Identity", testIdentity)
-	run(t, d, "NoNetwork", testNoNetwork)
+	run(t, d, "NoNetwork", p.with(testNoNetwork))
 	run(t, d, "Egress", testEgress)
 	run(t, d, "Filesystem", testFilesystem)
 	run(t, d, "Limits", testLimits)
 	run(t, d, "ForkBomb", testForkBomb)
 	run(t, d, "MemoryHog", testMemoryHog)
-	run(t, d, "TimeoutKillsTree", testTimeoutKillsTree)
-	run(t, d, "OutputFlood", testOutputFlood)
-	run(t, d, "BinaryExact", testBinaryExact)
-	run(t, d, "PathEscapes", testPathEscapes)
+	run(t, d, "TimeoutKillsTree", p.with(testTimeoutKillsTree))
+	run(t, d, "OutputFlood", p.with(testOutputFlood))
+	run(t, d, "BinaryExact", p.with(testBinaryExact))
+	run(t, d, "PathEscapes", p.with(testPathEscapes))
 	run(t, d, "Recover", testRecover)
 	run(t, d, "GuestDiesMidCall", testGuestDies)
 	run(t, d, "DestroyLeavesNothing", testDestroy)
@@ -115,6 +117,32 @@ func create(t *testing.T, d sandbox.Driver, spec sandbox.Spec, bind ...sandbox.B
 	return s
 }
 
+// plain is the sandbox of the empty spec that the cases which only run
+// commands in one share (NoNetwork, TimeoutKillsTree, OutputFlood,
+// BinaryExact, PathEscapes): a sandbox costs seconds to make on some tiers
+// (a microVM boots under TCG), and none of these cases is about what
+// another left in it. The first case that runs makes it; it is destroyed
+// when Run's test ends.
+type plain struct {
+	parent *testing.T // Run's
+	d      sandbox.Driver
+	once   sync.Once
+	s      sandbox.Sandbox
+}
+
+// with adapts a case that takes the shared sandbox to run's signature.
+func (p *plain) with(test func(*testing.T, sandbox.Sandbox)) func(*testing.T, sandbox.Driver) {
+	return func(t *testing.T, _ sandbox.Driver) {
+		// create fails the parent, which ends this case's goroutine too:
+		// Go reports it as a subtest that called FailNow on a parent.
+		p.once.Do(func() { p.s = create(p.parent, p.d, sandbox.Spec{}) })
+		if p.s == nil {
+			t.Fatal("the shared sandbox could not be made (see above)")
+		}
+		test(t, p.s)
+	}
+}
+
 // sh runs a shell line in the sandbox and fails the test if the guest broke.
 func sh(t *testing.T, s sandbox.Sandbox, line string, mod ...func(*guest.ExecRequest)) guest.ExecResult {
 	t.Helper()
@@ -169,8 +197,7 @@ func testIdentity(t *testing.T, d sandbox.Driver) {
 	}
 }
 
-func testNoNetwork(t *testing.T, d sandbox.Driver) {
-	s := create(t, d, sandbox.Spec{})
+func testNoNetwork(t *testing.T, s sandbox.Sandbox) {
 	ifaces := ok(t, s, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")
 	if ifaces != "lo" {
 		t.Errorf("network interfaces %q, want only lo", ifaces)
@@ -278,8 +305,7 @@ func testMemoryHog(t *testing.T, d sandbox.Driver) {
 	awaitOK(t, s, "echo alive", "alive")
 }
 
-func testTimeoutKillsTree(t *testing.T, d sandbox.Driver) {
-	s := create(t, d, sandbox.Spec{})
+func testTimeoutKillsTree(t *testing.T, s sandbox.Sandbox) {
 	begin := time.Now()
 	res := sh(t, s, "sleep 1000 & sleep 1000 & (sleep 1000 &) ; sleep 1000", timeout(1000))
 	if !res.TimedOut {
@@ -292,16 +318,14 @@ func testTimeoutKillsTree(t *testing.T, d sandbox.Driver) {
 	awaitOK(t, s, `n=0; for d in /proc/[0-9]*; do c=$(cat $d/comm 2>/dev/null); st=$(cut -d' ' -f3 $d/stat 2>/dev/null); [ "$c" = sleep ] && [ "$st" != Z ] && n=$((n+1)); done; echo $n`, "0")
 }
 
-func testOutputFlood(t *testing.T, d sandbox.Driver) {
-	s := create(t, d, sandbox.Spec{})
+func testOutputFlood(t *testing.T, s sandbox.Sandbox) {
 	res := sh(t, s, "head -c 200000000 /dev/zero")
 	if !res.Truncated || res.StdoutBytes != 200000000 || len(res.Stdout) > guest.DefaultMaxOutput+200 {
 		t.Errorf("flood: truncated %v, counted %d, kept %d", res.Truncated, res.StdoutBytes, len(res.Stdout))
 	}
 }
 
-func testBinaryExact(t *testing.T, d sandbox.Driver) {
-	s := create(t, d, sandbox.Spec{})
+func testBinaryExact(t *testing.T, s sandbox.Sandbox) {
 	data := make([]byte, 1<<20)
 	for i := range data {
 		data[i] = byte(i*31 + i>>8)
@@ -322,8 +346,7 @@ func testBinaryExact(t *testing.T, d sandbox.Driver) {
 	}
 }
 
-func testPathEscapes(t *testing.T, d sandbox.Driver) {
-	s := create(t, d, sandbox.Spec{})
+func testPathEscapes(t *testing.T, s sandbox.Sandbox) {
 	ok(t, s, "ln -s /etc etc-link && ln -s ../../etc/passwd passwd-link")
 	for _, p := range []string{"../etc/passwd", "/etc/passwd", "a/../../etc/passwd", "etc-link/passwd", "passwd-link"} {
 		if _, err := s.Guest().ReadFile(bg, p); !errors.Is(err, guest.ErrPathEscape) {
