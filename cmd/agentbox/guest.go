@@ -18,7 +18,7 @@ import (
 
 func newGuestCmd() *cobra.Command {
 	var stateDir, workspace, displaySize, webBase, listen, secretFile string
-	var vmInit, applySeccomp bool
+	var vmInit, applySeccomp, bound bool
 	var serviceTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "guest",
@@ -53,7 +53,7 @@ by hand.`,
 				return err
 			}
 			return daemon.ListenAndServe(cmd.Context(), daemon.Config{Workspace: workspace, Version: version, Log: log,
-				DisplayWidth: w, DisplayHeight: h, WebBase: webBase, ServiceTimeout: serviceTimeout, Secret: secret}, where)
+				DisplayWidth: w, DisplayHeight: h, WebBase: webBase, Bound: bound, ServiceTimeout: serviceTimeout, Secret: secret}, where)
 		},
 	}
 	cmd.Flags().StringVar(&stateDir, "state-dir", "/run/agentbox", "directory for the guest's unix socket")
@@ -62,6 +62,7 @@ by hand.`,
 	cmd.Flags().StringVar(&listen, "listen", "", "where to listen: unix:PATH, tcp:HOST:PORT, vsock:PORT or serial:DEVICE (default unix:<state dir>/"+guest.SocketName+")")
 	cmd.Flags().StringVar(&secretFile, "secret-file", "", "file holding the secret every request must carry (default AGENTBOX_GUEST_SECRET; required with tcp:)")
 	cmd.Flags().StringVar(&webBase, "web-base", "", "URL path under which the host serves this sandbox's Jupyter and noVNC pages")
+	cmd.Flags().BoolVar(&bound, "bound", false, "the sandbox is bound to its job already: refuse POST /bind")
 	cmd.Flags().Var(durationVar(&serviceTimeout, 0), "service-timeout", "how long the desktop's programs and Jupyter may take to start answering (default 20s)")
 	cmd.Flags().BoolVar(&vmInit, "vm-init", false, "run as process 1 of a microVM: prepare it, run the guest on its serial port, power off")
 	_ = cmd.Flags().MarkHidden("vm-init")

@@ -15,7 +15,10 @@ var webBaseRE = regexp.MustCompile(`^(/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)+$`)
 // environment and web base. Nothing of the desktop or Jupyter runs yet
 // (they start on demand), so the supervisor, the kernel's client and the
 // proxy's targets are made again under the new web base. A second bind,
-// or one after the command line gave a web base, is refused.
+// or one to a guest bound at create (Config.Bound, or a web base on its
+// command line), is refused: the socket is open to every process in the
+// sandbox, which must not plant an environment for the host's later
+// commands or a web base for the user's pages.
 func (s *Server) bind(w http.ResponseWriter, r *http.Request) {
 	var req guest.BindRequest
 	if err := decode(w, r, &req); err != nil {
@@ -28,7 +31,7 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.bound || s.cfg.WebBase != "" {
+	if s.bound || s.cfg.Bound || s.cfg.WebBase != "" {
 		s.writeError(w, guest.Errorf(guest.CodeExists, "bind: the guest is bound already"))
 		return
 	}

@@ -44,3 +44,16 @@ func TestBind(t *testing.T) {
 		t.Errorf("binding a guest its command line bound succeeded")
 	}
 }
+
+// TestBindRefusedWhenBoundAtCreate: a guest bound at create with no web
+// base (a job's sandbox: Config.Bound, --bound) refuses POST /bind, which
+// any process in its sandbox can reach, and keeps its environment.
+func TestBindRefusedWhenBoundAtCreate(t *testing.T) {
+	c, _ := start(t, func(cfg *daemon.Config) { cfg.Bound = true })
+	if err := c.Bind(context.Background(), guest.BindRequest{Env: map[string]string{"PLANTED": "yes"}}); !errors.Is(err, guest.ErrExists) {
+		t.Errorf("bind of a guest bound at create: %v, want ErrExists", err)
+	}
+	if got := strings.TrimSpace(string(sh(t, c, "echo ${PLANTED:-unset}").Stdout)); got != "unset" {
+		t.Errorf("env after a refused bind: PLANTED=%q", got)
+	}
+}

@@ -60,6 +60,10 @@ type Config struct {
 	// base URL WebBase+"/jupyter/", and noVNC is told to connect to
 	// WebBase+"/desktop/websockify". Empty means "".
 	WebBase string
+	// Bound says the sandbox was bound to its job at create (--bound): its
+	// environment and web base are final, and POST /bind, which any process
+	// in the sandbox can reach, is refused.
+	Bound bool
 	// ServiceTimeout bounds how long a desktop or Jupyter service may
 	// take to start answering before it is given up (default 20s). A VM
 	// emulated without KVM runs them 10–30 times slower than a container.

@@ -73,10 +73,10 @@ func (s *Sandbox) Bind(ctx context.Context, b sandbox.Binding) error {
 			return err
 		}
 	}
-	if len(b.Env) > 0 || b.WebBase != "" {
-		if err := s.g.Bind(ctx, guest.BindRequest{Env: b.Env, WebBase: b.WebBase}); err != nil {
-			return fmt.Errorf("bind sandbox %s: %w", s.h.ID, err)
-		}
+	// Always told, even of nothing: a guest left unbound would take a
+	// binding from any process in the sandbox (its socket is open to them).
+	if err := s.g.Bind(ctx, guest.BindRequest{Env: b.Env, WebBase: b.WebBase}); err != nil {
+		return fmt.Errorf("bind sandbox %s: %w", s.h.ID, err)
 	}
 	s.h.JobID = b.JobID
 	if err := writeBound(s.h); err != nil {

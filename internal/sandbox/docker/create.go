@@ -401,5 +401,8 @@ func guestCmd(spec sandbox.Spec, def sandbox.Display, st State) []string {
 	if b := sandbox.BindingOf(spec).WebBase; b != "" {
 		cmd = append(cmd, "--web-base", b)
 	}
+	if spec.Binding != nil {
+		cmd = append(cmd, "--bound") // no process in it may rebind it (POST /bind)
+	}
 	return cmd
 }

@@ -53,6 +53,7 @@ type guestConfig struct {
 	Workspace, Socket, WebBase string
 	Env                        map[string]string
 	Width, Height              int
+	Bound                      bool
 }
 
 // launch starts the guest of the sandbox in dir and returns its PID.
@@ -111,7 +112,7 @@ func runGuest() int {
 		return 1
 	}
 	os.Unsetenv(configEnv)
-	srv, err := daemon.New(daemon.Config{Workspace: cfg.Workspace, Version: "fake", Env: cfg.Env, WebBase: cfg.WebBase,
+	srv, err := daemon.New(daemon.Config{Workspace: cfg.Workspace, Version: "fake", Env: cfg.Env, WebBase: cfg.WebBase, Bound: cfg.Bound,
 		DisplayWidth: cfg.Width, DisplayHeight: cfg.Height, Log: log})
 	if err != nil {
 		log.Error("fake guest", "err", err)

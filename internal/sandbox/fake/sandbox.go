@@ -75,7 +75,7 @@ func (s *Sandbox) start(ctx context.Context) error {
 
 func (s *Sandbox) startLocked(ctx context.Context) error {
 	cfg := guestConfig{Workspace: s.st.Workspace, Socket: filepath.Join(s.st.Dir, guest.SocketName),
-		Env: s.env, WebBase: s.webBase, Width: s.display.Width, Height: s.display.Height}
+		Env: s.env, WebBase: s.webBase, Bound: s.bound, Width: s.display.Width, Height: s.display.Height}
 	pid, err := launch(s.st.Dir, cfg)
 	if err != nil {
 		return fmt.Errorf("fake sandbox: start guest: %w", err)

@@ -542,11 +542,17 @@ func run(name string, args ...string) error {
 // whose state dir is stateDir, and gives it to uid:gid: how a sandbox made
 // with a scratch workspace takes a job's later (sandbox.Binder). The disk
 // keeps its quota: content that does not fit fails with ErrInvalidSpec.
-// Remove copies it back to dir.
+// Remove copies it back to dir. The disk must be as Make left a scratch
+// one, empty: cp, run as root, writes through a link it finds where a
+// file goes, so a disk a sandbox used before its bind could point the copy
+// at any host file.
 func Fill(stateDir, dir string, uid, gid int) error {
 	_, mnt := Paths(stateDir)
 	if !Mounted(mnt) {
 		return fmt.Errorf("workspace disk of %s is not mounted", stateDir)
+	}
+	if !empty(mnt) {
+		return fmt.Errorf("%w: the workspace disk of %s is not empty: only a sandbox that has run nothing takes a job's workspace", sandbox.ErrInvalidSpec, stateDir)
 	}
 	if !empty(dir) {
 		if err := copyTree(dir, mnt); err != nil {

@@ -338,3 +338,32 @@ func TestGiveBackLeavesNothingWritableByOthers(t *testing.T) {
 		t.Errorf("the link's target was changed: %v", fi.Mode())
 	}
 }
+
+// TestFillRefusesUsedDisk: Fill copies as root onto the disk, where cp
+// writes through a link it finds at a file's place; a disk that holds
+// anything (a sandbox ran before its bind and left a link to a host file)
+// is refused, and the host file is left alone.
+func TestFillRefusesUsedDisk(t *testing.T) {
+	if !Available() {
+		t.Skip("skipping: loop disks need root, loop devices and mkfs.ext4")
+	}
+	state, scratch, ws := t.TempDir(), t.TempDir(), t.TempDir()
+	outside := filepath.Join(t.TempDir(), "host-file")
+	os.WriteFile(outside, []byte("host\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "f"), []byte("job\n"), 0o644)
+	tpl := &Templates{Dir: t.TempDir()}
+	if err := tpl.Make(Disk{StateDir: state, WorkspaceDir: scratch, Bytes: 32 << 20, UID: 1000, GID: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Remove(state, scratch, false) })
+	_, mnt := Paths(state)
+	if err := os.Symlink(outside, filepath.Join(mnt, "f")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Fill(state, ws, 1000, 1000); err == nil {
+		t.Error("Fill of a disk holding a link succeeded")
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "host\n" {
+		t.Errorf("the host file behind the planted link holds %q", b)
+	}
+}

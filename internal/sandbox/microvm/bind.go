@@ -54,10 +54,10 @@ func (s *Sandbox) Bind(ctx context.Context, b sandbox.Binding) error {
 		// The scratch directory stays in the state dir, which Destroy removes.
 		st.WorkspaceDir, st.OwnsWorkspace, st.WorkspaceOwner = b.WorkspaceDir, false, owner
 	}
-	if len(b.Env) > 0 || b.WebBase != "" {
-		if err := s.client.Bind(ctx, guest.BindRequest{Env: b.Env, WebBase: b.WebBase}); err != nil {
-			return fmt.Errorf("bind sandbox %s: %w", r.h.ID, err)
-		}
+	// Always told, even of nothing: a guest left unbound would take a
+	// binding from any process in the sandbox (its socket is open to them).
+	if err := s.client.Bind(ctx, guest.BindRequest{Env: b.Env, WebBase: b.WebBase}); err != nil {
+		return fmt.Errorf("bind sandbox %s: %w", r.h.ID, err)
 	}
 	h, err := handleOf(r.h.ID, b.JobID, r.h.Owner, st)
 	if err == nil {

@@ -122,6 +122,9 @@ func (d *Driver) guestConfig(ctx context.Context, spec sandbox.Spec, image strin
 	if b.WebBase != "" {
 		args = append(args, "--web-base", b.WebBase)
 	}
+	if spec.Binding != nil {
+		args = append(args, "--bound") // no process in it may rebind it (POST /bind)
+	}
 	if accel == TCG {
 		args = append(args, "--service-timeout", tcgServiceTimeout.String())
 	}
