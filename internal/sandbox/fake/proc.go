@@ -206,10 +206,46 @@ func freeze(dir string) error {
 			}
 		}
 		if !fresh {
-			return nil
+			return awaitStopped(dir, seen)
 		}
 	}
 	return fmt.Errorf("fake sandbox %s: processes keep appearing", filepath.Base(dir))
+}
+
+// awaitStopped waits until every thread of the processes in pids is
+// stopped (state T in /proc), or gone: SIGSTOP takes effect after kill
+// returns, and a pause that returned while a thread of the guest still
+// ran could answer one more request.
+func awaitStopped(dir string, pids map[int]bool) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for pid := range pids {
+		for !stopped(pid) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("fake sandbox %s: process %d did not stop", filepath.Base(dir), pid)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// stopped says whether every thread of pid is stopped (or pid is gone).
+func stopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return true // gone
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		// The state follows the command's closing parenthesis.
+		if i := bytes.LastIndexByte(b, ')'); i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't' && b[i+2] != 'Z' && b[i+2] != 'X') {
+			return false
+		}
+	}
+	return true
 }
 
 // killAll kills every process of the sandbox in dir and waits until none
