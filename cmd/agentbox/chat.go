@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/chat"
 	"github.com/agentbox/agentbox/internal/wiring"
-	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 func newChatCmd(a *app) *cobra.Command {
@@ -58,19 +56,7 @@ context size. From a pipe or a script, messages are read a line at a time
 			if list {
 				return wiring.ListChats(a.cfg, cmd.OutOrStdout())
 			}
-			if o.Session == "" {
-				o.Session = time.Now().Format("20060102-150405")
-			}
-			// Checked here, so that a bad one is said first; the session
-			// checks it again as it opens (on a saved one, what it had).
-			if _, err := workspace.ProjectDir(o.Project.Dir, a.cfg.DataDir, o.Project.InPlace); err != nil {
-				return err
-			}
-			var err error
-			if o.Network, err = nf.Check(a.cfg); err != nil {
-				return err
-			}
-			if o.Sandbox, err = sb.Spec(a.cfg); err != nil {
+			if err := o.Check(a.cfg, sb, nf); err != nil {
 				return err
 			}
 			return a.chat(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())

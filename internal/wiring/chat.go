@@ -30,6 +30,26 @@ type ChatRequest struct {
 	Network egress.Policy
 }
 
+// Check completes r from chat's flags, each mistake said in this order:
+// the session, named by the time if none is; the project directory; the
+// network policy nf asks for; the sandbox sb asks for.
+func (r *ChatRequest) Check(cfg config.Config, sb SandboxRequest, nf NetworkFlags) error {
+	if r.Session == "" {
+		r.Session = time.Now().Format("20060102-150405")
+	}
+	// Checked here, so that a bad one is said first; the session
+	// checks it again as it opens (on a saved one, what it had).
+	if _, err := workspace.ProjectDir(r.Project.Dir, cfg.DataDir, r.Project.InPlace); err != nil {
+		return err
+	}
+	var err error
+	if r.Network, err = nf.Check(cfg); err != nil {
+		return err
+	}
+	r.Sandbox, err = sb.Spec(cfg)
+	return err
+}
+
 // ChatsDir holds cfg's chat sessions.
 func ChatsDir(cfg config.Config) string { return filepath.Join(cfg.DataDir, "chats") }
 
