@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 
 	"github.com/agentbox/agentbox/internal/bench"
 	"github.com/agentbox/agentbox/internal/sandbox"
-	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/units"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
@@ -47,7 +45,7 @@ It needs the engine on this host, the sandbox image and the docker CLI.
 Results are recorded in docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.benchTier(cmd, &o, isolation)
+			return wiring.RunBenchTier(cmd.Context(), a.cfg, a.log, o, isolation, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.AddCommand(newBenchAPICmd(a), newBenchGUICmd(a), newBenchUploadCmd(a), newBenchUICmd(a), newBenchStoreCmd(), newBenchDrainCmd(a), newBenchCheckpointCmd(a))
@@ -59,32 +57,6 @@ Results are recorded in docs/benchmarks.md.`,
 	cmd.Flags().BoolVar(&o.NoWorkspace, "no-workspace", false, "leave out the slow workspace rows (1 GiB written, a 5,000-file zip)")
 	a.driverFlag(cmd)
 	return cmd
-}
-
-// benchTier runs the sandbox benchmark on the tier isolation: its rows,
-// then the memory of an idle sandbox.
-func (a *app) benchTier(cmd *cobra.Command, o *bench.Options, isolation string) error {
-	return a.benchSandboxes(cmd, o, func() error {
-		head, closeAll, err := wiring.BenchTier(cmd.Context(), a.cfg, a.log, o, isolation)
-		defer closeAll()
-		if err != nil {
-			return err
-		}
-		w := cmd.OutOrStdout()
-		fmt.Fprintf(w, "%s\n\n", head)
-		rows, err := bench.Run(cmd.Context(), *o)
-		if err != nil {
-			return err
-		}
-		bench.Markdown(w, rows)
-		idle, err := bench.Idle(cmd.Context(), *o)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(w)
-		bench.IdleMarkdown(w, idle)
-		return nil
-	})
 }
 
 func newBenchAPICmd(a *app) *cobra.Command {
@@ -99,18 +71,7 @@ concurrent connections: POST /v1/jobs for --duration, then GET /v1/jobs/{id}
 for --duration. Server and load generator share this machine's cores.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			srv, err := wiring.OpenBenchAPI(cmd.Context(), a.cfg)
-			if err != nil {
-				return err
-			}
-			defer srv.Close()
-			o.URL, o.Token = srv.URL, srv.Token
-			rs, err := bench.Load(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			bench.LoadMarkdown(cmd.OutOrStdout(), rs)
-			return nil
+			return wiring.RunBenchAPI(cmd.Context(), a.cfg, o, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().IntVar(&o.Clients, "clients", 32, "concurrent connections")
@@ -134,22 +95,7 @@ the request's start to the answer's last byte over loopback: the server's
 time, and the kernel's. Results are recorded in docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var big string
-			fill := func(ctx context.Context, st store.Store) (err error) {
-				big, err = bench.FillUI(ctx, st, o)
-				return err
-			}
-			srv, err := wiring.OpenBenchUI(cmd.Context(), a.cfg, fill)
-			if err != nil {
-				return err
-			}
-			defer srv.Close()
-			rows, err := bench.UI(cmd.Context(), srv.URL, srv.Token, big, o)
-			if err != nil {
-				return err
-			}
-			bench.UIMarkdown(cmd.OutOrStdout(), o, rows)
-			return nil
+			return wiring.RunBenchUI(cmd.Context(), a.cfg, o, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 10000, "jobs in the store")
@@ -171,13 +117,7 @@ against the plain engine doing the same through docker exec (ImageMagick's
 import, a fresh python3). Results are recorded in docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.benchSandboxes(cmd, &o, func() error {
-				r, err := bench.GUI(cmd.Context(), o)
-				if err == nil {
-					bench.GUIMarkdown(cmd.OutOrStdout(), r)
-				}
-				return err
-			})
+			return wiring.RunBenchGUI(cmd.Context(), a.cfg, a.log, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().IntVar(&o.Execs, "samples", 20, "screenshots and kernel runs to time (the docker exec baselines run half as many)")
@@ -210,17 +150,8 @@ Results are recorded in docs/benchmarks.md.`,
 			if err != nil {
 				return fmt.Errorf("--size: %w", err)
 			}
-			srv, err := wiring.OpenBenchServer(cmd.Context(), a.cfg)
-			if err != nil {
-				return err
-			}
-			defer srv.Close()
-			o.URL, o.Token, o.Image, o.Bytes, o.Log = srv.URL, srv.Token, a.cfg.Sandbox.Image, n, cmd.ErrOrStderr()
-			rows, err := bench.Upload(cmd.Context(), o)
-			if err == nil {
-				bench.Markdown(cmd.OutOrStdout(), rows)
-			}
-			return err
+			o.Bytes = n
+			return wiring.RunBenchUpload(cmd.Context(), a.cfg, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().IntVar(&o.Samples, "samples", 5, "uploads and docker cps to time, after one warm-up each")
@@ -230,12 +161,6 @@ Results are recorded in docs/benchmarks.md.`,
 	cmd.Flags().StringVar(&o.Docker, "docker", "docker", "docker CLI used for the baselines")
 	a.driverFlag(cmd)
 	return cmd
-}
-
-// benchSandboxes runs measure with o set up to use the configured driver,
-// closed afterwards.
-func (a *app) benchSandboxes(cmd *cobra.Command, o *bench.Options, measure func() error) error {
-	return wiring.BenchSandboxes(a.cfg, a.log, o, cmd.ErrOrStderr(), measure)
 }
 
 func newBenchStoreCmd() *cobra.Command {
@@ -258,17 +183,7 @@ process's signal), timed from the create to the claim. Results are recorded
 in docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			stores, closeAll, err := wiring.BenchStores(cmd.Context(), pgURL)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			rs, err := bench.StoreEach(cmd.Context(), stores, o, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			bench.StoreMarkdown(cmd.OutOrStdout(), o, rs)
-			return nil
+			return wiring.RunBenchStore(cmd.Context(), pgURL, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&pgURL, "postgres", "", "the PostgreSQL database to measure (postgres://…); empty starts a local server")
@@ -294,20 +209,7 @@ took to drain and the jobs per second. Results are recorded in
 docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := wiring.OpenBenchCluster(cmd.Context(), a.cfg, o.Workers, o.Concurrency)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			r, err := bench.Drain(cmd.Context(), c.URL, c.Token, o)
-			if err != nil {
-				return err
-			}
-			bench.DrainMarkdown(cmd.OutOrStdout(), o, r)
-			if r.Complete != o.Jobs {
-				return fmt.Errorf("%d of %d jobs ended complete", r.Complete, o.Jobs)
-			}
-			return nil
+			return wiring.RunBenchDrain(cmd.Context(), a.cfg, o, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 1000, "jobs to queue")

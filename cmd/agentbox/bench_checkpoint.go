@@ -23,13 +23,7 @@ sandbox image with the tree mounted, and prints the ratio. Results are
 recorded in docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Image, o.Log = a.cfg.Sandbox.Image, cmd.ErrOrStderr()
-			r, err := wiring.BenchCheckpoint(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			wiring.CheckpointMarkdown(cmd.OutOrStdout(), o, r)
-			return nil
+			return wiring.RunBenchCheckpoint(cmd.Context(), a.cfg, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().IntVar(&o.Files, "files", 5000, "files of the workspace")

@@ -2,17 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/chat"
-	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/wiring"
-	"github.com/agentbox/agentbox/internal/workspace"
 )
 
 func newChatCmd(a *app) *cobra.Command {
@@ -59,21 +54,9 @@ context size. From a pipe or a script, messages are read a line at a time
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if list {
-				return a.listSessions(cmd.OutOrStdout())
+				return wiring.ListChats(a.cfg, cmd.OutOrStdout())
 			}
-			if o.Session == "" {
-				o.Session = time.Now().Format("20060102-150405")
-			}
-			// Checked here, so that a bad one is said first; the session
-			// checks it again as it opens (on a saved one, what it had).
-			if _, err := workspace.ProjectDir(o.Project.Dir, a.cfg.DataDir, o.Project.InPlace); err != nil {
-				return err
-			}
-			var err error
-			if o.Network, err = nf.Check(a.cfg); err != nil {
-				return err
-			}
-			if o.Sandbox, err = sb.Spec(a.cfg); err != nil {
+			if err := o.Check(a.cfg, sb, nf); err != nil {
 				return err
 			}
 			return a.chat(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -93,53 +76,9 @@ context size. From a pipe or a script, messages are read a line at a time
 
 // chat runs one interactive session; an interrupted turn exits 130.
 func (a *app) chat(ctx context.Context, o wiring.ChatRequest, in io.Reader, out, errw io.Writer) error {
-	s, model, closeAll, err := wiring.OpenChat(ctx, a.cfg, a.log, o, out, errw)
-	if err != nil {
-		return err
-	}
-	defer closeAll()
-	fmt.Fprintf(errw, "agentbox chat: session %s, model %s, workspace %s (/help for commands)\n", s.Name(), model, render.Printable(s.Where()))
-	input, closeInput, err := chat.OpenInput(in, errw)
-	if err != nil {
-		return err
-	}
-	defer closeInput.Close()
-	err = s.Run(ctx, input)
-	interrupted := errors.Is(err, chat.ErrInterrupted)
-	if err != nil && !interrupted {
-		return err
-	}
-	s.Close(context.WithoutCancel(ctx)) // the sandbox gone, an in-place DIR is its owner's again
-	leaveChat(errw, s, interrupted)
+	interrupted, err := wiring.RunChat(ctx, a.cfg, a.log, o, in, out, errw)
 	if interrupted {
 		return exitError{130}
 	}
-	return nil
-}
-
-// listSessions prints the saved sessions (chat --list).
-func (a *app) listSessions(w io.Writer) error {
-	list, err := chat.List(wiring.ChatsDir(a.cfg))
-	if err != nil {
-		return err
-	}
-	return chat.WriteSessions(w, list, "", time.Now())
-}
-
-// leaveChat says, as the session closes, how to resume it and where its
-// work is: in DIR itself, or in the copy, and how to compare it with DIR.
-func leaveChat(w io.Writer, s *chat.Session, interrupted bool) {
-	if interrupted {
-		fmt.Fprint(w, "\ninterrupted; ")
-	}
-	fmt.Fprintf(w, "session saved; resume it with: agentbox chat --session %s\n", s.Name())
-	p := s.Project()
-	r := wiring.RunReport{Workspace: s.WorkspaceDir(), From: p.Dir, InPlace: p.InPlace, NotCopied: s.NotCopied()}
-	if p.InPlace {
-		r.LinksOut = workspace.DescribeLinksOut(p.Dir)
-	}
-	r.WriteWhere(w)
-	if p.Dir != "" && !p.InPlace {
-		fmt.Fprintf(w, "to see the changes: diff -ru --no-dereference %s %s\n", render.Printable(render.ShellQuote(p.Dir)), render.Printable(render.ShellQuote(r.Workspace)))
-	}
+	return err
 }

@@ -185,8 +185,8 @@ job ends. A pending or running job is refused: cancel it first. Deleting a
 deleted job again succeeds, saying it already was.` + clientEnvHelp,
 		Example: `  agentbox delete job_0193b2c4d5e6f7a8b9c`,
 		Args:    cobra.ExactArgs(1),
-		RunE: askJob(a, &f, "delete", deleteOnce, func(cmd *cobra.Command, d deletion) error {
-			if d.already {
+		RunE: askJob(a, &f, "delete", (*client.Client).DeleteOnce, func(cmd *cobra.Command, d client.Deletion) error {
+			if d.Already {
 				_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s: already deleted at %s (agentbox delete, or the server's retention period); nothing left to remove\n",
 					d.JobID, d.DeletedAt.Local().Format(time.RFC3339))
 				return err
@@ -197,23 +197,6 @@ deleted job again succeeds, saying it already was.` + clientEnvHelp,
 	}
 	f.add(cmd, "print the job as JSON")
 	return cmd
-}
-
-// deletion is the answer to a delete: the job, and whether its data was
-// deleted before this call (--json prints the job alone).
-type deletion struct {
-	wire.Job
-	already bool
-}
-
-// deleteOnce deletes job id, noting whether it already was.
-func deleteOnce(c *client.Client, ctx context.Context, id string) (deletion, error) {
-	before, err := c.Get(ctx, id)
-	if err != nil {
-		return deletion{}, err
-	}
-	j, err := c.Delete(ctx, id)
-	return deletion{Job: j, already: !before.DeletedAt.IsZero()}, err
 }
 
 func newCancelCmd(a *app) *cobra.Command {

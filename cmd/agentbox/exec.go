@@ -91,14 +91,15 @@ of its own instead, as 'docker run --network' does, outside the proxy.` + networ
 			if err != nil {
 				return usage(err)
 			}
-			st, err := newExecStreams(cmd, f)
+			st, err := wiring.NewExecStreams(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), wiring.StreamFlags{TTY: f.tty, Raw: f.raw,
+				Interactive: f.interactive, InteractiveSet: cmd.Flags().Changed("interactive"), Env: f.Env, MaxOutput: f.maxOutput})
 			if err != nil { // a flag's value: a usage error
 				fmt.Fprintln(cmd.ErrOrStderr(), "agentbox:", err)
 				return exitError{2}
 			}
 			req := wiring.Command(args, f.Timeout)
 			network := wiring.ScratchNetwork{Proxy: f.SandboxNetwork == "" || f.SandboxNetwork == "none", Policy: f.Network}
-			return exitWith(wiring.Exec(cmd.Context(), a.cfg, a.log, wiring.ExecRequest{Spec: spec, Command: req, Network: network, Quiet: f.quiet, Attach: st.run}, st.Stderr))
+			return exitWith(wiring.Exec(cmd.Context(), a.cfg, a.log, wiring.ExecRequest{Spec: spec, Command: req, Network: network, Quiet: f.quiet, Attach: st.Run}, st.Stderr))
 		},
 	}
 	fl := cmd.Flags()

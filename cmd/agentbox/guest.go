@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -44,7 +43,7 @@ by hand.`,
 					return err
 				}
 			}
-			w, h, err := parseDisplaySize(displaySize)
+			d, err := sandbox.ParseDisplay(displaySize)
 			if err != nil {
 				return err
 			}
@@ -53,7 +52,7 @@ by hand.`,
 				return err
 			}
 			return daemon.ListenAndServe(cmd.Context(), daemon.Config{Workspace: workspace, Version: version, Log: log,
-				DisplayWidth: w, DisplayHeight: h, WebBase: webBase, Bound: bound, ServiceTimeout: serviceTimeout, Secret: secret}, where)
+				DisplayWidth: d.Width, DisplayHeight: d.Height, WebBase: webBase, Bound: bound, ServiceTimeout: serviceTimeout, Secret: secret}, where)
 		},
 	}
 	cmd.Flags().StringVar(&stateDir, "state-dir", "/run/agentbox", "directory for the guest's unix socket")
@@ -73,13 +72,3 @@ by hand.`,
 }
 
 // parseDisplaySize reads WIDTHxHEIGHT, within the limits sandbox.CheckDisplay sets.
-func parseDisplaySize(s string) (w, h int, err error) {
-	if _, err := fmt.Sscanf(s, "%dx%d", &w, &h); err != nil {
-		return 0, 0, fmt.Errorf("display size %q: want WIDTHxHEIGHT, like 1024x768", s)
-	}
-	d := sandbox.Display{Width: w, Height: h}
-	if err := sandbox.CheckDisplay(sandbox.Spec{Display: d}); err != nil {
-		return 0, 0, err
-	}
-	return w, h, nil
-}

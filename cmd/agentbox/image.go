@@ -86,14 +86,7 @@ tmpfs. The sandbox image's own tag cannot be overwritten.`,
 				return a.buildUserImage(cmd, dockerfile, opts)
 			}
 			opts.Progress = cmd.OutOrStdout()
-			res, err := wiring.BuildImage(cmd.Context(), a.cfg, opts)
-			if err != nil {
-				return err
-			}
-			if res.Built {
-				fmt.Fprintf(cmd.OutOrStdout(), "built %s %s\n", res.Ref, res.ID)
-			}
-			return nil
+			return wiring.BuildImage(cmd.Context(), a.cfg, opts)
 		},
 	}
 	f := cmd.Flags()
@@ -116,13 +109,7 @@ func (a *app) buildUserImage(cmd *cobra.Command, dockerfile string, opts image.O
 	if dockerfile == "" || opts.Ref == "" {
 		return fmt.Errorf("--dockerfile PATH needs --tag NAME, the name jobs will ask for")
 	}
-	out := cmd.OutOrStdout()
-	res, err := wiring.BuildUserImage(cmd.Context(), a.cfg, image.UserOptions{Dockerfile: dockerfile, Ref: opts.Ref, NoCache: opts.Force, Progress: out})
-	if err != nil {
-		return err
-	}
-	image.WriteUserResult(out, res, a.cfg.Sandbox.AllowedImages(), a.cfg.Sandbox.Images)
-	return nil
+	return wiring.BuildUserImage(cmd.Context(), a.cfg, image.UserOptions{Dockerfile: dockerfile, Ref: opts.Ref, NoCache: opts.Force, Progress: cmd.OutOrStdout()})
 }
 
 func newImageInspectCmd(a *app) *cobra.Command {

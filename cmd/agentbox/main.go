@@ -34,10 +34,8 @@ var version = "dev"
 // logger. What the commands run is assembled by internal/wiring.
 type app struct {
 	cfg config.Config
-	// flagCfg holds values given as flags; commands apply them over cfg,
-	// those flagSet reports as given.
+	// flagCfg holds values given as flags; commands apply them over cfg.
 	flagCfg config.Config
-	flagSet func(name string) bool
 	log     *slog.Logger
 }
 

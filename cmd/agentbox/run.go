@@ -1,15 +1,9 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/internal/config"
-	"github.com/agentbox/agentbox/internal/render"
-	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wiring"
 )
 
@@ -60,7 +54,7 @@ missing, a network policy the operator does not allow).` + networkHelp,
 			if f.Network, err = nf.Check(a.cfg); err != nil {
 				return err
 			}
-			return exitWith(a.runTask(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+			return exitWith(wiring.RunJobLive(cmd.Context(), a.cfg, f, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
 	}
 	fl := cmd.Flags()
@@ -76,23 +70,4 @@ missing, a network policy the operator does not allow).` + networkHelp,
 	a.driverFlag(cmd)
 	a.dataDirFlag(cmd, "where runs are kept, under runs/")
 	return cmd
-}
-
-// runTask does one job in the foreground, showing its events, and prints
-// how it ended.
-func (a *app) runTask(ctx context.Context, f wiring.RunRequest, out, errw io.Writer) (int, error) {
-	live := render.NewLive(errw, "Ctrl-C cancels the job")
-	shown := live.Writer(errw)
-	p := render.NewSteps(live.Writer(out), shown)
-	live.Start("starting")
-	r, err := wiring.RunJob(ctx, a.cfg, f, wiring.RunIO{Log: shown,
-		Event: func(ev store.Event) { live.Follow(ev.Type, ev.Payload); _ = p.Show(ev.Type, ev.Payload) },
-		Interrupted: func() {
-			fmt.Fprintln(shown, "agentbox: interrupted: canceling the job and removing its sandbox")
-		}})
-	r.Elapsed = live.Stop()
-	if err != nil {
-		return 0, err
-	}
-	return r.WriteEnd(errw), nil
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -46,8 +44,7 @@ period, then stops them and hands them back (pending) for the next start.`,
   AGENTBOX_TOKEN=secret agentbox serve`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a.flagSet = cmd.Flags().Changed
-			return a.serve(cmd.Context())
+			return a.serve(cmd)
 		},
 	}
 	s := &a.flagCfg.Server
@@ -69,61 +66,11 @@ period, then stops them and hands them back (pending) for the next start.`,
 	return cmd
 }
 
-// applyServeFlags lets flags given on the command line win over the environment.
-func (a *app) applyServeFlags() error {
-	f, c := a.flagCfg.Server, &a.cfg.Server
-	if a.flagSet == nil {
-		a.flagSet = func(string) bool { return false }
-	}
-	if f.Addr != "" {
-		c.Addr = f.Addr
-	}
-	if a.flagCfg.DataDir != "" {
-		dir, err := filepath.Abs(a.flagCfg.DataDir)
-		if err != nil {
-			return fmt.Errorf("path %s: %w", a.flagCfg.DataDir, err)
-		}
-		a.cfg.DataDir = dir
-	}
-	if a.flagCfg.Store != "" {
-		a.cfg.Store = a.flagCfg.Store
-	}
-	if a.flagCfg.Role != "" {
-		a.cfg.Role = a.flagCfg.Role
-	}
-	if a.flagCfg.Blobs != "" {
-		a.cfg.Blobs = a.flagCfg.Blobs
-	}
-	if a.flagSet("concurrency") {
-		c.Concurrency = f.Concurrency
-	}
-	c.NoAuth = c.NoAuth || f.NoAuth
-	if f.Lease > 0 {
-		c.Lease = f.Lease
-	}
-	if f.JobTimeout > 0 {
-		c.JobTimeout = f.JobTimeout
-	}
-	if a.flagSet("grace") {
-		c.Grace = f.Grace
-	}
-	if k := a.flagCfg.Agent.Kind; k != "" {
-		a.cfg.Agent.Kind = k
-	}
-	if f.PublicURL != "" {
-		c.PublicURL = f.PublicURL
-	}
-	if f.ViewURL != "" {
-		c.ViewURL = f.ViewURL
-	}
-	if err := wiring.CheckViewURL(*c); err != nil {
-		return err
-	}
-	return a.cfg.Validate()
-}
-
-func (a *app) serve(ctx context.Context) error {
-	if err := a.applyServeFlags(); err != nil {
+// serve runs the server, its flags given on the command line winning over
+// the environment.
+func (a *app) serve(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	if err := wiring.ApplyServeFlags(&a.cfg, cmd.Flags()); err != nil {
 		return fmt.Errorf("%w: %w", errConfiguration, err)
 	}
 	srv, err := wiring.OpenServer(ctx, a.cfg, a.log)

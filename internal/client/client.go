@@ -322,6 +322,24 @@ func (c *Client) Delete(ctx context.Context, id string) (wire.Job, error) {
 	return out, err
 }
 
+// Deletion is the answer to DeleteOnce: the job, and whether its data
+// was deleted before the call. It marshals as the job alone.
+type Deletion struct {
+	wire.Job
+	Already bool `json:"-"`
+}
+
+// DeleteOnce deletes job id's data like Delete, noting whether it already
+// was (`agentbox delete` says so).
+func (c *Client) DeleteOnce(ctx context.Context, id string) (Deletion, error) {
+	before, err := c.Get(ctx, id)
+	if err != nil {
+		return Deletion{}, err
+	}
+	j, err := c.Delete(ctx, id)
+	return Deletion{Job: j, Already: !before.DeletedAt.IsZero()}, err
+}
+
 // Events returns up to limit (0: the server's default) events with seq
 // greater than after.
 func (c *Client) Events(ctx context.Context, id string, after int64, limit int) (wire.EventPage, error) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -319,5 +320,28 @@ func TestEventStatusAgrees(t *testing.T) {
 	}
 	if _, final := client.EventStatus(wire.Event{Type: "log", Payload: []byte(`{"status":"complete"}`)}); final {
 		t.Error("a log event read as a final state")
+	}
+}
+
+func TestDeleteOnceSaysWhetherItAlreadyWas(t *testing.T) {
+	e := apitest.New(t, api.Config{})
+	c := newClient(t, e.URL, apitest.Token)
+	ctx := context.Background()
+	sr, err := c.Submit(ctx, wire.SubmitRequest{Task: "hello"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Cancel(ctx, sr.JobID); err != nil {
+		t.Fatal(err)
+	}
+	for _, already := range []bool{false, true} {
+		d, err := c.DeleteOnce(ctx, sr.JobID)
+		if err != nil || d.Already != already || d.JobID != sr.JobID || d.DeletedAt.IsZero() {
+			t.Fatalf("delete (already %v): %+v %v", already, d, err)
+		}
+		b, _ := json.Marshal(d)
+		if strings.Contains(string(b), "lready") {
+			t.Fatalf("a deletion marshals as the job alone: %s", b)
+		}
 	}
 }

@@ -29,6 +29,9 @@ type Setting struct {
 	Help string
 	// SameRow puts the setting in the docs' row of the one before it.
 	SameRow bool
+	// FlagZero says a zero value of Flag ("0") is a value: without it,
+	// a flag given "", "0" or "false" leaves the setting alone (ApplyFlags).
+	FlagZero bool
 	// parse reads a non-empty value into c; its error names Env.
 	parse func(c *Config, key, v string) error
 }
@@ -118,11 +121,11 @@ var Settings = []Setting{
 	{Env: "AGENTBOX_HTTP_MAX_CONNS", Default: "4096", Help: "connections all clients may hold at once (at least 16, and at least the bound per address); the next is answered `503` and closed. `serve` lowers it to half its open-file limit (`RLIMIT_NOFILE`), with a warning, so a flood leaves files for everything else", parse: integer(func(c *Config) *int { return &c.Server.HTTP.MaxConns })},
 	{Env: "AGENTBOX_NO_AUTH", Flag: "--no-auth", Help: "`1` or `true` turns auth off (`serve --no-auth`); refused unless the address is loopback", parse: noAuth},
 	{Env: "AGENTBOX_URL", Flag: "--url", Default: "http://127.0.0.1:8080", Help: "the server the CLI talks to (`--url`)", parse: str(func(c *Config) *string { return &c.Client.URL })},
-	{Env: "AGENTBOX_CONCURRENCY", Flag: "--concurrency", Default: "2", Help: "jobs run at once per server, `0` to 256; `0` serves the API only (`--concurrency`)", parse: integer(func(c *Config) *int { return &c.Server.Concurrency })},
+	{Env: "AGENTBOX_CONCURRENCY", Flag: "--concurrency", Default: "2", Help: "jobs run at once per server, `0` to 256; `0` serves the API only (`--concurrency`)", FlagZero: true, parse: integer(func(c *Config) *int { return &c.Server.Concurrency })},
 	{Env: "AGENTBOX_LEASE", Flag: "--lease", Default: "30s", Help: "how long a job's claim lasts without a heartbeat (at least 1s; `--lease`); a crashed server's jobs run again after this (a restarted server reclaims its own at once)", parse: duration(func(c *Config) *time.Duration { return &c.Server.Lease })},
 	{Env: "AGENTBOX_JOB_TIMEOUT", Flag: "--job-timeout", Default: "30m", Help: "wall-clock limit of a job that names none (`limits.timeout`); at least 1s (`serve --job-timeout`; `run --timeout` for one job)", parse: duration(func(c *Config) *time.Duration { return &c.Server.JobTimeout })},
 	{Env: "AGENTBOX_MAX_ATTEMPTS", Default: "3", Help: "how many times a job is started in all (a run cut short by a dead worker counts) before it ends in error; at least 1. No flag.", parse: integer(func(c *Config) *int { return &c.Server.MaxAttempts })},
-	{Env: "AGENTBOX_GRACE", Flag: "--grace", Default: "30s", Help: "on SIGTERM or Ctrl-C: how long running jobs may finish before they are stopped and handed back (pending); `0` stops them at once (`--grace`)", parse: duration(func(c *Config) *time.Duration { return &c.Server.Grace })},
+	{Env: "AGENTBOX_GRACE", Flag: "--grace", Default: "30s", FlagZero: true, Help: "on SIGTERM or Ctrl-C: how long running jobs may finish before they are stopped and handed back (pending); `0` stops them at once (`--grace`)", parse: duration(func(c *Config) *time.Duration { return &c.Server.Grace })},
 	{Env: "AGENTBOX_MODEL", Flag: "--model", Help: "the default model, `anthropic:NAME` or `openai:NAME`; without it, the provider whose key is set, with its default model (docs/models.md)", parse: str(func(c *Config) *string { return &c.Model.Name })},
 	{Env: "ANTHROPIC_API_KEY", Help: "Anthropic's key, and a proxy or compatible server", parse: str(func(c *Config) *string { return &c.Model.AnthropicKey })},
 	{Env: "ANTHROPIC_BASE_URL", SameRow: true, parse: str(func(c *Config) *string { return &c.Model.AnthropicBaseURL })},
@@ -195,4 +198,25 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		return c, err
 	}
 	return c, c.Validate()
+}
+
+// ApplyFlags sets in c, over what the environment said, each setting
+// whose Flag flag reports as given, with its value as typed ("--addr").
+// A zero value ("", "0", "false") leaves the setting alone unless the
+// setting's FlagZero says it is a value. The result is not validated.
+func ApplyFlags(c *Config, flag func(name string) (string, bool)) error {
+	var errs []error
+	for _, s := range Settings {
+		v, ok := "", false
+		if s.Flag != "" {
+			v, ok = flag(s.Flag)
+		}
+		if !ok || !s.FlagZero && (v == "" || v == "0" || v == "false") {
+			continue
+		}
+		if err := s.parse(c, s.Env, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.Flag, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -178,3 +178,21 @@ func TestEverySettingRead(t *testing.T) {
 		t.Errorf("%d cases, %d settings: a case names no setting", len(tested), len(Settings))
 	}
 }
+
+// TestApplyFlags: a flag given wins over the environment; one given a
+// zero value leaves the setting alone, unless zero is a value of it.
+func TestApplyFlags(t *testing.T) {
+	env := map[string]string{"AGENTBOX_ADDR": "127.0.0.1:9000", "AGENTBOX_LEASE": "1m", "AGENTBOX_CONCURRENCY": "4", "AGENTBOX_GRACE": "10s", "AGENTBOX_NO_AUTH": "1"}
+	c, err := FromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := map[string]string{"--addr": "127.0.0.1:9001", "--lease": "0", "--concurrency": "0", "--grace": "0", "--no-auth": "false", "--job-timeout": "1h30m", "--store": ""}
+	if err := ApplyFlags(&c, func(name string) (string, bool) { v, ok := flags[name]; return v, ok }); err != nil {
+		t.Fatal(err)
+	}
+	s := c.Server
+	if s.Addr != "127.0.0.1:9001" || s.Lease != time.Minute || s.Concurrency != 0 || s.Grace != 0 || !s.NoAuth || s.JobTimeout != 90*time.Minute || c.Store != "" {
+		t.Fatalf("applied: %+v store %q", s, c.Store)
+	}
+}

@@ -134,6 +134,19 @@ func CheckDisplay(spec Spec) error {
 	return CheckWebBase(BindingOf(spec).WebBase)
 }
 
+// ParseDisplay reads a display size as `agentbox guest --display-size`
+// takes it, WIDTHxHEIGHT, within the bounds CheckDisplay holds.
+func ParseDisplay(s string) (Display, error) {
+	var d Display
+	if _, err := fmt.Sscanf(s, "%dx%d", &d.Width, &d.Height); err != nil {
+		return Display{}, fmt.Errorf("display size %q: want WIDTHxHEIGHT, like 1024x768", s)
+	}
+	if err := CheckDisplay(Spec{Display: d}); err != nil {
+		return Display{}, err
+	}
+	return d, nil
+}
+
 // CheckWebBase refuses a web base that is not a clean absolute URL path
 // of letters, digits and -._~/ ("" is none).
 func CheckWebBase(b string) error {

@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 
@@ -10,17 +11,21 @@ import (
 )
 
 // BuildImage builds the sandbox image on cfg's engine: opts.Ref, or else
-// cfg's image.
-func BuildImage(ctx context.Context, cfg config.Config, opts image.Options) (image.Result, error) {
+// cfg's image; what it built, if anything, is said on opts.Progress.
+func BuildImage(ctx context.Context, cfg config.Config, opts image.Options) error {
 	cli, err := DockerClient(cfg.Docker)
 	if err != nil {
-		return image.Result{}, err
+		return err
 	}
 	defer cli.Close()
 	if opts.Ref == "" {
 		opts.Ref = cfg.Sandbox.Image
 	}
-	return image.Build(ctx, cli, opts)
+	res, err := image.Build(ctx, cli, opts)
+	if err == nil && res.Built {
+		fmt.Fprintf(opts.Progress, "built %s %s\n", res.Ref, res.ID)
+	}
+	return err
 }
 
 // InspectLayers says whether the sandbox image ref (cfg's image if empty)
@@ -38,16 +43,21 @@ func InspectLayers(ctx context.Context, cfg config.Config, ref string) (image.La
 }
 
 // BuildUserImage builds a user's image on top of cfg's sandbox image
-// (image.BuildUser), never over the sandbox image's own tag.
-func BuildUserImage(ctx context.Context, cfg config.Config, opts image.UserOptions) (image.UserResult, error) {
+// (image.BuildUser), never over the sandbox image's own tag, and says on
+// opts.Progress what it built and whether jobs may ask for it.
+func BuildUserImage(ctx context.Context, cfg config.Config, opts image.UserOptions) error {
 	cli, err := DockerClient(cfg.Docker)
 	if err != nil {
-		return image.UserResult{}, err
+		return err
 	}
 	defer cli.Close()
 	opts.Base = cfg.Sandbox.Image
 	opts.Protected = []string{cfg.Sandbox.Image, config.DefaultImage}
-	return image.BuildUser(ctx, cli, opts)
+	res, err := image.BuildUser(ctx, cli, opts)
+	if err == nil {
+		image.WriteUserResult(opts.Progress, res, cfg.Sandbox.AllowedImages(), cfg.Sandbox.Images)
+	}
+	return err
 }
 
 // newGate returns the image.Gate of cfg's sandbox image, which runs

@@ -1,11 +1,13 @@
 package wiring
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/artifact"
+	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/render"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/internal/wire"
@@ -72,4 +74,24 @@ func (r RunReport) WriteWhere(w io.Writer) {
 	case r.Warnings > 1:
 		fmt.Fprintf(w, "log: %s (%d warnings)\n", r.Log, r.Warnings)
 	}
+}
+
+// RunJobLive is `agentbox run`: RunJob in the foreground, its steps shown
+// on out as they happen and a live status line on errw, then how it
+// ended (WriteEnd). It returns the exit status.
+func RunJobLive(ctx context.Context, cfg config.Config, r RunRequest, out, errw io.Writer) (int, error) {
+	live := render.NewLive(errw, "Ctrl-C cancels the job")
+	shown := live.Writer(errw)
+	p := render.NewSteps(live.Writer(out), shown)
+	live.Start("starting")
+	rep, err := RunJob(ctx, cfg, r, RunIO{Log: shown,
+		Event: func(ev store.Event) { live.Follow(ev.Type, ev.Payload); _ = p.Show(ev.Type, ev.Payload) },
+		Interrupted: func() {
+			fmt.Fprintln(shown, "agentbox: interrupted: canceling the job and removing its sandbox")
+		}})
+	rep.Elapsed = live.Stop()
+	if err != nil {
+		return 0, err
+	}
+	return rep.WriteEnd(errw), nil
 }

@@ -3,6 +3,9 @@ package wiring
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/agentbox/agentbox/internal/config"
 	"github.com/agentbox/agentbox/internal/egress"
@@ -41,4 +44,25 @@ func loadEgress(cfg config.Config) (egress.Loaded, error) {
 func EgressPolicy(cfg config.Config) (*egress.Config, error) {
 	l, err := loadEgress(cfg)
 	return l.Policy, err
+}
+
+// ApplyServeFlags sets in cfg, over the environment, the settings whose
+// flags fs has as given (config.ApplyFlags), but --data-dir and --driver,
+// which the root command applies for every command; then it checks the
+// result as serve needs it.
+func ApplyServeFlags(cfg *config.Config, fs *pflag.FlagSet) error {
+	err := config.ApplyFlags(cfg, func(name string) (string, bool) {
+		f := fs.Lookup(strings.TrimPrefix(name, "--"))
+		if f == nil || !f.Changed || name == "--data-dir" || name == "--driver" {
+			return "", false
+		}
+		return f.Value.String(), true
+	})
+	if err != nil {
+		return err
+	}
+	if err := CheckViewURL(cfg.Server); err != nil {
+		return err
+	}
+	return cfg.Validate()
 }
