@@ -48,7 +48,10 @@ func TestJobThatLinksItsSocketAwayEndsInError(t *testing.T) {
 	}
 	defer canary.Close()
 
-	svc, _ := e.start(t, reopenedRunDir{}, func(c *jobs.SchedulerConfig) { c.WatchdogInterval = 200 * time.Millisecond })
+	// The first check after the link ends the job (tampering counts at
+	// once); a second each, not 200 ms, so that a loaded machine's slow
+	// health answers (a timeout is one) cannot end it three times before.
+	svc, _ := e.start(t, reopenedRunDir{}, func(c *jobs.SchedulerConfig) { c.WatchdogInterval = time.Second })
 	sock := docker.GuestStateDir + "/" + guest.SocketName
 	task := "rm -f " + sock + " && ln -s " + canary.Addr().String() + " " + sock + " && sleep 600"
 	j := await(t, svc, submit(t, svc, task, store.Limits{}))
