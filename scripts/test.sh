@@ -22,6 +22,14 @@ go vet ./...
 # need no container engine (with DOCKER_HOST pointing nowhere, a test among
 # them that wants Docker fails here instead of skipping).
 on_fake_driver='^(TestTaskRunsToCompletion|TestFailingTaskEndsInError|TestCancelStopsRunningJob|TestCancelPendingJob|TestTimeout|TestWatchdogEndsJobWhoseSandboxDied|TestRecoveryRequeuesAndReaps|TestPeriodicReapLeavesRunningJobsAlone|TestEngineOutageHandsJobsBack|TestFinalWriteIsRetried|TestShutdownReleasesRunningJobs|TestRecoveryAfterKill9|TestGuestOfRunningJob|TestGuestStates|TestEndedDiffIsKeptUntilTheJobRunsAgain|TestDiffUnderTheFloor|TestDiffOverItsBound|TestEndedPatchIsKept|TestCloneFailureEndsTheJobInError|TestSnapshotJobDiff|TestRestartDoesNotCloneAgain|TestNotePendingWakesIdleScheduler|TestNothingPushedWhenTheTurnFails|TestFailedHandBackLeavesTheJobComplete|TestSlowPush|TestTurnsRunInNewSandboxesOnTheWorkspace)$'
-DOCKER_HOST=unix:///nonexistent AGENTBOX_REQUIRE_DOCKER=1 go test -count=1 ./internal/sandbox/fake ./internal/chat
-DOCKER_HOST=unix:///nonexistent AGENTBOX_REQUIRE_DOCKER=1 go test -count=1 -run "$on_fake_driver" ./internal/jobs
-go test -race -count=1 -timeout 25m ./...
+# With -race, as below, so that the test binaries built here are the ones
+# the whole run uses (the build cache), not built twice.
+DOCKER_HOST=unix:///nonexistent AGENTBOX_REQUIRE_DOCKER=1 go test -race -count=1 ./internal/sandbox/fake ./internal/chat
+DOCKER_HOST=unix:///nonexistent AGENTBOX_REQUIRE_DOCKER=1 go test -race -count=1 -run "$on_fake_driver" ./internal/jobs
+# Three packages at a time, not GOMAXPROCS's two: most of the suite waits on
+# sandboxes, VMs and servers rather than computing, and with two slots
+# cmd/agentbox held one for ten minutes while every other package queued for
+# the second.
+t0=$(date +%s)
+go test -race -count=1 -p 3 -timeout 25m ./...
+echo "go test took $(( $(date +%s) - t0 ))s"
