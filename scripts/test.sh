@@ -29,9 +29,7 @@ DOCKER_HOST=unix:///nonexistent AGENTBOX_REQUIRE_DOCKER=1 go test -race -count=1
 # Three packages at a time, not GOMAXPROCS's two: most of the suite waits on
 # sandboxes, VMs and servers rather than computing, and with two slots
 # cmd/agentbox held one for ten minutes while every other package queued for
-# the second. -parallel 3: cmd/agentbox's parallel tests (each an agentbox
-# serve child and its sandboxes) are the long pole, and wait more than they
-# compute.
+# the second.
 t0=$(date +%s)
-go test -race -count=1 -p 3 -parallel 3 -timeout 25m ./...
+go test -race -count=1 -p 3 -timeout 25m ./...
 echo "go test took $(( $(date +%s) - t0 ))s"
