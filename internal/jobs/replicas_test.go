@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,6 +47,19 @@ func TestReplicasWakeEachOther(t *testing.T) {
 	}()
 	defer func() { cancel(); <-ran }()
 
+	// Without the notes nothing would wake for an hour (B's poll, A's
+	// wait): each round must be quick, and the median within noteWithin.
+	// One slow round on a loaded machine under -race (193 ms was seen)
+	// says nothing of the notes; polling would make every round slow.
+	var claims, wakes []time.Duration
+	defer func() {
+		for what, ds := range map[string][]time.Duration{"claim": claims, "A woken after the claim": wakes} {
+			slices.Sort(ds)
+			if len(ds) == 5 && (ds[2] > noteWithin || ds[4] > 10*noteWithin) {
+				t.Errorf("%s: %v; want the median within %v and each within %v", what, ds, noteWithin, 10*noteWithin)
+			}
+		}
+	}()
 	for range 5 {
 		before := time.Now()
 		id := submit(t, svcA, "sleep 0.3; echo done", store.Limits{})
@@ -76,9 +90,7 @@ func TestReplicasWakeEachOther(t *testing.T) {
 		claim := j.StartedAt.Sub(before)
 		t.Logf("claimed by B %v after A's submit began (the submit took %v); A woken %v after the claim",
 			claim, submitted.Sub(before), woke.Sub(j.StartedAt))
-		if claim > noteWithin || woke.Sub(j.StartedAt) > noteWithin {
-			t.Errorf("claim %v, A woken %v after it; want each within %v", claim, woke.Sub(j.StartedAt), noteWithin)
-		}
+		claims, wakes = append(claims, claim), append(wakes, woke.Sub(j.StartedAt))
 		if got := await(t, svcA, id); got.Status != store.StatusComplete {
 			t.Fatalf("job %+v", got)
 		}
